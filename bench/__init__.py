@@ -1,0 +1,1 @@
+"""Benchmarks of the middleware's hot paths (not part of the test suite)."""

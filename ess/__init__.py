@@ -1,0 +1,80 @@
+"""ess: the Event Sub-System of the vehicle middleware.
+
+Pure and synchronous: it listens to the V-Store, keeps subscriptions and
+per-app bounded queues, and hands batches of events to a transport. No I/O,
+no gRPC, no event loop.
+"""
+
+from ess.budget import EventBudget
+from ess.config import (
+    DEFAULT_MAX_LENGTH,
+    DEFAULT_MIN_LENGTH,
+    MAX_QUEUE_LENGTH,
+    QUEUE_COUNT,
+    QueueConfig,
+    effective_queue_configs,
+)
+from ess.errors import BudgetExceededError, EssError, InvalidQueueConfigError, NotReadingEventsError
+from ess.events import (
+    DataUpdated,
+    DropReason,
+    Event,
+    KeyAdded,
+    KeyRemoved,
+    ResyncRequired,
+    Status,
+    Trigger,
+)
+from ess.policy import ALLOW_ALL, AllowAll, ReadPolicy
+from ess.scheduler import DEFAULT_WEIGHTS, CreditScheduler
+from ess.subscriptions import (
+    MAX_SEQ,
+    RegisterResult,
+    SubscriptionInfo,
+    SubscriptionRequest,
+)
+from ess.system import (
+    DEFAULT_EVENT_BUDGET,
+    DEFAULT_LIFECYCLE_CAPACITY,
+    DropCounts,
+    EssObserver,
+    EventSubSystem,
+    KeySource,
+)
+
+__all__ = [
+    "ALLOW_ALL",
+    "DEFAULT_EVENT_BUDGET",
+    "DEFAULT_LIFECYCLE_CAPACITY",
+    "DEFAULT_MAX_LENGTH",
+    "DEFAULT_MIN_LENGTH",
+    "DEFAULT_WEIGHTS",
+    "MAX_QUEUE_LENGTH",
+    "MAX_SEQ",
+    "QUEUE_COUNT",
+    "AllowAll",
+    "BudgetExceededError",
+    "CreditScheduler",
+    "DataUpdated",
+    "DropCounts",
+    "DropReason",
+    "EssError",
+    "EssObserver",
+    "Event",
+    "EventBudget",
+    "EventSubSystem",
+    "InvalidQueueConfigError",
+    "KeyAdded",
+    "KeyRemoved",
+    "KeySource",
+    "NotReadingEventsError",
+    "QueueConfig",
+    "ReadPolicy",
+    "RegisterResult",
+    "ResyncRequired",
+    "Status",
+    "SubscriptionInfo",
+    "SubscriptionRequest",
+    "Trigger",
+    "effective_queue_configs",
+]

@@ -1,0 +1,112 @@
+"""What the ESS delivers to an app, and the small enums of its vocabulary.
+
+``DataUpdated`` is a ``NamedTuple`` rather than a frozen dataclass: it is made
+once per delivered event, and building one measured ~0.1 us against ~0.6 us
+for a frozen slotted dataclass on the target machine. It is just as immutable.
+The rare lifecycle events are frozen slotted dataclasses.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import NamedTuple
+
+__all__ = [
+    "DataUpdated",
+    "DropReason",
+    "Event",
+    "KeyAdded",
+    "KeyRemoved",
+    "ResyncRequired",
+    "Status",
+    "Trigger",
+]
+
+
+class Trigger(enum.Enum):
+    """When a subscription produces an event."""
+
+    ON_CHANGE = 0
+    """Only when a write changes the bytes of the value."""
+    ON_UPDATE = 1
+    """On every write, even one that stores equal bytes (a heartbeat)."""
+
+
+class Status(enum.Enum):
+    """Per-key outcome of register / deregister."""
+
+    OK = 0
+    NOT_FOUND = 1
+    PERMISSION_DENIED = 2
+    INVALID_ARGUMENT = 3
+
+
+class DropReason(enum.Enum):
+    """Why a generated ``data_updated`` event never reached its app."""
+
+    EVICTED = "evicted"
+    """The queue was full: a newer event of the same key replaced it."""
+    LOST = "lost"
+    """The queue was full and held no event of the key: the new event was never queued."""
+    DISCARDED = "discarded"
+    """Queued, then thrown away: the subscription, key or app went away, or the
+    app reopened its stream."""
+
+
+class DataUpdated(NamedTuple):
+    """A key's value was written.
+
+    Attributes:
+        key: the key id.
+        seq: per (app, key) sequence number, from 1, +1 for every event
+            generated for the subscription (delivered or not): a jump is a loss.
+        time_ns: time of the write in the V-Store (the source time if the
+            provider gave one), not the time of queueing.
+        data: the value if it changed with this write (or was carried over
+            from a dropped event, see the drop rule); None if unchanged.
+        queue: the queue (0, 1, 2) that carried the event.
+    """
+
+    key: int
+    seq: int
+    time_ns: int
+    data: bytes | None
+    queue: int
+
+
+@dataclass(frozen=True, slots=True)
+class KeyAdded:
+    """A key was created in the V-Store."""
+
+    key: int
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRemoved:
+    """A key was removed; its id may be reused by a later ``KeyAdded``.
+
+    Subscriptions on it are gone and its undelivered events were discarded.
+    """
+
+    key: int
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResyncRequired:
+    """Lifecycle events were lost: the app's view of the key set is stale.
+
+    Always the first event of a batch. The app must list the keys again and
+    fetch its subscriptions (some may have ended with removed keys); the
+    ``KeyAdded``/``KeyRemoved`` events after this one are again complete.
+
+    Attributes:
+        lost: how many lifecycle events were not delivered.
+    """
+
+    lost: int
+
+
+Event = DataUpdated | KeyAdded | KeyRemoved | ResyncRequired

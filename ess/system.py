@@ -1,0 +1,488 @@
+"""The Event Sub-System: subscriptions in, ``data_updated`` events out.
+
+:class:`EventSubSystem` is the V-Store's listener. It keeps, per app with an
+open event stream, three bounded queues and a lifecycle buffer, and per key
+the subscriptions on it, with a watched-key bitmap so that an update of a key
+nobody watches costs one bit test. The transport (the gRPC middleware) calls
+``open_stream`` / ``register`` / ``deregister`` / ``subscriptions`` /
+``drain`` / ``remove_app`` on behalf of apps; this module never does I/O.
+
+Delivery guarantees (what an app can rely on):
+
+* Every ``data_updated`` generated for a subscription gets the next ``seq``
+  of that (app, key) pair, queued or not, so every loss shows as a gap.
+* Per (app, key, queue), events arrive in write order.
+* The latest value is never lost silently: if a dropped event carried data,
+  the next event the app receives for that key carries the value.
+* ``KeyAdded``/``KeyRemoved`` are never dropped by back-pressure; if their
+  buffer overflows, the app gets ``ResyncRequired`` first in its next batch.
+* Every eviction, loss and discard is counted per (app, key, queue) and
+  reported to the observer.
+
+Not thread-safe: one event loop drives it, and the V-Store with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Final, Protocol
+
+from ess.budget import EventBudget
+from ess.config import QUEUE_COUNT, QueueConfig, effective_queue_configs
+from ess.errors import BudgetExceededError, NotReadingEventsError
+from ess.events import DataUpdated, DropReason, Event, KeyAdded, KeyRemoved, Status
+from ess.lifecycle import LifecycleBuffer
+from ess.policy import ALLOW_ALL, ReadPolicy
+from ess.queues import EventQueue
+from ess.scheduler import DEFAULT_WEIGHTS, CreditScheduler
+from ess.subscriptions import (
+    MAX_SEQ,
+    RegisterResult,
+    Subscription,
+    SubscriptionInfo,
+    SubscriptionRequest,
+    SubscriptionTable,
+)
+from ess.watch import WatchedKeys
+from vstore.errors import InvalidKeyNameError
+from vstore.keys import check_key_name
+
+__all__ = [
+    "DEFAULT_EVENT_BUDGET",
+    "DEFAULT_LIFECYCLE_CAPACITY",
+    "DropCounts",
+    "EssObserver",
+    "EventSubSystem",
+    "KeySource",
+]
+
+DEFAULT_EVENT_BUDGET: Final = 20_000
+DEFAULT_LIFECYCLE_CAPACITY: Final = 1_000
+
+
+class KeySource(Protocol):
+    """What the ESS needs of the V-Store (which satisfies it as it is)."""
+
+    def id_of(self, name: str) -> int | None: ...
+
+    def peek(self, key_id: int) -> tuple[bytes | None, int]: ...
+
+    def id_bound(self) -> int: ...
+
+
+class EssObserver(Protocol):
+    """Told of every event that will never reach its app (e.g. the telemetry journal)."""
+
+    def event_dropped(
+        self, app: str, key: int, queue: int, seq: int, reason: DropReason
+    ) -> None: ...
+
+
+@dataclass(slots=True)
+class DropCounts:
+    """Events of one (app, key, queue) that never reached the app, by reason."""
+
+    evicted: int = 0
+    lost: int = 0
+    discarded: int = 0
+
+
+@dataclass(slots=True)
+class _App:
+    """Everything the ESS holds for one app with an open stream."""
+
+    name: str
+    queues: tuple[EventQueue, EventQueue, EventQueue]
+    lifecycle: LifecycleBuffer
+    scheduler: CreditScheduler
+    reserved: int
+    wake: Callable[[], None] | None
+    drops: dict[tuple[int, int], DropCounts] = field(default_factory=dict)
+
+
+class EventSubSystem:
+    """The ESS core, and the V-Store's listener (key_added, key_removed, data_updated)."""
+
+    def __init__(
+        self,
+        source: KeySource,
+        *,
+        event_budget: int = DEFAULT_EVENT_BUDGET,
+        lifecycle_capacity: int = DEFAULT_LIFECYCLE_CAPACITY,
+        read_policy: ReadPolicy = ALLOW_ALL,
+        observer: EssObserver | None = None,
+        queue_weights: tuple[int, int, int] = DEFAULT_WEIGHTS,
+    ) -> None:
+        """Create an ESS reading values from ``source``.
+
+        Args:
+            source: the V-Store (ids, values, write times).
+            event_budget: most ``data_updated`` events queued for all apps together.
+            lifecycle_capacity: per-app bound of buffered key_added/key_removed events.
+            read_policy: the authorization hook (default: everything allowed).
+            observer: told of every evicted, lost or discarded event.
+            queue_weights: drain credits of queues 0, 1, 2 (see :mod:`ess.scheduler`).
+        """
+        CreditScheduler(queue_weights)  # validate once, early
+        self._source = source
+        self._budget = EventBudget(event_budget)
+        self._lifecycle_capacity = lifecycle_capacity
+        LifecycleBuffer(lifecycle_capacity)  # validate
+        self._policy = read_policy
+        self._observer = observer
+        self._weights = queue_weights
+        self._watch = WatchedKeys(source.id_bound())
+        self._watched = self._watch.bits  # hot path: one C-level bit test
+        self._table = SubscriptionTable(self._watch)
+        self._subs_by_key = self._table.by_key
+        self._apps: dict[str, _App] = {}
+
+    # -- V-Store listener ---------------------------------------------------
+
+    def data_updated(self, key_id: int, changed: bool) -> None:
+        """Fan an update out to the key's subscribers. The hot path.
+
+        An unwatched key costs one bit test. For a watched key the value is
+        read once (no copy) and every subscriber gets its own seq.
+        """
+        if not self._watched[key_id]:
+            return
+        value, time_ns = self._source.peek(key_id)
+        max_seq = MAX_SEQ
+        for sub in self._subs_by_key[key_id].values():
+            if changed:
+                data = value
+            elif sub.every_write:
+                data = value if sub.owes_data else None
+            else:
+                continue
+            seq = sub.seq
+            sub.seq = seq = seq + 1 if seq != max_seq else 1
+            if sub.push(key_id, seq, time_ns, data):
+                if sub.owes_data:
+                    sub.owes_data = False
+            elif data is not None:
+                sub.owes_data = True
+
+    def key_added(self, key_id: int, name: str) -> None:
+        """Grow the bitmap and tell every app that may read the key."""
+        self._watch.ensure(key_id)
+        self._broadcast(KeyAdded(key_id, name), name)
+
+    def key_removed(self, key_id: int, name: str) -> None:
+        """End the key's subscriptions, discard its queued events, tell the apps.
+
+        The id may be reused at once, so nothing about the old key may stay.
+        """
+        for sub in self._table.remove_key(key_id):
+            self._purge(self._apps[sub.app], key_id)
+        self._broadcast(KeyRemoved(key_id, name), name)
+
+    def _broadcast(self, event: KeyAdded | KeyRemoved, name: str) -> None:
+        may_read = self._policy.may_read
+        for app in self._apps.values():
+            if may_read(app.name, name):
+                was_idle = not self._pending(app)
+                app.lifecycle.push(event)
+                if was_idle and app.wake is not None:
+                    app.wake()
+
+    # -- app side -----------------------------------------------------------
+
+    def open_stream(
+        self,
+        app: str,
+        queues: Iterable[QueueConfig] = (),
+        *,
+        wake: Callable[[], None] | None = None,
+    ) -> tuple[QueueConfig, QueueConfig, QueueConfig]:
+        """Open (or reopen) the app's event stream and configure its queues.
+
+        Reserves the sum of the ``min_length`` values in the global event
+        budget. Reopening keeps the app's subscriptions and seq counters but
+        discards its undelivered events (reported as discarded; the app sees
+        the gap in seq, and a resync if lifecycle events were pending).
+
+        Args:
+            app: the app id.
+            queues: requested configurations; unmentioned queues get defaults.
+            wake: called when the app's pending events go from none to some.
+        Returns:
+            The effective configuration of queues 0, 1, 2 (after capping).
+        Raises:
+            InvalidQueueConfigError: bad configuration (nothing changes).
+            BudgetExceededError: the minimums cannot be reserved (nothing changes).
+        """
+        configs = effective_queue_configs(queues)
+        need = sum(c.min_length for c in configs)
+        old = self._apps.get(app)
+        # What the old stream would give back if replaced.
+        returned = old.reserved + sum(q.over_min() for q in old.queues) if old else 0
+        if need > self._budget.free + returned:
+            raise BudgetExceededError(app, need, self._budget.free + returned, self._budget.total)
+        if old is not None:
+            for q in old.queues:
+                self._report(old, q.clear(), DropReason.DISCARDED)
+                q.reconfigure(
+                    min_length=configs[q.number].min_length, max_length=configs[q.number].max_length
+                )
+            old.lifecycle.discard()
+            old.scheduler.reset()
+            self._budget.release(old.reserved)
+            old.reserved = need
+            old.wake = wake
+        else:
+            state = _App(
+                name=app,
+                queues=(
+                    self._new_queue(app, configs[0]),
+                    self._new_queue(app, configs[1]),
+                    self._new_queue(app, configs[2]),
+                ),
+                lifecycle=LifecycleBuffer(self._lifecycle_capacity),
+                scheduler=CreditScheduler(self._weights),
+                reserved=need,
+                wake=wake,
+            )
+            self._apps[app] = state
+        reserved = self._budget.reserve(need)
+        assert reserved
+        if old is not None and wake is not None and self._pending(old):
+            wake()
+        return configs
+
+    def _new_queue(self, app: str, cfg: QueueConfig) -> EventQueue:
+        def on_drop(key: int, seq: int, queue: int, reason: DropReason) -> None:
+            self._count_drop(app, key, queue, seq, reason)
+
+        return EventQueue(
+            cfg.queue,
+            min_length=cfg.min_length,
+            max_length=cfg.max_length,
+            budget=self._budget,
+            on_drop=on_drop,
+        )
+
+    def register(self, app: str, requests: Sequence[SubscriptionRequest]) -> list[RegisterResult]:
+        """Add or replace subscriptions; one result per request, in order.
+
+        A key that does not exist is NOT_FOUND, one the policy denies is
+        PERMISSION_DENIED, a bad name or queue is INVALID_ARGUMENT; the
+        other keys of the request still succeed. Registering an existing
+        (app, key) subscription replaces its queue and trigger and keeps its
+        seq; its events already queued stay where they are.
+
+        Raises:
+            NotReadingEventsError: the app has no open event stream.
+        Complexity: O(len(requests)).
+        """
+        state = self._apps.get(app)
+        if state is None:
+            raise NotReadingEventsError(app)
+        results: list[RegisterResult] = []
+        for req in requests:
+            resolved = self._resolve(app, req.key)
+            if isinstance(resolved, RegisterResult):
+                results.append(resolved)
+                continue
+            key_id = resolved
+            if not 0 <= req.queue < QUEUE_COUNT:
+                results.append(
+                    RegisterResult(
+                        req.key,
+                        key_id,
+                        Status.INVALID_ARGUMENT,
+                        detail=f"queue {req.queue} does not exist; queues are 0, 1 and 2",
+                    )
+                )
+                continue
+            target = state.queues[req.queue]
+            sub = self._table.get(app, key_id)
+            if sub is None:
+                self._table.add(Subscription(app, key_id, req.key, req.trigger, target))
+            else:
+                sub.retarget(req.trigger, target)
+            current = self._source.peek(key_id)[0] if req.want_current else None
+            results.append(RegisterResult(req.key, key_id, Status.OK, current))
+        return results
+
+    def deregister(self, app: str, keys: Sequence[str]) -> list[RegisterResult]:
+        """Remove subscriptions by key name; one result per key, in order.
+
+        Deregistering a key the app does not subscribe to is OK (a no-op), so
+        deregistering twice is harmless; an app without a stream has nothing
+        to deregister. The subscription's undelivered events are discarded.
+        """
+        results: list[RegisterResult] = []
+        state = self._apps.get(app)
+        for name in keys:
+            resolved = self._resolve(app, name, check_policy=False)
+            if isinstance(resolved, RegisterResult):
+                results.append(resolved)
+                continue
+            if state is not None and self._table.remove(app, resolved) is not None:
+                self._purge(state, resolved)
+            results.append(RegisterResult(name, resolved, Status.OK))
+        return results
+
+    def subscriptions(self, app: str) -> list[SubscriptionInfo]:
+        """The app's subscriptions, in registration order (empty if it has none)."""
+        return [sub.info() for sub in self._table.of_app(app)]
+
+    def drain(self, app: str, max_events: int) -> list[Event]:
+        """Take up to ``max_events`` events for the app, to send as one batch.
+
+        Order: a ``ResyncRequired`` if owed, then lifecycle events, then data
+        events by the credit rule of :mod:`ess.scheduler` (queue 0's events
+        before queue 1's before queue 2's).
+
+        Raises:
+            NotReadingEventsError: the app has no open stream.
+            ValueError: ``max_events`` < 1.
+        Complexity: O(returned events).
+        """
+        if max_events < 1:
+            raise ValueError(f"max_events must be >= 1, got {max_events}")
+        state = self._apps.get(app)
+        if state is None:
+            raise NotReadingEventsError(app)
+        out: list[Event] = []
+        state.lifecycle.drain_into(out, max_events)
+        room = max_events - len(out)
+        if room:
+            queues = state.queues
+            counts = state.scheduler.allocate(room, [len(q) for q in queues])
+            data_out: list[DataUpdated] = []
+            for q, count in zip(queues, counts, strict=True):
+                if count:
+                    q.pop_into(data_out, count)
+            out.extend(data_out)
+        return out
+
+    def pending(self, app: str) -> int:
+        """How many events a drain could return now (0 for an unknown app)."""
+        state = self._apps.get(app)
+        return self._pending(state) if state is not None else 0
+
+    @staticmethod
+    def _pending(state: _App) -> int:
+        return len(state.lifecycle) + sum(len(q) for q in state.queues)
+
+    def remove_app(self, app: str) -> bool:
+        """Forget everything of the app: queues, subscriptions, seq counters,
+        watched bits, budget. Undelivered events are reported as discarded.
+
+        Idempotent; returns whether the app was known.
+        """
+        state = self._apps.pop(app, None)
+        self._table.remove_app(app)
+        if state is None:
+            return False
+        for q in state.queues:
+            self._report(state, q.clear(), DropReason.DISCARDED)
+        self._budget.release(state.reserved)
+        return True
+
+    # -- introspection ------------------------------------------------------
+
+    def has_stream(self, app: str) -> bool:
+        """Whether the app has an open event stream."""
+        return app in self._apps
+
+    def apps(self) -> list[str]:
+        """Apps with an open stream."""
+        return list(self._apps)
+
+    def is_watched(self, key_id: int) -> bool:
+        """Whether some app subscribes to ``key_id``."""
+        return key_id in self._watch
+
+    def watched_keys(self) -> list[int]:
+        """Ids of every watched key, ascending."""
+        return self._watch.watched()
+
+    @property
+    def budget_total(self) -> int:
+        """The global event budget."""
+        return self._budget.total
+
+    @property
+    def budget_free(self) -> int:
+        """Units of the event budget neither reserved nor in use."""
+        return self._budget.free
+
+    def drop_counts(self, app: str) -> dict[tuple[int, int], DropCounts]:
+        """Drops of the app so far, by (key id, queue). Empty for an unknown app."""
+        state = self._apps.get(app)
+        return (
+            {k: DropCounts(v.evicted, v.lost, v.discarded) for k, v in state.drops.items()}
+            if state
+            else {}
+        )
+
+    # -- internals ----------------------------------------------------------
+
+    def _resolve(self, app: str, name: str, *, check_policy: bool = True) -> int | RegisterResult:
+        """A key name's id, or the per-key failure result."""
+        try:
+            check_key_name(name)
+        except InvalidKeyNameError as e:
+            return RegisterResult(e.name, 0, Status.INVALID_ARGUMENT, detail=str(e))
+        key_id = self._source.id_of(name)
+        if key_id is None:
+            return RegisterResult(name, 0, Status.NOT_FOUND, detail=f"key {name!r} does not exist")
+        if check_policy and not self._policy.may_read(app, name):
+            return RegisterResult(
+                name,
+                key_id,
+                Status.PERMISSION_DENIED,
+                detail=f"app {app!r} may not read key {name!r}",
+            )
+        return key_id
+
+    def _purge(self, state: _App, key_id: int) -> None:
+        for q in state.queues:
+            self._report(state, q.purge(key_id), DropReason.DISCARDED)
+
+    def _report(self, state: _App, events: list[DataUpdated], reason: DropReason) -> None:
+        for ev in events:
+            self._count_drop(state.name, ev.key, ev.queue, ev.seq, reason)
+
+    def _count_drop(self, app: str, key: int, queue: int, seq: int, reason: DropReason) -> None:
+        state = self._apps.get(app)
+        if state is not None:
+            counts = state.drops.get((key, queue))
+            if counts is None:
+                state.drops[(key, queue)] = counts = DropCounts()
+            if reason is DropReason.EVICTED:
+                counts.evicted += 1
+            elif reason is DropReason.LOST:
+                counts.lost += 1
+            else:
+                counts.discarded += 1
+        if self._observer is not None:
+            self._observer.event_dropped(app, key, queue, seq, reason)
+
+    def check(self) -> None:
+        """Assert every invariant of the ESS and its parts (for tests)."""
+        self._table.check()
+        assert len(self._watch) >= self._source.id_bound(), "bitmap shorter than the id space"
+        in_use = 0
+        for name, state in self._apps.items():
+            assert state.name == name
+            assert state.reserved == sum(q.min_length for q in state.queues)
+            state.lifecycle.check()
+            subscribed = {s.key for s in self._table.of_app(name)}
+            for number, q in enumerate(state.queues):
+                assert q.number == number
+                q.check()
+                assert q.tracked_keys() <= subscribed, "queue indexes a key the app left"
+                in_use += q.over_min()
+            in_use += state.reserved
+            for sub in self._table.of_app(name):
+                assert sub.target in state.queues
+        for sub_app in {s.app for subs in self._subs_by_key.values() for s in subs.values()}:
+            assert sub_app in self._apps, f"subscription of app {sub_app!r} without a stream"
+        assert self._budget.free == self._budget.total - in_use, "event budget accounting broken"
+        assert self._budget.free >= 0

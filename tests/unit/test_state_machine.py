@@ -1,0 +1,213 @@
+"""Hypothesis drives the real V-Store + ESS and the plain model side by side.
+
+After every step both agree on everything observable (results, drained
+batches, drops, budget, watched keys) and every structure's check() passes.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import hypothesis.strategies as st
+from hypothesis import HealthCheck, event, settings
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from ess import (
+    DataUpdated,
+    Event,
+    EventSubSystem,
+    NotReadingEventsError,
+    QueueConfig,
+    SubscriptionRequest,
+    Trigger,
+    effective_queue_configs,
+)
+from tests.unit.model import Model
+from vstore import VStore
+
+NAMES = [f"Vehicle.Sig{c}" for c in "ABCD"]
+APPS = ["app1", "app2", "app3"]
+VALUES = [b"", b"x", b"y"]
+BUDGET = 14
+LIFECYCLE = 3
+WEIGHTS = (3, 2, 1)
+
+names = st.sampled_from(NAMES)
+rooms = st.sampled_from([1, 2, 3, 4, 6])
+apps = st.sampled_from(APPS)
+_small_cfg = st.tuples(st.integers(0, 2), st.integers(1, 4)).map(
+    lambda t: (min(t), max(t))  # (min_length, max_length) with min <= max
+)
+queue_cfgs = st.one_of(
+    # All three queues small, so the budget of 14 fits a few apps and overflows.
+    st.lists(_small_cfg, min_size=3, max_size=3).map(
+        lambda lens: [QueueConfig(q, lo, hi) for q, (lo, hi) in enumerate(lens)]
+    ),
+    # Sometimes defaults (min 10 each): the budget refuses these.
+    st.lists(
+        st.builds(QueueConfig, queue=st.integers(0, 2), min_length=st.just(0)),
+        max_size=2,
+        unique_by=lambda c: c.queue,
+    ),
+)
+
+
+def _normalise(events: list[Event]) -> list[object]:
+    """Drained events with write times masked (the model does not keep time)."""
+    return [e._replace(time_ns=-1) if isinstance(e, DataUpdated) else e for e in events]
+
+
+class CoreMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        ticks = itertools.count(1)
+        self.store = VStore(max_value_size=8, clock=lambda: next(ticks))
+        self.ess = EventSubSystem(
+            self.store, event_budget=BUDGET, lifecycle_capacity=LIFECYCLE, queue_weights=WEIGHTS
+        )
+        self.store.set_listener(self.ess)
+        self.model = Model(budget=BUDGET, lifecycle_capacity=LIFECYCLE, weights=WEIGHTS)
+
+    def add_key(self, name: str) -> None:
+        assert self.store.add_key(name) == self.model.add_key(name)
+
+    @rule(name=names)
+    def toggle_key(self, name: str) -> None:
+        """Remove the key if it exists, else add it (ids get recycled)."""
+        if name in self.model.keys:
+            self.model.remove_key(name)
+            self.store.remove_key(name)
+        else:
+            self.add_key(name)
+
+    @initialize(
+        cfgs=st.lists(queue_cfgs, min_size=len(APPS), max_size=len(APPS)),
+        subs=st.lists(
+            st.tuples(apps, names, st.sampled_from([0, 1, 2]), st.sampled_from(Trigger)), max_size=8
+        ),
+    )
+    def start(
+        self, cfgs: list[list[QueueConfig]], subs: list[tuple[str, str, int, Trigger]]
+    ) -> None:
+        # Most interesting states need keys, streams and subscriptions: start with them.
+        for name in NAMES[:3]:
+            self.add_key(name)
+        for app, app_cfgs in zip(APPS, cfgs, strict=True):
+            self.open_stream(app, app_cfgs)
+        for app, name, queue, trigger in subs:
+            self.register(app, name, queue, trigger, want=False)
+
+    @rule(
+        writes=st.lists(st.tuples(names, st.sampled_from(VALUES)), min_size=1, max_size=20),
+        then_drain=st.none() | st.tuples(apps, rooms),
+    )
+    def traffic(self, writes: list[tuple[str, bytes]], then_drain: tuple[str, int] | None) -> None:
+        """Providers write; then, often, one app reads a batch."""
+        for name, data in writes:
+            if name in self.model.keys:
+                assert self.store.set(name, data) == self.model.set(name, data)
+        if then_drain is not None:
+            self.drain(*then_drain)
+
+    @rule(app=apps, cfgs=queue_cfgs)
+    def open_missing_stream(self, app: str, cfgs: list[QueueConfig]) -> None:
+        """An app without a stream opens one."""
+        if app not in self.model.apps:
+            self.open_stream(app, cfgs)
+
+    @rule(app=apps, cfgs=queue_cfgs)
+    def reopen_stream(self, app: str, cfgs: list[QueueConfig]) -> None:
+        """An app with a stream opens a second one, which replaces the first."""
+        if app in self.model.apps:
+            self.open_stream(app, cfgs)
+
+    def open_stream(self, app: str, cfgs: list[QueueConfig]) -> None:
+        effective = effective_queue_configs(cfgs)
+        if self.model.open_stream(app, effective):
+            assert self.ess.open_stream(app, cfgs) == effective
+        else:
+            try:
+                self.ess.open_stream(app, cfgs)
+            except MemoryError:
+                pass
+            else:
+                raise AssertionError("budget should have refused the stream")
+
+    @rule(
+        app=apps,
+        name=names,
+        queue=st.sampled_from([0, 1, 2, 3]),
+        trigger=st.sampled_from(Trigger),
+        want=st.booleans(),
+    )
+    def register(self, app: str, name: str, queue: int, trigger: Trigger, want: bool) -> None:
+        req = SubscriptionRequest(name, queue, trigger, want)
+        if app not in self.model.apps:
+            try:
+                self.ess.register(app, [req])
+            except NotReadingEventsError:
+                return
+            raise AssertionError("register without a stream must fail")
+        [result] = self.ess.register(app, [req])
+        status, key_id, current = self.model.register(app, name, queue, trigger, want)
+        assert (result.status, result.key_id, result.current) == (status, key_id, current)
+
+    @rule(app=apps, name=names)
+    def deregister(self, app: str, name: str) -> None:
+        [result] = self.ess.deregister(app, [name])
+        assert (result.status, result.key_id) == self.model.deregister(app, name)
+
+    @rule(app=apps, room=rooms)
+    def drain(self, app: str, room: int) -> None:
+        if app not in self.model.apps:
+            return
+        got = self.ess.drain(app, room)
+        assert _normalise(got) == self.model.drain(app, room)
+        event(f"drained {min(len(got), 2)}+ events")
+        if len({e.queue for e in got if isinstance(e, DataUpdated)}) > 1:
+            event("drained from several queues")
+        if any(c.evicted for c in self.ess.drop_counts(app).values()):
+            event("app had evictions")
+
+    @rule(app=apps)
+    def remove_app(self, app: str) -> None:
+        """The app's stream ends (a crash): everything of it goes."""
+        self.model.remove_app(app)
+        self.ess.remove_app(app)
+
+    @invariant()
+    def agree(self) -> None:
+        self.store.check()
+        self.ess.check()
+        assert self.ess.budget_free == self.model.free()
+        assert sorted(self.ess.apps()) == sorted(self.model.apps)
+        assert self.ess.watched_keys() == sorted(self.model.subs)
+        for app in APPS:
+            assert self.ess.pending(app) == self.model.pending(app)
+            real = {
+                k: (c.evicted, c.lost, c.discarded) for k, c in self.ess.drop_counts(app).items()
+            }
+            assert real == self.model.drop_counts(app)
+            real_subs = sorted(
+                (s.key, s.queue, s.trigger.value) for s in self.ess.subscriptions(app)
+            )
+            model_subs = sorted(
+                (sub.name, sub.queue, sub.trigger.value)
+                for subs in self.model.subs.values()
+                for a, sub in subs.items()
+                if a == app
+            )
+            assert real_subs == model_subs
+        for name, key in self.model.keys.items():
+            entry = self.store.get(name)
+            assert (entry.key_id, entry.data, entry.version) == (key.id, key.value, key.version)
+        assert self.ess.budget_free >= 0
+
+
+CoreMachine.TestCase.settings = settings(
+    max_examples=300,
+    stateful_step_count=50,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+test_core_agrees_with_reference_model = CoreMachine.TestCase

@@ -1,0 +1,34 @@
+"""vstore: the atomized-key value store of the vehicle middleware.
+
+Pure and synchronous: no I/O, no gRPC, time from an injected clock.
+"""
+
+from vstore.errors import (
+    InvalidKeyNameError,
+    KeyCapacityError,
+    UnknownKeyError,
+    ValueTooLargeError,
+    VersionConflictError,
+    VStoreError,
+)
+from vstore.keys import MAX_KEY_ID, MAX_KEY_NAME_BYTES, KeyRegistry, check_key_name
+from vstore.store import DEFAULT_MAX_VALUE_SIZE, Entry, SetResult, StoreListener, Update, VStore
+
+__all__ = [
+    "DEFAULT_MAX_VALUE_SIZE",
+    "MAX_KEY_ID",
+    "MAX_KEY_NAME_BYTES",
+    "Entry",
+    "InvalidKeyNameError",
+    "KeyCapacityError",
+    "KeyRegistry",
+    "SetResult",
+    "StoreListener",
+    "UnknownKeyError",
+    "Update",
+    "VStore",
+    "VStoreError",
+    "ValueTooLargeError",
+    "VersionConflictError",
+    "check_key_name",
+]

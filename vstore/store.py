@@ -1,0 +1,392 @@
+"""The V-Store: current value, version and write time of every atomized key.
+
+The store owns the values; it fires exactly the ADR's three events to one
+listener (the ESS) synchronously, after its own state is updated:
+
+* ``key_added(id, name)`` when a key is created,
+* ``key_removed(id, name)`` when a key is removed (its id may then be reused),
+* ``data_updated(id, changed)`` after every write, ``changed`` telling whether
+  the bytes differ from the previous value.
+
+``data_updated`` carries no value: a listener that needs it calls
+:meth:`VStore.peek`, which returns the stored ``bytes`` object itself, so an
+unwatched update costs no copy and no allocation beyond the write.
+
+Values are opaque ``bytes``. Each key has a version (``uint64``: 0 before the
+first write, +1 per write) and the time of its last write in nanoseconds since
+the epoch (the provider's source time when given, else the store's clock).
+Writes may be conditional on the version (compare-and-set): a writer whose view
+is stale is refused and told the current version.
+
+Not thread-safe: one event loop drives it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Final, Protocol
+
+from vstore.errors import (
+    KeyCapacityError,
+    UnknownKeyError,
+    ValueTooLargeError,
+    VersionConflictError,
+)
+from vstore.keys import KeyRegistry, check_key_name
+
+__all__ = [
+    "DEFAULT_MAX_VALUE_SIZE",
+    "Entry",
+    "SetResult",
+    "StoreListener",
+    "Update",
+    "VStore",
+]
+
+DEFAULT_MAX_VALUE_SIZE: Final = 64 * 1024
+_U64: Final = 2**64
+# The version slot of a free id: lets the write path tell a removed id from a
+# live one with the version read it does anyway.
+_FREE_VERSION: Final = -1
+
+
+class StoreListener(Protocol):
+    """Receiver of the V-Store's three events. Called synchronously."""
+
+    def key_added(self, key_id: int, name: str) -> None: ...
+
+    def key_removed(self, key_id: int, name: str) -> None: ...
+
+    def data_updated(self, key_id: int, changed: bool) -> None: ...
+
+
+class _NoListener:
+    """The listener of a store nobody listens to."""
+
+    def key_added(self, key_id: int, name: str) -> None:
+        pass
+
+    def key_removed(self, key_id: int, name: str) -> None:
+        pass
+
+    def data_updated(self, key_id: int, changed: bool) -> None:
+        pass
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A snapshot of one key. ``data`` is None until the first write."""
+
+    name: str
+    key_id: int
+    data: bytes | None
+    version: int
+    time_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    """One write of a batch: by name or id, optionally conditional on ``if_version``."""
+
+    key: str | int
+    data: bytes
+    if_version: int | None = None
+    time_ns: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SetResult:
+    """Outcome of one write of a batch.
+
+    ``conflict`` False: written, ``version`` is the new version.
+    ``conflict`` True: refused by compare-and-set, ``version`` is the current one.
+    """
+
+    key_id: int
+    version: int
+    conflict: bool = False
+
+
+class VStore:
+    """Key/value store with atomized keys, versions and change events."""
+
+    __slots__ = (
+        "_clock",
+        "_keys",
+        "_listener",
+        "_max_value_size",
+        "_times",
+        "_values",
+        "_versions",
+    )
+
+    def __init__(
+        self,
+        *,
+        max_value_size: int = DEFAULT_MAX_VALUE_SIZE,
+        max_keys: int = 1_000_000,
+        clock: Callable[[], int] = time.time_ns,
+        listener: StoreListener | None = None,
+    ) -> None:
+        """Create an empty store.
+
+        Args:
+            max_value_size: largest value accepted, in bytes (default 64 KiB).
+            max_keys: most keys held at once.
+            clock: returns the current time in ns since the epoch (injected for tests).
+            listener: receiver of key_added / key_removed / data_updated.
+        """
+        if max_value_size < 0:
+            raise ValueError(f"max_value_size must be >= 0, got {max_value_size}")
+        self._max_value_size = max_value_size
+        self._keys = KeyRegistry(max_keys=max_keys)
+        self._clock = clock
+        self._listener: StoreListener = listener if listener is not None else _NoListener()
+        # Parallel lists indexed by key id (index 0 unused): cheaper on the write
+        # path than one object per key.
+        self._values: list[bytes | None] = [None]
+        self._versions: list[int] = [_FREE_VERSION]
+        self._times: list[int] = [0]
+
+    # -- wiring ------------------------------------------------------------
+
+    def set_listener(self, listener: StoreListener | None) -> None:
+        """Replace the listener (None: nobody listens)."""
+        self._listener = listener if listener is not None else _NoListener()
+
+    @property
+    def max_value_size(self) -> int:
+        """Largest value accepted, in bytes."""
+        return self._max_value_size
+
+    @property
+    def max_keys(self) -> int:
+        """Most keys held at once."""
+        return self._keys.max_keys
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._keys
+
+    # -- keys --------------------------------------------------------------
+
+    def add_key(self, name: str) -> int:
+        """Add a key, or return the id of the existing one (idempotent).
+
+        Fires ``key_added`` only when the key is new.
+
+        Raises:
+            InvalidKeyNameError, KeyCapacityError: nothing changes.
+        """
+        key_id, created = self._keys.add(name)
+        if created:
+            self._grow(key_id)
+            self._listener.key_added(key_id, name)
+        return key_id
+
+    def add_keys(self, names: Iterable[str]) -> list[int]:
+        """Add several keys; all names are validated before any is added.
+
+        Returns the ids in the order of ``names``.
+
+        Raises:
+            InvalidKeyNameError: a name is invalid (nothing is added).
+            KeyCapacityError: the new keys do not all fit (nothing is added).
+        """
+        names = list(names)
+        new = {check_key_name(n) for n in names if n not in self._keys}
+        if len(self._keys) + len(new) > self._keys.max_keys:
+            raise KeyCapacityError(self._keys.max_keys)
+        return [self.add_key(n) for n in names]
+
+    def remove_key(self, key: str | int) -> int:
+        """Remove a key by name or id; fires ``key_removed``; returns the freed id.
+
+        The id may be handed to the next new key.
+
+        Raises:
+            UnknownKeyError: no such key (nothing changes).
+        """
+        name = self._name(key)
+        key_id = self._keys.remove(name)
+        self._values[key_id] = None
+        self._versions[key_id] = _FREE_VERSION
+        self._times[key_id] = 0
+        self._listener.key_removed(key_id, name)
+        return key_id
+
+    def id_of(self, name: str) -> int | None:
+        """The id of ``name``, or None. O(1)."""
+        return self._keys.id_of(name)
+
+    def name_of(self, key_id: int) -> str | None:
+        """The name of ``key_id``, or None. O(1)."""
+        return self._keys.name_of(key_id)
+
+    def id_bound(self) -> int:
+        """Every live key id is below this bound."""
+        return self._keys.id_bound()
+
+    def list_keys(self, prefix: str = "") -> list[tuple[str, int]]:
+        """``(name, id)`` of every key in the branch ``prefix``, sorted by name.
+
+        See :meth:`KeyRegistry.iter_prefix` for what a branch matches.
+        """
+        return list(self._keys.iter_prefix(prefix))
+
+    # -- values ------------------------------------------------------------
+
+    def set(
+        self,
+        key: str | int,
+        data: bytes,
+        *,
+        if_version: int | None = None,
+        time_ns: int | None = None,
+    ) -> int:
+        """Write ``data`` to a key (by name or id) and fire ``data_updated``.
+
+        Args:
+            key: name or id.
+            data: the new value (bytes; a bytearray or memoryview is copied).
+            if_version: write only if the key's version equals this.
+            time_ns: the source time of the value; default: the store's clock.
+        Returns:
+            The key's new version.
+        Raises:
+            UnknownKeyError, ValueTooLargeError, TypeError, ValueError: bad
+                input; nothing changes.
+            VersionConflictError: ``if_version`` is stale; nothing changes.
+        Complexity: O(1) plus the byte comparison with the previous value.
+        """
+        key_id = key if isinstance(key, int) else self._resolve(key)
+        if type(data) is not bytes:
+            data = _as_bytes(data)
+        if key_id <= 0 or key_id >= len(self._versions):
+            raise UnknownKeyError(key_id)
+        version = self._versions[key_id]  # _FREE_VERSION for a removed id
+        if version < 0 or len(data) > self._max_value_size:
+            self._check_write(key_id, data)
+        if if_version is not None and if_version != version:
+            raise VersionConflictError(self._name(key_id), if_version, version)
+        if time_ns is None:
+            time_ns = self._clock()
+        elif not 0 <= time_ns < _U64:
+            raise ValueError(f"time_ns must be in 0..2**64-1, got {time_ns}")
+        old = self._values[key_id]
+        self._values[key_id] = data
+        self._versions[key_id] = version + 1
+        self._times[key_id] = time_ns
+        # `old is not data` short-cuts the comparison for a re-published object.
+        self._listener.data_updated(key_id, old is None or (old is not data and old != data))
+        return version + 1
+
+    def set_many(self, updates: Sequence[Update]) -> list[SetResult]:
+        """Apply a batch of writes in order; one result per update.
+
+        Malformed input (unknown key, value too large, bad type) rejects the
+        whole batch before anything is written. A compare-and-set conflict is
+        not malformed: it is reported in that update's result and the other
+        updates still apply.
+
+        Raises:
+            UnknownKeyError, ValueTooLargeError, TypeError, ValueError.
+        """
+        checked: list[tuple[int, bytes, Update]] = []
+        for u in updates:
+            key_id = u.key if isinstance(u.key, int) else self._resolve(u.key)
+            data = u.data if type(u.data) is bytes else _as_bytes(u.data)
+            self._check_write(key_id, data)
+            if u.time_ns is not None and not 0 <= u.time_ns < _U64:
+                raise ValueError(f"time_ns must be in 0..2**64-1, got {u.time_ns}")
+            if u.if_version is not None and not 0 <= u.if_version < _U64:
+                raise ValueError(f"if_version must be in 0..2**64-1, got {u.if_version}")
+            checked.append((key_id, data, u))
+        results: list[SetResult] = []
+        for key_id, data, u in checked:
+            try:
+                version = self.set(key_id, data, if_version=u.if_version, time_ns=u.time_ns)
+            except VersionConflictError as e:
+                results.append(SetResult(key_id, e.current, conflict=True))
+            else:
+                results.append(SetResult(key_id, version))
+        return results
+
+    def peek(self, key_id: int) -> tuple[bytes | None, int]:
+        """``(data, time_ns)`` of a live key id, without copying the value.
+
+        The caller must not hold on to ids of removed keys. O(1).
+        """
+        return self._values[key_id], self._times[key_id]
+
+    def get(self, key: str | int) -> Entry:
+        """A snapshot of one key by name or id.
+
+        Raises:
+            UnknownKeyError: no such key.
+        """
+        name = self._name(key)
+        key_id = self._resolve(name)
+        return Entry(
+            name, key_id, self._values[key_id], self._versions[key_id], self._times[key_id]
+        )
+
+    def version_of(self, key_id: int) -> int:
+        """Current version of a live key id (0 before the first write)."""
+        return self._versions[key_id]
+
+    # -- internals ---------------------------------------------------------
+
+    def _resolve(self, name: str) -> int:
+        key_id = self._keys.id_of(name)
+        if key_id is None:
+            raise UnknownKeyError(name)
+        return key_id
+
+    def _name(self, key: str | int) -> str:
+        if isinstance(key, int):
+            name = self._keys.name_of(key)
+            if name is None:
+                raise UnknownKeyError(key)
+            return name
+        if key not in self._keys:
+            raise UnknownKeyError(key)
+        return key
+
+    def _check_write(self, key_id: int, data: bytes) -> None:
+        name = self._name(key_id)
+        if len(data) > self._max_value_size:
+            raise ValueTooLargeError(name, len(data), self._max_value_size)
+
+    def _grow(self, key_id: int) -> None:
+        while len(self._values) <= key_id:
+            self._values.append(None)
+            self._versions.append(_FREE_VERSION)
+            self._times.append(0)
+        self._versions[key_id] = 0
+
+    def check(self) -> None:
+        """Assert every invariant of the store (for tests)."""
+        self._keys.check()
+        bound = self._keys.id_bound()
+        assert len(self._values) == len(self._versions) == len(self._times) == bound
+        for key_id in range(bound):
+            name = self._keys.name_of(key_id)
+            if name is None:
+                assert self._values[key_id] is None
+                assert self._versions[key_id] == _FREE_VERSION
+            else:
+                v = self._values[key_id]
+                assert (v is None) == (self._versions[key_id] == 0), f"version/value of {name}"
+                assert v is None or len(v) <= self._max_value_size
+                assert 0 <= self._versions[key_id] < _U64
+
+
+def _as_bytes(data: object) -> bytes:
+    if isinstance(data, bytearray | memoryview):
+        return bytes(data)
+    raise TypeError(f"data must be bytes, got {type(data).__name__}")
