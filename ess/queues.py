@@ -54,6 +54,7 @@ class EventQueue:
         "max_length",
         "min_length",
         "number",
+        "wake",
     )
 
     def __init__(
@@ -75,6 +76,8 @@ class EventQueue:
         # stays (possibly empty) until purge(key), so the push path rarely allocates.
         self._index: dict[int, deque[int]] = {}
         self._tokens = itertools.count(1)
+        self.wake: Callable[[], None] | None = None
+        """Called when an event enters the empty queue (the transport's doorbell)."""
 
     def __len__(self) -> int:
         return len(self._events)
@@ -101,6 +104,8 @@ class EventQueue:
             self._index[key].append(token)
         except KeyError:
             self._index[key] = deque((token,))
+        if not n and self.wake is not None:
+            self.wake()
         return True
 
     def _push_full(self, key: int, seq: int, time_ns: int, data: bytes | None) -> bool:

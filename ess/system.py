@@ -207,7 +207,9 @@ class EventSubSystem:
         Args:
             app: the app id.
             queues: requested configurations; unmentioned queues get defaults.
-            wake: called when the app's pending events go from none to some.
+            wake: the transport's doorbell, called when events arrive for an
+                app that had none pending (it may be called more often than
+                strictly needed, so it must be idempotent and cheap).
         Returns:
             The effective configuration of queues 0, 1, 2 (after capping).
         Raises:
@@ -232,6 +234,8 @@ class EventSubSystem:
             self._budget.release(old.reserved)
             old.reserved = need
             old.wake = wake
+            for q in old.queues:
+                q.wake = wake
         else:
             state = _App(
                 name=app,
@@ -246,6 +250,8 @@ class EventSubSystem:
                 wake=wake,
             )
             self._apps[app] = state
+            for q in state.queues:
+                q.wake = wake
         reserved = self._budget.reserve(need)
         assert reserved
         if old is not None and wake is not None and self._pending(old):

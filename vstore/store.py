@@ -91,7 +91,7 @@ class Update:
     """One write of a batch: by name or id, optionally conditional on ``if_version``."""
 
     key: str | int
-    data: bytes
+    data: bytes | bytearray | memoryview
     if_version: int | None = None
     time_ns: int | None = None
 
@@ -243,7 +243,7 @@ class VStore:
     def set(
         self,
         key: str | int,
-        data: bytes,
+        data: bytes | bytearray | memoryview,
         *,
         if_version: int | None = None,
         time_ns: int | None = None,

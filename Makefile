@@ -1,0 +1,41 @@
+# The project's commands. Each target sets up .venv first if needed.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: install demo test lint typecheck unit bench bench-core clean
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]' \
+		--config-settings editable_mode=compat
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+## The main job: until the gRPC middleware lands, an in-process V-Store + ESS run.
+demo: $(STAMP)
+	$(PY) -m middleware.demo
+
+## Everything CI checks: lint, types of the pure cores, every test.
+test: lint typecheck unit
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+typecheck: $(STAMP)
+	$(PY) -m mypy
+
+unit: $(STAMP)
+	$(PY) -m pytest
+
+## Benchmarks (not part of `make test`): see BENCHMARKS.md.
+bench: bench-core
+
+bench-core: $(STAMP)
+	$(PY) -m bench.core
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info

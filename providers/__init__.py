@@ -1,0 +1,4 @@
+"""providers: processes that publish vehicle signals into the middleware.
+
+Empty until the providers issue lands.
+"""

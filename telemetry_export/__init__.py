@@ -1,0 +1,4 @@
+"""telemetry_export: the offline PySpark analysis of the middleware's journal.
+
+Empty until the telemetry issue lands.
+"""

@@ -1,0 +1,283 @@
+"""The V-Store: key syntax, atomization, versions, compare-and-set, events."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from vstore import (
+    InvalidKeyNameError,
+    KeyCapacityError,
+    KeyRegistry,
+    UnknownKeyError,
+    Update,
+    ValueTooLargeError,
+    VersionConflictError,
+    VStore,
+)
+
+
+class Recorder:
+    """A listener that records what the store fires, reading nothing."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, int, object]] = []
+
+    def key_added(self, key_id: int, name: str) -> None:
+        self.events.append(("key_added", key_id, name))
+
+    def key_removed(self, key_id: int, name: str) -> None:
+        self.events.append(("key_removed", key_id, name))
+
+    def data_updated(self, key_id: int, changed: bool) -> None:
+        self.events.append(("data_updated", key_id, changed))
+
+
+@pytest.fixture
+def rec() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture
+def store(rec: Recorder) -> VStore:
+    ticks = itertools.count(1000, 10)
+    return VStore(max_value_size=16, clock=lambda: next(ticks), listener=rec)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["Vehicle", "Vehicle.Speed", "Vehicle.Cabin.HVAC.AmbientAirTemperature", "a_b.C9", "x" * 255],
+)
+def test_valid_key_names_are_accepted(store: VStore, name: str) -> None:
+    assert store.add_key(name) >= 1
+    store.check()
+
+
+@pytest.mark.parametrize(
+    ("name", "fragment"),
+    [
+        ("", "must not be empty"),
+        ("x" * 256, "at most 255 bytes"),
+        ("Vehicle..Speed", "dot-separated"),
+        (".Vehicle", "dot-separated"),
+        ("Vehicle.", "dot-separated"),
+        ("Vehicle.Spe-ed", "[A-Za-z0-9_]"),
+        ("Vehicle.Speed ", "[A-Za-z0-9_]"),
+        ("Vehicle.Größe", "[A-Za-z0-9_]"),
+        ("Vehicle/Speed", "[A-Za-z0-9_]"),
+    ],
+)
+def test_invalid_key_names_are_rejected_with_a_clear_error(
+    store: VStore, rec: Recorder, name: str, fragment: str
+) -> None:
+    with pytest.raises(InvalidKeyNameError) as err:
+        store.add_key(name)
+    assert fragment in str(err.value)
+    assert isinstance(err.value, ValueError)
+    assert len(store) == 0
+    assert rec.events == []
+
+
+def test_ids_start_at_one_and_adding_is_idempotent(store: VStore, rec: Recorder) -> None:
+    a = store.add_key("Vehicle.A")
+    b = store.add_key("Vehicle.B")
+    assert (a, b) == (1, 2)
+    assert store.add_key("Vehicle.A") == a
+    assert rec.events == [("key_added", 1, "Vehicle.A"), ("key_added", 2, "Vehicle.B")]
+
+
+def test_removed_ids_are_recycled_lowest_first(store: VStore) -> None:
+    ids = [store.add_key(f"Vehicle.K{i}") for i in range(5)]
+    assert ids == [1, 2, 3, 4, 5]
+    store.remove_key("Vehicle.K3")  # id 4
+    store.remove_key("Vehicle.K1")  # id 2
+    assert store.add_key("Vehicle.New1") == 2
+    assert store.add_key("Vehicle.New2") == 4
+    assert store.add_key("Vehicle.New3") == 6
+    store.check()
+
+
+def test_remove_fires_key_removed_and_forgets_the_value(store: VStore, rec: Recorder) -> None:
+    key = store.add_key("Vehicle.A")
+    store.set(key, b"v")
+    assert store.remove_key("Vehicle.A") == key
+    assert rec.events[-1] == ("key_removed", key, "Vehicle.A")
+    assert "Vehicle.A" not in store
+    with pytest.raises(UnknownKeyError, match="does not exist"):
+        store.get("Vehicle.A")
+    with pytest.raises(UnknownKeyError):
+        store.set(key, b"w")
+    # A new key that reuses the id starts fresh.
+    assert store.add_key("Vehicle.B") == key
+    assert store.get("Vehicle.B").data is None
+    assert store.get("Vehicle.B").version == 0
+    store.check()
+
+
+def test_removing_an_unknown_key_is_an_error_that_changes_nothing(
+    store: VStore, rec: Recorder
+) -> None:
+    store.add_key("Vehicle.A")
+    with pytest.raises(UnknownKeyError):
+        store.remove_key("Vehicle.B")
+    with pytest.raises(UnknownKeyError):
+        store.remove_key(7)
+    assert len(store) == 1
+    assert len(rec.events) == 1
+
+
+def test_key_capacity_is_enforced() -> None:
+    store = VStore(max_keys=2)
+    store.add_key("Vehicle.A")
+    store.add_key("Vehicle.B")
+    with pytest.raises(KeyCapacityError, match="maximum of 2 keys"):
+        store.add_key("Vehicle.C")
+    assert store.add_key("Vehicle.A") == 1  # an existing key still resolves
+    with pytest.raises(KeyCapacityError):
+        store.add_keys(["Vehicle.A", "Vehicle.C"])
+    assert len(store) == 2
+
+
+def test_add_keys_validates_every_name_before_adding_any(store: VStore, rec: Recorder) -> None:
+    with pytest.raises(InvalidKeyNameError):
+        store.add_keys(["Vehicle.A", "bad name"])
+    assert len(store) == 0
+    assert rec.events == []
+    assert store.add_keys(["Vehicle.A", "Vehicle.B", "Vehicle.A"]) == [1, 2, 1]
+
+
+def test_each_write_bumps_the_version_and_records_the_clock(store: VStore) -> None:
+    key = store.add_key("Vehicle.Speed")
+    assert store.get(key).version == 0
+    assert store.set("Vehicle.Speed", b"\x01") == 1
+    assert store.set(key, b"\x01") == 2
+    entry = store.get("Vehicle.Speed")
+    assert (entry.data, entry.version, entry.time_ns) == (b"\x01", 2, 1010)
+
+
+def test_a_source_time_given_by_the_provider_is_kept(store: VStore) -> None:
+    key = store.add_key("Vehicle.Speed")
+    store.set(key, b"x", time_ns=42)
+    assert store.get(key).time_ns == 42
+    with pytest.raises(ValueError, match="time_ns"):
+        store.set(key, b"y", time_ns=-1)
+    assert store.get(key).data == b"x"
+
+
+def test_data_updated_says_whether_the_bytes_changed(store: VStore, rec: Recorder) -> None:
+    key = store.add_key("Vehicle.Speed")
+    store.set(key, b"a")
+    store.set(key, b"a")
+    store.set(key, b"b")
+    store.set(key, b"")
+    store.set(key, b"")
+    updates = [e for e in rec.events if e[0] == "data_updated"]
+    assert [e[2] for e in updates] == [True, False, True, True, False]
+
+
+def test_firing_data_updated_does_not_copy_the_value(store: VStore) -> None:
+    key = store.add_key("Vehicle.Blob")
+    value = b"0123456789"
+    store.set(key, value)
+    assert store.peek(key)[0] is value
+
+
+def test_mutable_buffers_are_copied_so_the_store_stays_immutable(store: VStore) -> None:
+    key = store.add_key("Vehicle.Blob")
+    buf = bytearray(b"abc")
+    store.set(key, buf)
+    buf[0] = ord("z")
+    assert store.get(key).data == b"abc"
+    with pytest.raises(TypeError, match="must be bytes"):
+        store.set(key, "text")  # type: ignore[arg-type]
+
+
+def test_a_value_above_the_limit_is_rejected_and_nothing_changes(
+    store: VStore, rec: Recorder
+) -> None:
+    key = store.add_key("Vehicle.Blob")
+    store.set(key, b"ok")
+    n = len(rec.events)
+    with pytest.raises(ValueTooLargeError) as err:
+        store.set(key, b"x" * 17)
+    assert (err.value.size, err.value.limit) == (17, 16)
+    assert "17 bytes; the limit is 16 bytes" in str(err.value)
+    assert store.get(key).data == b"ok"
+    assert len(rec.events) == n
+
+
+def test_compare_and_set_rejects_a_stale_version_and_reports_the_current(
+    store: VStore, rec: Recorder
+) -> None:
+    key = store.add_key("Vehicle.Door")
+    store.set(key, b"closed")  # version 1
+    assert store.set(key, b"open", if_version=1) == 2
+    n = len(rec.events)
+    with pytest.raises(VersionConflictError) as err:
+        store.set(key, b"closed", if_version=1)
+    assert (err.value.expected, err.value.current) == (1, 2)
+    assert "current version is 2" in str(err.value)
+    assert store.get(key).data == b"open"
+    assert len(rec.events) == n
+
+
+def test_set_many_reports_conflicts_per_update_and_applies_the_rest(store: VStore) -> None:
+    a = store.add_key("Vehicle.A")
+    b = store.add_key("Vehicle.B")
+    store.set(a, b"1")
+    results = store.set_many(
+        [Update(a, b"2", if_version=0), Update("Vehicle.B", b"x"), Update(a, b"3", if_version=1)]
+    )
+    assert [(r.key_id, r.version, r.conflict) for r in results] == [
+        (a, 1, True),
+        (b, 1, False),
+        (a, 2, False),
+    ]
+    assert store.get(a).data == b"3"
+
+
+def test_set_many_with_malformed_input_writes_nothing(store: VStore, rec: Recorder) -> None:
+    a = store.add_key("Vehicle.A")
+    n = len(rec.events)
+    with pytest.raises(UnknownKeyError):
+        store.set_many([Update(a, b"1"), Update("Vehicle.Missing", b"2")])
+    with pytest.raises(ValueTooLargeError):
+        store.set_many([Update(a, b"1"), Update(a, b"y" * 100)])
+    assert store.get(a).version == 0
+    assert len(rec.events) == n
+
+
+def test_list_keys_returns_a_branch_not_a_string_prefix(store: VStore) -> None:
+    for name in [
+        "Vehicle.Cabin",
+        "Vehicle.Cabin.Door.Row1.Left.IsOpen",
+        "Vehicle.Cabin.HVAC.Temp",
+        "Vehicle.CabinLight",
+        "Vehicle.Speed",
+    ]:
+        store.add_key(name)
+    assert [n for n, _ in store.list_keys("Vehicle.Cabin")] == [
+        "Vehicle.Cabin",
+        "Vehicle.Cabin.Door.Row1.Left.IsOpen",
+        "Vehicle.Cabin.HVAC.Temp",
+    ]
+    assert [n for n, _ in store.list_keys("Vehicle.Cabin.")] == [
+        "Vehicle.Cabin",
+        "Vehicle.Cabin.Door.Row1.Left.IsOpen",
+        "Vehicle.Cabin.HVAC.Temp",
+    ]
+    assert len(store.list_keys()) == 5
+    assert store.list_keys("Vehicle.Nothing") == []
+    assert store.list_keys("Vehicle.Speed") == [("Vehicle.Speed", store.id_of("Vehicle.Speed"))]
+
+
+def test_registry_check_catches_a_broken_free_set() -> None:
+    reg = KeyRegistry()
+    reg.add("Vehicle.A")
+    reg.add("Vehicle.B")
+    reg.remove("Vehicle.A")
+    reg.check()
+    reg._free.clear()  # corrupt it on purpose: check() must notice
+    with pytest.raises(AssertionError, match="free set"):
+        reg.check()
