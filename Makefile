@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test lint typecheck unit bench bench-core clean
+.PHONY: install demo serve proto test lint typecheck unit bench bench-core bench-e2e clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,6 +17,15 @@ install: $(STAMP)
 ## The main job: until the gRPC middleware lands, an in-process V-Store + ESS run.
 demo: $(STAMP)
 	$(PY) -m middleware.demo
+
+## Run the middleware on 127.0.0.1:50051 (Ctrl-C stops it).
+serve: $(STAMP)
+	$(PY) -m middleware serve
+
+## Regenerate vehicle/ (the Python code of the gRPC contract) from proto/.
+proto: $(STAMP)
+	rm -rf vehicle
+	$(PY) proto/generate.py
 
 ## Everything CI checks: lint, types of the pure cores, every test.
 test: lint typecheck unit

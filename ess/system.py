@@ -99,6 +99,7 @@ class _App:
     reserved: int
     wake: Callable[[], None] | None
     drops: dict[tuple[int, int], DropCounts] = field(default_factory=dict)
+    dropped: int = 0
 
 
 class EventSubSystem:
@@ -427,6 +428,11 @@ class EventSubSystem:
             else {}
         )
 
+    def dropped(self, app: str) -> int:
+        """Total events of the app evicted, lost or discarded so far (0 if unknown). O(1)."""
+        state = self._apps.get(app)
+        return state.dropped if state is not None else 0
+
     # -- internals ----------------------------------------------------------
 
     def _resolve(self, app: str, name: str, *, check_policy: bool = True) -> int | RegisterResult:
@@ -461,6 +467,7 @@ class EventSubSystem:
             counts = state.drops.get((key, queue))
             if counts is None:
                 state.drops[(key, queue)] = counts = DropCounts()
+            state.dropped += 1
             if reason is DropReason.EVICTED:
                 counts.evicted += 1
             elif reason is DropReason.LOST:

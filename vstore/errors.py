@@ -18,7 +18,13 @@ __all__ = [
 
 
 class VStoreError(Exception):
-    """Base of every error the V-Store raises."""
+    """Base of every error the V-Store raises.
+
+    ``index`` is the position of the offending item when a batch operation
+    (``add_keys``, ``set_many``) rejected it, else None.
+    """
+
+    index: int | None = None
 
 
 class InvalidKeyNameError(VStoreError, ValueError):

@@ -29,10 +29,12 @@ from dataclasses import dataclass
 from typing import Final, Protocol
 
 from vstore.errors import (
+    InvalidKeyNameError,
     KeyCapacityError,
     UnknownKeyError,
     ValueTooLargeError,
     VersionConflictError,
+    VStoreError,
 )
 from vstore.keys import KeyRegistry, check_key_name
 
@@ -198,7 +200,14 @@ class VStore:
             KeyCapacityError: the new keys do not all fit (nothing is added).
         """
         names = list(names)
-        new = {check_key_name(n) for n in names if n not in self._keys}
+        new: set[str] = set()
+        for i, n in enumerate(names):
+            if n not in self._keys:
+                try:
+                    new.add(check_key_name(n))
+                except InvalidKeyNameError as e:
+                    e.index = i
+                    raise
         if len(self._keys) + len(new) > self._keys.max_keys:
             raise KeyCapacityError(self._keys.max_keys)
         return [self.add_key(n) for n in names]
@@ -297,14 +306,20 @@ class VStore:
             UnknownKeyError, ValueTooLargeError, TypeError, ValueError.
         """
         checked: list[tuple[int, bytes, Update]] = []
-        for u in updates:
-            key_id = u.key if isinstance(u.key, int) else self._resolve(u.key)
-            data = u.data if type(u.data) is bytes else _as_bytes(u.data)
-            self._check_write(key_id, data)
+        for i, u in enumerate(updates):
+            try:
+                key_id = u.key if isinstance(u.key, int) else self._resolve(u.key)
+                data = u.data if type(u.data) is bytes else _as_bytes(u.data)
+                self._check_write(key_id, data)
+            except VStoreError as e:
+                e.index = i
+                raise
             if u.time_ns is not None and not 0 <= u.time_ns < _U64:
-                raise ValueError(f"time_ns must be in 0..2**64-1, got {u.time_ns}")
+                raise ValueError(f"updates[{i}].time_ns must be in 0..2**64-1, got {u.time_ns}")
             if u.if_version is not None and not 0 <= u.if_version < _U64:
-                raise ValueError(f"if_version must be in 0..2**64-1, got {u.if_version}")
+                raise ValueError(
+                    f"updates[{i}].if_version must be in 0..2**64-1, got {u.if_version}"
+                )
             checked.append((key_id, data, u))
         results: list[SetResult] = []
         for key_id, data, u in checked:

@@ -1,0 +1,28 @@
+"""Client SDKs for apps (:class:`AppClient`) and providers (:class:`ProviderClient`)."""
+
+from middleware.client.app import AppClient, QueueSpec, Sub
+from middleware.client.events import (
+    ClientEvent,
+    DataEvent,
+    KeyAddedEvent,
+    KeyRemovedEvent,
+    ReconnectedEvent,
+    ResyncEvent,
+    SubscriptionResult,
+)
+from middleware.client.provider import ConflictError, ProviderClient
+
+__all__ = [
+    "AppClient",
+    "ClientEvent",
+    "ConflictError",
+    "DataEvent",
+    "KeyAddedEvent",
+    "KeyRemovedEvent",
+    "ProviderClient",
+    "QueueSpec",
+    "ReconnectedEvent",
+    "ResyncEvent",
+    "Sub",
+    "SubscriptionResult",
+]

@@ -1,0 +1,311 @@
+"""The app SDK: open the event stream, subscribe, receive typed events.
+
+    async with AppClient("127.0.0.1:50051", "dashboard") as app:
+        await app.subscribe([Sub("Vehicle.Speed", want_current=True)])
+        async for event in app.events():
+            ...
+
+The client keeps the id -> name map (from register results and
+``KeyAdded``/``KeyRemoved``), counts seq gaps per key (``DataEvent.missed``),
+and, when the stream fails or the middleware restarts, reconnects with backoff
+and registers every subscription again by itself (the ADR's middleware-crash
+rule), yielding a :class:`ReconnectedEvent` so the app knows to refresh its
+state. A subscription whose key does not exist yet after a restart (its
+provider has not re-added it) is registered when its ``KeyAdded`` arrives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import grpc
+
+from middleware.client._channel import RETRYABLE, Backoff, open_channel
+from middleware.client.events import (
+    ClientEvent,
+    DataEvent,
+    KeyAddedEvent,
+    KeyRemovedEvent,
+    ReconnectedEvent,
+    ResyncEvent,
+    SubscriptionResult,
+)
+from vehicle.ess.v1 import ess_pb2, ess_pb2_grpc
+from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+
+__all__ = ["AppClient", "QueueSpec", "Sub"]
+
+log = logging.getLogger(__name__)
+
+_SEQ_CYCLE: Final = 2**32 - 1  # seq runs 1..2^32-1, then 1 again
+_STATUS_NAMES: Final = {v: k.removeprefix("STATUS_") for k, v in ess_pb2.Status.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class Sub:
+    """A subscription the app wants."""
+
+    key: str
+    queue: int = 0
+    on_update: bool = False
+    """False: events only when the bytes change; True: on every write."""
+    want_current: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSpec:
+    queue: int
+    min_length: int
+    max_length: int
+
+
+class AppClient:
+    """An app's connection to the middleware's EventService. One stream per client."""
+
+    def __init__(
+        self,
+        target: str,
+        app_id: str,
+        *,
+        queues: Sequence[QueueSpec] = (),
+        reconnect: bool = True,
+    ) -> None:
+        self.app_id = app_id
+        self._target = target
+        self._queues = [
+            ess_pb2.QueueConfig(queue=q.queue, min_length=q.min_length, max_length=q.max_length)
+            for q in queues
+        ]
+        self._reconnect_enabled = reconnect
+        self._md = (("app-id", app_id),)
+        self._channel = open_channel(target)
+        self._events = ess_pb2_grpc.EventServiceStub(self._channel)
+        self._vstore = vstore_pb2_grpc.VStoreStub(self._channel)
+        self._call: (
+            grpc.aio.UnaryStreamCall[ess_pb2.GetEventsRequest, ess_pb2.EventBatch] | None
+        ) = None
+        self._wanted: dict[str, Sub] = {}
+        self._waiting: set[str] = set()  # wanted, but the key did not exist at re-registration
+        self.names: dict[int, str] = {}
+        """Key id -> name of the keys this client knows."""
+        self._last_seq: dict[int, int] = {}
+        self.boot_id: str | None = None
+        self.queue_configs: list[QueueSpec] = []
+        self.missed_total = 0
+        """Events lost to this client so far, as seen from seq gaps."""
+
+    async def __aenter__(self) -> AppClient:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def connect(self, *, timeout: float | None = 10.0) -> None:
+        """Open the event stream and wait for its StreamStarted.
+
+        Raises:
+            grpc.aio.AioRpcError: the middleware refused (e.g. RESOURCE_EXHAUSTED)
+                or was not reachable within ``timeout``.
+        """
+        call = self._events.GetEvents(
+            ess_pb2.GetEventsRequest(queues=self._queues),
+            metadata=self._md,
+            wait_for_ready=True,
+        )
+        try:
+            first = await asyncio.wait_for(call.read(), timeout)
+        except BaseException:
+            call.cancel()
+            raise
+        if (
+            first is grpc.aio.EOF
+            or not first.events
+            or first.events[0].WhichOneof("event") != "started"
+        ):
+            call.cancel()
+            raise RuntimeError("the middleware did not start the event stream with StreamStarted")
+        started = first.events[0].started
+        self.boot_id = started.boot_id
+        self.queue_configs = [
+            QueueSpec(q.queue, q.min_length, q.max_length) for q in started.queues
+        ]
+        self._call = call
+
+    async def close(self) -> None:
+        """End the stream (the middleware then drops this app's state) and the channel."""
+        if self._call is not None:
+            self._call.cancel()
+            self._call = None
+        await self._channel.close()
+
+    async def subscribe(self, subs: Sequence[Sub]) -> list[SubscriptionResult]:
+        """Register subscriptions; remembered for re-registration after a reconnect.
+
+        Returns one result per subscription, in order; only OK ones are remembered.
+        """
+        results = await self._register(subs)
+        for sub, result in zip(subs, results, strict=True):
+            if result.ok:
+                self._wanted[sub.key] = sub
+        return results
+
+    async def unsubscribe(self, keys: Sequence[str]) -> list[SubscriptionResult]:
+        """Deregister subscriptions by key name; idempotent."""
+        response = await self._events.Deregister(
+            ess_pb2.DeregisterRequest(keys=list(keys)), metadata=self._md
+        )
+        for key in keys:
+            self._wanted.pop(key, None)
+            self._waiting.discard(key)
+        return [self._result(r) for r in response.results]
+
+    async def subscriptions(self) -> list[ess_pb2.SubscriptionInfo]:
+        """This app's subscriptions as the middleware knows them."""
+        response = await self._events.GetSubscriptions(
+            ess_pb2.GetSubscriptionsRequest(), metadata=self._md
+        )
+        return list(response.subscriptions)
+
+    async def events(self) -> AsyncIterator[ClientEvent]:
+        """Yield events forever, reconnecting and re-registering as needed.
+
+        Raises:
+            grpc.aio.AioRpcError: a non-retryable failure, or any failure with
+                ``reconnect=False``.
+        """
+        if self._call is None:
+            raise RuntimeError("connect() first")
+        while True:
+            call = self._call
+            try:
+                while True:
+                    batch = await call.read()
+                    if not isinstance(batch, ess_pb2.EventBatch):
+                        break  # EOF: the middleware ended the stream
+                    for pb in batch.events:
+                        event = await self._convert(pb)
+                        if event is not None:
+                            yield event
+                code = grpc.StatusCode.UNAVAILABLE  # the middleware ended the stream
+            except grpc.aio.AioRpcError as e:
+                code = e.code()
+                if not self._reconnect_enabled or code not in RETRYABLE:
+                    raise
+            if not self._reconnect_enabled:
+                raise RuntimeError("the middleware ended the event stream")
+            log.info("app %s: event stream ended (%s); reconnecting", self.app_id, code.name)
+            yield await self._reconnect()
+
+    # -- internals ---------------------------------------------------------------
+
+    async def _register(
+        self, subs: Sequence[Sub], *, force_current: bool = False
+    ) -> list[SubscriptionResult]:
+        request = ess_pb2.RegisterRequest(
+            subscriptions=[
+                ess_pb2.Subscription(
+                    key=s.key,
+                    queue=s.queue,
+                    trigger=ess_pb2.TRIGGER_ON_UPDATE if s.on_update else ess_pb2.TRIGGER_ON_CHANGE,
+                    want_current=s.want_current or force_current,
+                )
+                for s in subs
+            ]
+        )
+        response = await self._events.Register(request, metadata=self._md)
+        results = [self._result(r) for r in response.results]
+        for r in results:
+            if r.ok:
+                self.names[r.key_id] = r.key
+        return results
+
+    @staticmethod
+    def _result(r: ess_pb2.SubscriptionResult) -> SubscriptionResult:
+        return SubscriptionResult(
+            r.key,
+            r.key_id,
+            r.status == ess_pb2.STATUS_OK,
+            _STATUS_NAMES.get(r.status, str(r.status)),
+            r.current if r.HasField("current") else None,
+            r.detail,
+        )
+
+    async def _convert(self, pb: ess_pb2.Event) -> ClientEvent | None:
+        kind = pb.WhichOneof("event")
+        if kind == "data_updated":
+            d = pb.data_updated
+            last = self._last_seq.get(d.key, 0)
+            missed = (d.seq - (last % _SEQ_CYCLE + 1)) % _SEQ_CYCLE
+            self._last_seq[d.key] = d.seq
+            self.missed_total += missed
+            return DataEvent(
+                d.key,
+                self.names.get(d.key),
+                d.seq,
+                d.time_ns,
+                d.data if d.HasField("data") else None,
+                d.queue,
+                missed,
+            )
+        if kind == "key_added":
+            self.names[pb.key_added.key] = pb.key_added.name
+            if pb.key_added.name in self._waiting:
+                self._waiting.discard(pb.key_added.name)
+                await self._register([self._wanted[pb.key_added.name]])
+            return KeyAddedEvent(pb.key_added.key, pb.key_added.name)
+        if kind == "key_removed":
+            key, name = pb.key_removed.key, pb.key_removed.name
+            self.names.pop(key, None)
+            self._last_seq.pop(key, None)
+            if name in self._wanted:
+                # The middleware ended the subscription; re-register if the key comes back.
+                self._waiting.add(name)
+            return KeyRemovedEvent(key, name)
+        if kind == "resync":
+            await self._refresh_after_resync()
+            return ResyncEvent(pb.resync.lost)
+        return None  # `started` appears only first, handled by connect()
+
+    async def _refresh_after_resync(self) -> None:
+        keys = await self._vstore.ListKeys(vstore_pb2.ListKeysRequest(), metadata=self._md)
+        self.names = {k.id: k.name for k in keys.keys}
+        active = {s.key for s in await self.subscriptions()}
+        for name in self._wanted:
+            if name not in active:
+                self._waiting.add(name)
+        missing_now = [self._wanted[n] for n in self._waiting if n in set(self.names.values())]
+        if missing_now:
+            for sub, r in zip(missing_now, await self._register(missing_now), strict=True):
+                if r.ok:
+                    self._waiting.discard(sub.key)
+
+    async def _reconnect(self) -> ReconnectedEvent:
+        backoff = Backoff()
+        previous_boot = self.boot_id
+        while True:
+            try:
+                await self.connect(timeout=None)
+                subs = list(self._wanted.values())
+                results = await self._register(subs, force_current=True) if subs else []
+            except grpc.aio.AioRpcError as e:
+                if e.code() not in RETRYABLE:
+                    raise
+                await asyncio.sleep(backoff.delay())
+                continue
+            self._last_seq.clear()
+            self._waiting = {s.key for s, r in zip(subs, results, strict=True) if not r.ok}
+            restarted = self.boot_id != previous_boot
+            if restarted:
+                self.names = {r.key_id: r.key for r in results if r.ok}
+            log.info(
+                "app %s: reconnected (%s), %d subscriptions registered again",
+                self.app_id,
+                "middleware restarted" if restarted else "same middleware",
+                len(subs),
+            )
+            return ReconnectedEvent(self.boot_id or "", restarted, tuple(results))

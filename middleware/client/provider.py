@@ -1,0 +1,202 @@
+"""The provider SDK: add keys, publish values over the Publish stream.
+
+    async with ProviderClient("127.0.0.1:50051", "vehicle-sim") as p:
+        await p.add_keys(["Vehicle.Speed"])
+        await p.publish({"Vehicle.Speed": b"..."})
+
+Values are published by key id on one client-streaming ``Publish`` call (the
+names are translated here). When the middleware goes away the client
+reconnects with backoff, adds its keys again (ids may change after a restart)
+and re-sends the batch that failed; values are state, so a batch written twice
+is harmless. :meth:`flush` ends the stream and waits for the middleware to
+confirm everything written so far.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+
+import grpc
+
+from middleware.client._channel import RETRYABLE, Backoff, open_channel
+from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+
+__all__ = ["ConflictError", "ProviderClient"]
+
+log = logging.getLogger(__name__)
+
+
+class ConflictError(Exception):
+    """A compare-and-set write lost: the key's version moved on."""
+
+    def __init__(self, key: str, current: int) -> None:
+        self.key = key
+        self.current = current
+        super().__init__(f"{key}: version is now {current}")
+
+
+class ProviderClient:
+    """A provider's connection to the middleware's VStore service."""
+
+    def __init__(self, target: str, app_id: str, *, reconnect: bool = True) -> None:
+        self.app_id = app_id
+        self._md = (("app-id", app_id),)
+        self._channel = open_channel(target)
+        self._stub = vstore_pb2_grpc.VStoreStub(self._channel)
+        self._reconnect_enabled = reconnect
+        self.ids: dict[str, int] = {}
+        """Name -> id of every key this provider added (refreshed after a restart)."""
+        self._call: (
+            grpc.aio.StreamUnaryCall[vstore_pb2.PublishRequest, vstore_pb2.PublishSummary] | None
+        ) = None
+        self.reconnects = 0
+        self.published = 0
+        """Updates written to the stream (including re-sent ones)."""
+
+    async def __aenter__(self) -> ProviderClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Flush what was published, then close the channel."""
+        try:
+            if self._call is not None:
+                await self.flush()
+        finally:
+            await self._channel.close()
+
+    async def add_keys(self, names: Iterable[str]) -> dict[str, int]:
+        """Add keys (idempotent); returns name -> id; remembered for reconnects."""
+        names = list(names)
+        response = await self._stub.AddKeys(
+            vstore_pb2.AddKeysRequest(names=names), metadata=self._md, wait_for_ready=True
+        )
+        added = {k.name: k.id for k in response.keys}
+        self.ids.update(added)
+        return added
+
+    async def remove_keys(self, names: Iterable[str]) -> list[str]:
+        """Remove keys; returns the names that did not exist."""
+        names = list(names)
+        response = await self._stub.RemoveKeys(
+            vstore_pb2.RemoveKeysRequest(names=names), metadata=self._md
+        )
+        for name in names:
+            self.ids.pop(name, None)
+        return list(response.not_found)
+
+    async def publish(
+        self,
+        values: Mapping[str, bytes] | Sequence[tuple[str, bytes]],
+        *,
+        time_ns: int | None = None,
+    ) -> None:
+        """Write values by key name (keys must have been added by this client).
+
+        Raises:
+            KeyError: a name this client did not add.
+            grpc.aio.AioRpcError: the middleware refused the batch (bad input).
+        """
+        items = values.items() if isinstance(values, Mapping) else values
+        named = list(items)
+        while True:
+            batch = vstore_pb2.PublishRequest(
+                updates=[
+                    vstore_pb2.IdUpdate(id=self.ids[name], data=data, time_ns=time_ns)
+                    if time_ns is not None
+                    else vstore_pb2.IdUpdate(id=self.ids[name], data=data)
+                    for name, data in named
+                ]
+            )
+            if await self._write(batch):
+                return
+            await self._recover()
+
+    async def publish_ids(self, updates: Sequence[tuple[int, bytes]]) -> None:
+        """Write values by key id (the caller keeps ids current, e.g. from :attr:`ids`)."""
+        batch = vstore_pb2.PublishRequest(
+            updates=[vstore_pb2.IdUpdate(id=i, data=d) for i, d in updates]
+        )
+        while not await self._write(batch):
+            await self._recover()
+
+    async def flush(self) -> vstore_pb2.PublishSummary:
+        """End the current Publish stream and wait for the middleware's summary.
+
+        Raises:
+            grpc.aio.AioRpcError: the middleware refused a batch of this stream.
+        """
+        call, self._call = self._call, None
+        if call is None:
+            return vstore_pb2.PublishSummary()
+        await call.done_writing()
+        summary: vstore_pb2.PublishSummary = await call
+        return summary
+
+    async def set(self, name: str, data: bytes, *, if_version: int | None = None) -> int:
+        """One unary write, optionally compare-and-set; returns the new version.
+
+        Raises:
+            ConflictError: ``if_version`` was stale.
+        """
+        update = vstore_pb2.Update(name=name, data=data)
+        if if_version is not None:
+            update.if_version = if_version
+        response = await self._stub.Set(vstore_pb2.SetRequest(updates=[update]), metadata=self._md)
+        result = response.results[0]
+        if result.conflict:
+            raise ConflictError(name, result.version)
+        return int(result.version)
+
+    async def get(self, names: Sequence[str]) -> dict[str, vstore_pb2.Value]:
+        """Current values by name (unknown names are left out)."""
+        response = await self._stub.Get(vstore_pb2.GetRequest(names=list(names)), metadata=self._md)
+        return {v.name: v for v in response.values}
+
+    # -- internals ---------------------------------------------------------------
+
+    async def _write(self, batch: vstore_pb2.PublishRequest) -> bool:
+        """Write one batch; False if the stream broke in a way worth a retry."""
+        if self._call is None:
+            self._call = self._stub.Publish(metadata=self._md, wait_for_ready=True)
+        call = self._call
+        try:
+            await call.write(batch)
+        except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
+            pass
+        else:
+            self.published += len(batch.updates)
+            return True
+        self._call = None
+        code = await call.code()
+        if code in RETRYABLE and self._reconnect_enabled:
+            return False
+        await call  # raises the AioRpcError with the middleware's status and message
+        raise RuntimeError(f"Publish ended with {code}")  # pragma: no cover - await raised
+
+    async def _recover(self) -> None:
+        """Reconnect and add the keys again (their ids may have changed)."""
+        backoff = Backoff()
+        while True:
+            try:
+                names = list(self.ids)
+                if names:
+                    response = await self._stub.AddKeys(
+                        vstore_pb2.AddKeysRequest(names=names),
+                        metadata=self._md,
+                        wait_for_ready=True,
+                        timeout=30,
+                    )
+                    self.ids = {k.name: k.id for k in response.keys}
+            except grpc.aio.AioRpcError as e:
+                if e.code() not in RETRYABLE:
+                    raise
+                await asyncio.sleep(backoff.delay())
+                continue
+            self.reconnects += 1
+            log.info("provider %s: reconnected; %d keys added again", self.app_id, len(self.ids))
+            return

@@ -1,0 +1,114 @@
+"""The middleware's settings: one frozen object, built at the entry point.
+
+Sources, later ones winning: defaults, an optional TOML file, ``VMW_*``
+environment variables, command-line flags. Every setting has the same name in
+each: ``event_budget`` is ``event_budget = 20000`` in TOML, ``VMW_EVENT_BUDGET``
+in the environment and ``--event-budget`` on the command line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Settings", "load_settings"]
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything the middleware process can be told. Defaults are the documented ones."""
+
+    listen: str = "127.0.0.1:50051"
+    """TCP address to listen on; empty to listen on the Unix socket only. Port 0 picks one."""
+    unix_socket: str = ""
+    """Also listen on this Unix socket path (empty: no)."""
+    event_budget: int = 20_000
+    """Most data events queued for all apps together."""
+    lifecycle_capacity: int = 1_000
+    """Per-app buffer of key_added/key_removed events before a resync is forced."""
+    batch_max: int = 500
+    """Most events in one EventBatch."""
+    grace_period_s: float = 0.0
+    """How long an app's subscriptions outlive its stream (0: removed at once)."""
+    max_value_size: int = 64 * 1024
+    """Largest value accepted, in bytes."""
+    max_keys: int = 100_000
+    """Most keys in the store."""
+    max_keys_per_request: int = 1_000
+    """Most keys, names or updates in one request (and in one Publish batch)."""
+    max_message_bytes: int = 4 * 1024 * 1024
+    """Largest gRPC message accepted or sent."""
+    keepalive_time_s: float = 10.0
+    """Ping an idle client after this long, to find dead peers."""
+    keepalive_timeout_s: float = 5.0
+    """A client that does not answer a ping within this is gone."""
+    log_level: str = "INFO"
+
+    def __post_init__(self) -> None:
+        positive = (
+            "event_budget",
+            "lifecycle_capacity",
+            "batch_max",
+            "max_keys",
+            "max_keys_per_request",
+            "max_message_bytes",
+        )
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("grace_period_s", "max_value_size", "keepalive_time_s", "keepalive_timeout_s"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if not self.listen and not self.unix_socket:
+            raise ValueError("listen and unix_socket are both empty: nothing to listen on")
+        if self.max_value_size + 1024 > self.max_message_bytes:
+            raise ValueError("max_message_bytes must exceed max_value_size by at least 1 KiB")
+
+
+def _coerce(name: str, raw: Any, kind: type) -> Any:
+    if isinstance(raw, kind) and not (kind is int and isinstance(raw, bool)):
+        return raw
+    if isinstance(raw, str):
+        try:
+            return kind(raw)
+        except ValueError:
+            pass
+    if kind is float and isinstance(raw, int) and not isinstance(raw, bool):
+        return float(raw)
+    raise ValueError(f"setting {name}: expected {kind.__name__}, got {raw!r}")
+
+
+def load_settings(
+    *,
+    toml_path: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Build the settings from a TOML file, ``VMW_*`` variables and overrides.
+
+    Raises:
+        ValueError: an unknown setting in the file, a value of the wrong type,
+            or a value out of range, naming the setting.
+    """
+    kinds = {f.name: type(f.default) for f in fields(Settings)}
+    values: dict[str, Any] = {}
+    if toml_path is not None:
+        with toml_path.open("rb") as fh:
+            table = tomllib.load(fh)
+        table = table.get("middleware", table)
+        for name, raw in table.items():
+            if name not in kinds:
+                raise ValueError(f"{toml_path}: unknown setting {name!r}")
+            values[name] = _coerce(name, raw, kinds[name])
+    for name, kind in kinds.items():
+        raw_env = (env or {}).get(f"VMW_{name.upper()}")
+        if raw_env is not None:
+            values[name] = _coerce(f"VMW_{name.upper()}", raw_env, kind)
+    for name, raw in (overrides or {}).items():
+        if raw is not None:
+            values[name] = _coerce(name, raw, kinds[name])
+    return dataclasses.replace(Settings(), **values)

@@ -1,0 +1,1 @@
+"""The gRPC adapters of the middleware: thin servicers over the pure cores."""

@@ -1,0 +1,187 @@
+"""Translation between protobuf messages and the cores' domain objects. The only place.
+
+Validation of the request's *shape* (empty, too many items) lives here too, in
+:func:`check_count`, so every servicer says it the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ess import (
+    DataUpdated,
+    Event,
+    KeyAdded,
+    KeyRemoved,
+    QueueConfig,
+    RegisterResult,
+    ResyncRequired,
+    Status,
+    SubscriptionInfo,
+    SubscriptionRequest,
+    Trigger,
+)
+from middleware.errors import InvalidRequestError
+from vehicle.ess.v1 import ess_pb2
+from vehicle.vstore.v1 import vstore_pb2
+from vstore import Entry, SetResult, Update
+
+__all__ = [
+    "check_count",
+    "event_batch",
+    "get_response",
+    "queue_configs",
+    "queue_configs_to_pb",
+    "register_response",
+    "set_response",
+    "started_batch",
+    "subscription_infos",
+    "subscription_requests",
+    "updates",
+]
+
+_TRIGGER_FROM_PB = {
+    ess_pb2.TRIGGER_ON_CHANGE: Trigger.ON_CHANGE,
+    ess_pb2.TRIGGER_ON_UPDATE: Trigger.ON_UPDATE,
+}
+_TRIGGER_TO_PB = {v: k for k, v in _TRIGGER_FROM_PB.items()}
+_STATUS_TO_PB = {
+    Status.OK: ess_pb2.STATUS_OK,
+    Status.NOT_FOUND: ess_pb2.STATUS_NOT_FOUND,
+    Status.PERMISSION_DENIED: ess_pb2.STATUS_PERMISSION_DENIED,
+    Status.INVALID_ARGUMENT: ess_pb2.STATUS_INVALID_ARGUMENT,
+}
+
+
+def check_count(field: str, items: Sequence[Any], limit: int) -> None:
+    """Refuse an empty repeated field or one longer than ``limit``."""
+    if not items:
+        raise InvalidRequestError(field, "must not be empty")
+    if len(items) > limit:
+        raise InvalidRequestError(field, f"at most {limit} per request, got {len(items)}")
+
+
+# -- EventService ----------------------------------------------------------------
+
+
+def queue_configs(pbs: Sequence[ess_pb2.QueueConfig]) -> list[QueueConfig]:
+    return [QueueConfig(p.queue, p.min_length, p.max_length) for p in pbs]
+
+
+def queue_configs_to_pb(cfgs: Sequence[QueueConfig]) -> list[ess_pb2.QueueConfig]:
+    return [
+        ess_pb2.QueueConfig(queue=c.queue, min_length=c.min_length, max_length=c.max_length)
+        for c in cfgs
+    ]
+
+
+def started_batch(boot_id: str, cfgs: Sequence[QueueConfig]) -> ess_pb2.EventBatch:
+    started = ess_pb2.StreamStarted(boot_id=boot_id, queues=queue_configs_to_pb(cfgs))
+    return ess_pb2.EventBatch(events=[ess_pb2.Event(started=started)])
+
+
+_PbEvent = ess_pb2.Event
+_PbData = ess_pb2.DataUpdated
+
+
+def event_batch(events: Sequence[Event]) -> ess_pb2.EventBatch:
+    """One EventBatch of drained events. The delivery hot path."""
+    out: list[ess_pb2.Event] = []
+    append = out.append
+    for e in events:
+        if type(e) is DataUpdated:
+            key, seq, time_ns, data, queue = e
+            if data is None:
+                append(
+                    _PbEvent(data_updated=_PbData(key=key, seq=seq, time_ns=time_ns, queue=queue))
+                )
+            else:
+                append(
+                    _PbEvent(
+                        data_updated=_PbData(
+                            key=key, seq=seq, time_ns=time_ns, data=data, queue=queue
+                        )
+                    )
+                )
+        elif isinstance(e, KeyAdded):
+            append(_PbEvent(key_added=ess_pb2.KeyAdded(key=e.key, name=e.name)))
+        elif isinstance(e, KeyRemoved):
+            append(_PbEvent(key_removed=ess_pb2.KeyRemoved(key=e.key, name=e.name)))
+        elif isinstance(e, ResyncRequired):
+            append(_PbEvent(resync=ess_pb2.ResyncRequired(lost=e.lost)))
+    return ess_pb2.EventBatch(events=out)
+
+
+def subscription_requests(pbs: Sequence[ess_pb2.Subscription]) -> list[SubscriptionRequest]:
+    out = []
+    for i, p in enumerate(pbs):
+        trigger = _TRIGGER_FROM_PB.get(p.trigger)
+        if trigger is None:
+            raise InvalidRequestError(
+                f"subscriptions[{i}].trigger",
+                f"unknown trigger {p.trigger}; use TRIGGER_ON_CHANGE (0) or TRIGGER_ON_UPDATE (1)",
+            )
+        out.append(SubscriptionRequest(p.key, p.queue, trigger, p.want_current))
+    return out
+
+
+def register_response(results: Sequence[RegisterResult]) -> list[ess_pb2.SubscriptionResult]:
+    out = []
+    for r in results:
+        pb = ess_pb2.SubscriptionResult(
+            key=r.key, key_id=r.key_id, status=_STATUS_TO_PB[r.status], detail=r.detail
+        )
+        if r.current is not None:
+            pb.current = r.current
+        out.append(pb)
+    return out
+
+
+def subscription_infos(infos: Sequence[SubscriptionInfo]) -> list[ess_pb2.SubscriptionInfo]:
+    return [
+        ess_pb2.SubscriptionInfo(
+            key=i.key, key_id=i.key_id, queue=i.queue, trigger=_TRIGGER_TO_PB[i.trigger]
+        )
+        for i in infos
+    ]
+
+
+# -- VStore ----------------------------------------------------------------------
+
+
+def updates(pbs: Sequence[vstore_pb2.Update]) -> list[Update]:
+    out = []
+    for i, p in enumerate(pbs):
+        which = p.WhichOneof("key")
+        if which is None:
+            raise InvalidRequestError(f"updates[{i}].key", "give the key's name or its id")
+        key: str | int = p.name if which == "name" else p.id
+        out.append(
+            Update(
+                key,
+                p.data,
+                if_version=p.if_version if p.HasField("if_version") else None,
+                time_ns=p.time_ns if p.HasField("time_ns") else None,
+            )
+        )
+    return out
+
+
+def set_response(results: Sequence[SetResult]) -> vstore_pb2.SetResponse:
+    return vstore_pb2.SetResponse(
+        results=[
+            vstore_pb2.SetResult(key_id=r.key_id, version=r.version, conflict=r.conflict)
+            for r in results
+        ]
+    )
+
+
+def get_response(entries: Sequence[Entry], not_found: Sequence[str]) -> vstore_pb2.GetResponse:
+    values = []
+    for e in entries:
+        v = vstore_pb2.Value(name=e.name, id=e.key_id, version=e.version, time_ns=e.time_ns)
+        if e.data is not None:
+            v.data = e.data
+        values.append(v)
+    return vstore_pb2.GetResponse(values=values, not_found=list(not_found))

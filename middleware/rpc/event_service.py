@@ -1,0 +1,105 @@
+"""The EventService servicer: GetEvents, Register, Deregister, GetSubscriptions.
+
+Thin: identity, conversion, one call into the ESS. The delivery loop of
+GetEvents is the one piece of logic here: wait for the doorbell, drain one
+batch, write it; gRPC flow control makes ``write`` wait for a slow reader,
+while the ESS queues and the drop rule absorb the back-pressure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import grpc
+
+from ess import NotReadingEventsError
+from middleware.rpc import convert
+from middleware.rpc.identity import app_id
+from middleware.rpc.status import maps_errors
+from middleware.runtime import Runtime
+from vehicle.ess.v1 import ess_pb2, ess_pb2_grpc
+
+__all__ = ["EventService"]
+
+log = logging.getLogger(__name__)
+
+
+class EventService(ess_pb2_grpc.EventServiceServicer):
+    def __init__(self, runtime: Runtime) -> None:
+        self._rt = runtime
+
+    @maps_errors()
+    async def GetEvents(
+        self, request: ess_pb2.GetEventsRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> None:
+        app = app_id(context)
+        stream = self._rt.open_stream(app, convert.queue_configs(request.queues))
+        ess = self._rt.ess
+        batch_max = self._rt.settings.batch_max
+        dropped_before = ess.dropped(app)
+        struggling = False
+        try:
+            assert stream.effective is not None
+            await context.write(convert.started_batch(self._rt.boot_id, stream.effective))
+            doorbell = stream.doorbell
+            while not stream.replaced:
+                doorbell.clear()
+                if not ess.pending(app):
+                    await doorbell.wait()
+                    if stream.replaced:
+                        break
+                await context.write(convert.event_batch(ess.drain(app, batch_max)))
+                # One warning per episode of drops, not one per drop.
+                dropped = ess.dropped(app)
+                if dropped != dropped_before and not struggling:
+                    struggling = True
+                    log.warning("app %s is not keeping up: its queues are dropping events", app)
+                elif struggling and not ess.pending(app):
+                    struggling = False
+                    log.info(
+                        "app %s caught up; %d events dropped meanwhile",
+                        app,
+                        dropped - dropped_before,
+                    )
+                    dropped_before = dropped
+        except asyncio.CancelledError:
+            if not stream.replaced:
+                raise
+        finally:
+            self._rt.close_stream(stream)
+        await context.abort(
+            grpc.StatusCode.ABORTED,
+            f"a newer GetEvents stream of app {app!r} replaced this one",
+        )
+
+    @maps_errors(field="subscriptions")
+    async def Register(
+        self, request: ess_pb2.RegisterRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> ess_pb2.RegisterResponse:
+        app = app_id(context)
+        convert.check_count(
+            "subscriptions", request.subscriptions, self._rt.settings.max_keys_per_request
+        )
+        if not self._rt.has_stream(app):
+            raise NotReadingEventsError(app)
+        results = self._rt.ess.register(app, convert.subscription_requests(request.subscriptions))
+        return ess_pb2.RegisterResponse(results=convert.register_response(results))
+
+    @maps_errors(field="keys")
+    async def Deregister(
+        self, request: ess_pb2.DeregisterRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> ess_pb2.DeregisterResponse:
+        app = app_id(context)
+        convert.check_count("keys", request.keys, self._rt.settings.max_keys_per_request)
+        results = self._rt.ess.deregister(app, list(request.keys))
+        return ess_pb2.DeregisterResponse(results=convert.register_response(results))
+
+    @maps_errors()
+    async def GetSubscriptions(
+        self, request: ess_pb2.GetSubscriptionsRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> ess_pb2.GetSubscriptionsResponse:
+        app = app_id(context)
+        infos = self._rt.ess.subscriptions(app)
+        return ess_pb2.GetSubscriptionsResponse(subscriptions=convert.subscription_infos(infos))

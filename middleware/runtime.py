@@ -1,0 +1,116 @@
+"""The middleware's state in one place: the V-Store, the ESS, and the open streams.
+
+The servicers share one :class:`Runtime`. It owns the rule that ties a gRPC
+stream to an app's state in the ESS: one stream per app, a newer one replaces
+the older, and when the current stream ends the app is removed (after the
+grace period, if one is configured). Everything runs on one asyncio loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Sequence
+
+from ess import EventSubSystem, QueueConfig
+from middleware.config import Settings
+from vstore import VStore
+
+__all__ = ["AppStream", "Runtime"]
+
+log = logging.getLogger(__name__)
+
+
+class AppStream:
+    """One open GetEvents stream of one app."""
+
+    __slots__ = ("app", "doorbell", "effective", "replaced", "task")
+
+    def __init__(self, app: str) -> None:
+        self.app = app
+        self.doorbell = asyncio.Event()
+        """Set by the ESS when events arrive for the app (and on replacement)."""
+        self.replaced = False
+        self.task = asyncio.current_task()
+        self.effective: tuple[QueueConfig, QueueConfig, QueueConfig] | None = None
+
+    def replace(self) -> None:
+        """A newer stream of the same app took over: end this one."""
+        self.replaced = True
+        self.doorbell.set()
+        if self.task is not None:
+            # It may be blocked writing to a peer that stopped reading.
+            self.task.cancel()
+
+
+class Runtime:
+    """The V-Store, the ESS and the app streams of one middleware process."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.boot_id = uuid.uuid4().hex
+        self.store = VStore(max_value_size=settings.max_value_size, max_keys=settings.max_keys)
+        self.ess = EventSubSystem(
+            self.store,
+            event_budget=settings.event_budget,
+            lifecycle_capacity=settings.lifecycle_capacity,
+        )
+        self.store.set_listener(self.ess)
+        self._streams: dict[str, AppStream] = {}
+        self._expiry: dict[str, asyncio.TimerHandle] = {}
+
+    def has_stream(self, app: str) -> bool:
+        """Whether the app has an open event stream now."""
+        return app in self._streams
+
+    def open_stream(self, app: str, queues: Sequence[QueueConfig]) -> AppStream:
+        """Open the app's stream, replacing an older one; configure its queues.
+
+        Raises:
+            InvalidQueueConfigError, BudgetExceededError: nothing changes.
+        """
+        stream = AppStream(app)
+        stream.effective = self.ess.open_stream(app, queues, wake=stream.doorbell.set)
+        timer = self._expiry.pop(app, None)
+        if timer is not None:
+            timer.cancel()
+        old = self._streams.get(app)
+        self._streams[app] = stream
+        if old is not None:
+            old.replace()
+            log.info("app %s: new event stream replaces the previous one", app)
+        else:
+            log.info("app %s: event stream opened", app)
+        return stream
+
+    def close_stream(self, stream: AppStream) -> None:
+        """The stream ended. If it was the app's current one, the app goes (now or after grace)."""
+        if self._streams.get(stream.app) is not stream:
+            return  # replaced: the newer stream owns the app's state
+        del self._streams[stream.app]
+        grace = self.settings.grace_period_s
+        if grace > 0:
+            loop = asyncio.get_running_loop()
+            self._expiry[stream.app] = loop.call_later(grace, self._expire, stream.app)
+            log.info("app %s: event stream ended; state kept for %.1f s", stream.app, grace)
+        else:
+            self._remove(stream.app)
+
+    def _expire(self, app: str) -> None:
+        self._expiry.pop(app, None)
+        if app not in self._streams:
+            self._remove(app)
+
+    def _remove(self, app: str) -> None:
+        subs = len(self.ess.subscriptions(app))
+        self.ess.remove_app(app)
+        log.info("app %s: event stream ended; removed it and its %d subscriptions", app, subs)
+
+    def shutdown(self) -> None:
+        """Forget every app (the process is stopping)."""
+        for timer in self._expiry.values():
+            timer.cancel()
+        self._expiry.clear()
+        for app in self.ess.apps():
+            self.ess.remove_app(app)

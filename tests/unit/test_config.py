@@ -1,0 +1,34 @@
+"""Settings: defaults < TOML < VMW_* environment < flags, each validated."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from middleware.config import Settings, load_settings
+
+
+def test_later_sources_win(tmp_path: Path) -> None:
+    f = tmp_path / "m.toml"
+    f.write_text("[middleware]\nevent_budget = 100\nbatch_max = 7\ngrace_period_s = 1\n")
+    s = load_settings(
+        toml_path=f,
+        env={"VMW_EVENT_BUDGET": "200", "VMW_LISTEN": "127.0.0.1:9"},
+        overrides={"event_budget": 300, "batch_max": None},
+    )
+    assert (s.event_budget, s.batch_max, s.grace_period_s, s.listen) == (300, 7, 1.0, "127.0.0.1:9")
+    assert load_settings() == Settings()
+
+
+def test_bad_values_name_the_setting(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="VMW_EVENT_BUDGET: expected int"):
+        load_settings(env={"VMW_EVENT_BUDGET": "lots"})
+    with pytest.raises(ValueError, match="batch_max must be >= 1"):
+        load_settings(overrides={"batch_max": 0})
+    f = tmp_path / "m.toml"
+    f.write_text('event_budget = "x"\n')
+    with pytest.raises(ValueError, match="setting event_budget: expected int"):
+        load_settings(toml_path=f)
+    with pytest.raises(ValueError, match="nothing to listen on"):
+        load_settings(overrides={"listen": ""})

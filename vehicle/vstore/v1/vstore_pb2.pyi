@@ -1,0 +1,141 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class AddKeysRequest(_message.Message):
+    __slots__ = ("names",)
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    names: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, names: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class KeyId(_message.Message):
+    __slots__ = ("name", "id")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    id: int
+    def __init__(self, name: _Optional[str] = ..., id: _Optional[int] = ...) -> None: ...
+
+class AddKeysResponse(_message.Message):
+    __slots__ = ("keys",)
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    keys: _containers.RepeatedCompositeFieldContainer[KeyId]
+    def __init__(self, keys: _Optional[_Iterable[_Union[KeyId, _Mapping]]] = ...) -> None: ...
+
+class RemoveKeysRequest(_message.Message):
+    __slots__ = ("names",)
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    names: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, names: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class RemoveKeysResponse(_message.Message):
+    __slots__ = ("removed", "not_found")
+    REMOVED_FIELD_NUMBER: _ClassVar[int]
+    NOT_FOUND_FIELD_NUMBER: _ClassVar[int]
+    removed: _containers.RepeatedCompositeFieldContainer[KeyId]
+    not_found: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, removed: _Optional[_Iterable[_Union[KeyId, _Mapping]]] = ..., not_found: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class Update(_message.Message):
+    __slots__ = ("name", "id", "data", "time_ns", "if_version")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    IF_VERSION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    id: int
+    data: bytes
+    time_ns: int
+    if_version: int
+    def __init__(self, name: _Optional[str] = ..., id: _Optional[int] = ..., data: _Optional[bytes] = ..., time_ns: _Optional[int] = ..., if_version: _Optional[int] = ...) -> None: ...
+
+class SetRequest(_message.Message):
+    __slots__ = ("updates",)
+    UPDATES_FIELD_NUMBER: _ClassVar[int]
+    updates: _containers.RepeatedCompositeFieldContainer[Update]
+    def __init__(self, updates: _Optional[_Iterable[_Union[Update, _Mapping]]] = ...) -> None: ...
+
+class SetResult(_message.Message):
+    __slots__ = ("key_id", "version", "conflict")
+    KEY_ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    CONFLICT_FIELD_NUMBER: _ClassVar[int]
+    key_id: int
+    version: int
+    conflict: bool
+    def __init__(self, key_id: _Optional[int] = ..., version: _Optional[int] = ..., conflict: _Optional[bool] = ...) -> None: ...
+
+class SetResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[SetResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[SetResult, _Mapping]]] = ...) -> None: ...
+
+class IdUpdate(_message.Message):
+    __slots__ = ("id", "data", "time_ns")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    data: bytes
+    time_ns: int
+    def __init__(self, id: _Optional[int] = ..., data: _Optional[bytes] = ..., time_ns: _Optional[int] = ...) -> None: ...
+
+class PublishRequest(_message.Message):
+    __slots__ = ("updates",)
+    UPDATES_FIELD_NUMBER: _ClassVar[int]
+    updates: _containers.RepeatedCompositeFieldContainer[IdUpdate]
+    def __init__(self, updates: _Optional[_Iterable[_Union[IdUpdate, _Mapping]]] = ...) -> None: ...
+
+class PublishSummary(_message.Message):
+    __slots__ = ("batches", "updates")
+    BATCHES_FIELD_NUMBER: _ClassVar[int]
+    UPDATES_FIELD_NUMBER: _ClassVar[int]
+    batches: int
+    updates: int
+    def __init__(self, batches: _Optional[int] = ..., updates: _Optional[int] = ...) -> None: ...
+
+class GetRequest(_message.Message):
+    __slots__ = ("names",)
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    names: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, names: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class Value(_message.Message):
+    __slots__ = ("name", "id", "data", "version", "time_ns")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    id: int
+    data: bytes
+    version: int
+    time_ns: int
+    def __init__(self, name: _Optional[str] = ..., id: _Optional[int] = ..., data: _Optional[bytes] = ..., version: _Optional[int] = ..., time_ns: _Optional[int] = ...) -> None: ...
+
+class GetResponse(_message.Message):
+    __slots__ = ("values", "not_found")
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    NOT_FOUND_FIELD_NUMBER: _ClassVar[int]
+    values: _containers.RepeatedCompositeFieldContainer[Value]
+    not_found: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, values: _Optional[_Iterable[_Union[Value, _Mapping]]] = ..., not_found: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ListKeysRequest(_message.Message):
+    __slots__ = ("prefix",)
+    PREFIX_FIELD_NUMBER: _ClassVar[int]
+    prefix: str
+    def __init__(self, prefix: _Optional[str] = ...) -> None: ...
+
+class ListKeysResponse(_message.Message):
+    __slots__ = ("keys",)
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    keys: _containers.RepeatedCompositeFieldContainer[KeyId]
+    def __init__(self, keys: _Optional[_Iterable[_Union[KeyId, _Mapping]]] = ...) -> None: ...
