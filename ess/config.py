@@ -55,6 +55,12 @@ def effective_queue_configs(
     chosen: dict[int, QueueConfig] = {}
     for i, cfg in enumerate(requested):
         where = f"queues[{i}]"
+        for name in ("queue", "min_length", "max_length"):
+            value = getattr(cfg, name)
+            if type(value) is not int:
+                raise InvalidQueueConfigError(
+                    f"{where}.{name}", f"must be an integer, got {value!r}"
+                )
         if not 0 <= cfg.queue < QUEUE_COUNT:
             raise InvalidQueueConfigError(
                 f"{where}.queue", f"queue {cfg.queue} does not exist; queues are 0, 1 and 2"

@@ -50,8 +50,8 @@ class DropReason(enum.Enum):
     LOST = "lost"
     """The queue was full and held no event of the key: the new event was never queued."""
     DISCARDED = "discarded"
-    """Queued, then thrown away: the subscription, key or app went away, or the
-    app reopened its stream."""
+    """Queued, then thrown away: the subscription, key or app went away, the
+    app reopened its stream, or re-registered the key onto another queue."""
 
 
 class DataUpdated(NamedTuple):

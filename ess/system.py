@@ -147,7 +147,10 @@ class EventSubSystem:
         An unwatched key costs one bit test. For a watched key the value is
         read once (no copy) and every subscriber gets its own seq.
         """
-        if not self._watched[key_id]:
+        try:
+            if not self._watched[key_id]:
+                return
+        except IndexError:  # a key added before this ESS listened: nobody watches it
             return
         value, time_ns = self._source.peek(key_id)
         max_seq = MAX_SEQ
@@ -178,6 +181,9 @@ class EventSubSystem:
         """
         for sub in self._table.remove_key(key_id):
             self._purge(self._apps[sub.app], key_id)
+        for state in self._apps.values():
+            for q in range(QUEUE_COUNT):
+                state.drops.pop((key_id, q), None)
         self._broadcast(KeyRemoved(key_id, name), name)
 
     def _broadcast(self, event: KeyAdded | KeyRemoved, name: str) -> None:
@@ -203,7 +209,8 @@ class EventSubSystem:
         Reserves the sum of the ``min_length`` values in the global event
         budget. Reopening keeps the app's subscriptions and seq counters but
         discards its undelivered events (reported as discarded; the app sees
-        the gap in seq, and a resync if lifecycle events were pending).
+        the gap in seq, the next event of a key whose data was discarded
+        carries the value, and a resync comes if lifecycle events were pending).
 
         Args:
             app: the app id.
@@ -226,7 +233,7 @@ class EventSubSystem:
             raise BudgetExceededError(app, need, self._budget.free + returned, self._budget.total)
         if old is not None:
             for q in old.queues:
-                self._report(old, q.clear(), DropReason.DISCARDED)
+                self._discard(old, q.clear())
                 q.reconfigure(
                     min_length=configs[q.number].min_length, max_length=configs[q.number].max_length
                 )
@@ -278,7 +285,9 @@ class EventSubSystem:
         PERMISSION_DENIED, a bad name or queue is INVALID_ARGUMENT; the
         other keys of the request still succeed. Registering an existing
         (app, key) subscription replaces its queue and trigger and keeps its
-        seq; its events already queued stay where they are.
+        seq. If the queue changes, the key's events still queued in the old
+        queue are discarded (reported; seq shows the gap) and the next event
+        carries the value.
 
         Raises:
             NotReadingEventsError: the app has no open event stream.
@@ -309,6 +318,10 @@ class EventSubSystem:
             if sub is None:
                 self._table.add(Subscription(app, key_id, req.key, req.trigger, target))
             else:
+                if sub.target is not target:
+                    # A key's queued events must stay in one queue, in write order
+                    # (the drop and carry rules rely on it): drop the old queue's.
+                    self._purge(state, key_id, keep=target)
                 sub.retarget(req.trigger, target)
             current = self._source.peek(key_id)[0] if req.want_current else None
             results.append(RegisterResult(req.key, key_id, Status.OK, current))
@@ -387,7 +400,7 @@ class EventSubSystem:
         if state is None:
             return False
         for q in state.queues:
-            self._report(state, q.clear(), DropReason.DISCARDED)
+            self._discard(state, q.clear())
         self._budget.release(state.reserved)
         return True
 
@@ -453,13 +466,19 @@ class EventSubSystem:
             )
         return key_id
 
-    def _purge(self, state: _App, key_id: int) -> None:
+    def _purge(self, state: _App, key_id: int, *, keep: EventQueue | None = None) -> None:
         for q in state.queues:
-            self._report(state, q.purge(key_id), DropReason.DISCARDED)
+            if q is not keep:
+                self._discard(state, q.purge(key_id))
 
-    def _report(self, state: _App, events: list[DataUpdated], reason: DropReason) -> None:
+    def _discard(self, state: _App, events: list[DataUpdated]) -> None:
+        """Report events thrown away; a subscription that lost data is owed the value."""
         for ev in events:
-            self._count_drop(state.name, ev.key, ev.queue, ev.seq, reason)
+            self._count_drop(state.name, ev.key, ev.queue, ev.seq, DropReason.DISCARDED)
+            if ev.data is not None:
+                sub = self._table.get(state.name, ev.key)
+                if sub is not None:
+                    sub.owes_data = True
 
     def _count_drop(self, app: str, key: int, queue: int, seq: int, reason: DropReason) -> None:
         state = self._apps.get(app)

@@ -50,9 +50,9 @@ class UnknownKeyError(VStoreError, KeyError):
 
     def __str__(self) -> str:
         # KeyError.__str__ would print only repr(key); say what happened.
-        if isinstance(self.key, int):
-            return f"no key with id {self.key}"
-        return f"key {_show(self.key)} does not exist"
+        if isinstance(self.key, str):
+            return f"key {_show(self.key)} does not exist"
+        return f"no key with id {self.key!r}"
 
 
 class ValueTooLargeError(VStoreError, ValueError):

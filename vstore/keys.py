@@ -94,6 +94,8 @@ class KeyRegistry:
             KeyCapacityError: the registry is full (unchanged).
         Complexity: O(log n) for a new key (sorted index), O(1) for an existing one.
         """
+        if not isinstance(name, str):
+            check_key_name(name)  # raises, naming the type
         existing = self._ids.get(name)
         if existing is not None:
             return existing, False
@@ -165,5 +167,5 @@ class KeyRegistry:
         for name, key_id in self._ids.items():
             assert self._names[key_id] == name, f"name/id mismatch for {name!r}"
             check_key_name(name)
-        # The highest id is live, or the free set would have been used first.
-        assert not self._free or self._free[-1] < len(self._names)
+        # Every free id is below the bound (ids are only ever appended).
+        assert all(0 < i < len(self._names) for i in self._free), "free id out of range"

@@ -272,7 +272,7 @@ class VStore:
             VersionConflictError: ``if_version`` is stale; nothing changes.
         Complexity: O(1) plus the byte comparison with the previous value.
         """
-        key_id = key if isinstance(key, int) else self._resolve(key)
+        key_id = key if type(key) is int else self._resolve(key)
         if type(data) is not bytes:
             data = _as_bytes(data)
         if key_id <= 0 or key_id >= len(self._versions):
@@ -280,12 +280,14 @@ class VStore:
         version = self._versions[key_id]  # _FREE_VERSION for a removed id
         if version < 0 or len(data) > self._max_value_size:
             self._check_write(key_id, data)
-        if if_version is not None and if_version != version:
-            raise VersionConflictError(self._name(key_id), if_version, version)
+        if if_version is not None:
+            _check_u64("if_version", if_version)
+            if if_version != version:
+                raise VersionConflictError(self._name(key_id), if_version, version)
         if time_ns is None:
             time_ns = self._clock()
-        elif not 0 <= time_ns < _U64:
-            raise ValueError(f"time_ns must be in 0..2**64-1, got {time_ns}")
+        else:
+            _check_u64("time_ns", time_ns)
         old = self._values[key_id]
         self._values[key_id] = data
         self._versions[key_id] = version + 1
@@ -308,18 +310,16 @@ class VStore:
         checked: list[tuple[int, bytes, Update]] = []
         for i, u in enumerate(updates):
             try:
-                key_id = u.key if isinstance(u.key, int) else self._resolve(u.key)
+                key_id = u.key if type(u.key) is int else self._resolve(u.key)
                 data = u.data if type(u.data) is bytes else _as_bytes(u.data)
                 self._check_write(key_id, data)
             except VStoreError as e:
                 e.index = i
                 raise
-            if u.time_ns is not None and not 0 <= u.time_ns < _U64:
-                raise ValueError(f"updates[{i}].time_ns must be in 0..2**64-1, got {u.time_ns}")
-            if u.if_version is not None and not 0 <= u.if_version < _U64:
-                raise ValueError(
-                    f"updates[{i}].if_version must be in 0..2**64-1, got {u.if_version}"
-                )
+            if u.time_ns is not None:
+                _check_u64(f"updates[{i}].time_ns", u.time_ns)
+            if u.if_version is not None:
+                _check_u64(f"updates[{i}].if_version", u.if_version)
             checked.append((key_id, data, u))
         results: list[SetResult] = []
         for key_id, data, u in checked:
@@ -356,14 +356,19 @@ class VStore:
 
     # -- internals ---------------------------------------------------------
 
-    def _resolve(self, name: str) -> int:
+    def _resolve(self, name: str | int) -> int:
+        if not isinstance(name, str):
+            if type(name) is int:
+                return name
+            raise TypeError(f"a key is a name (str) or an id (int), got {type(name).__name__}")
         key_id = self._keys.id_of(name)
         if key_id is None:
             raise UnknownKeyError(name)
         return key_id
 
     def _name(self, key: str | int) -> str:
-        if isinstance(key, int):
+        if not isinstance(key, str):
+            key = self._resolve(key)  # rejects what is neither a name nor an id
             name = self._keys.name_of(key)
             if name is None:
                 raise UnknownKeyError(key)
@@ -399,6 +404,11 @@ class VStore:
                 assert (v is None) == (self._versions[key_id] == 0), f"version/value of {name}"
                 assert v is None or len(v) <= self._max_value_size
                 assert 0 <= self._versions[key_id] < _U64
+
+
+def _check_u64(what: str, value: object) -> None:
+    if type(value) is not int or not 0 <= value < _U64:
+        raise ValueError(f"{what} must be an integer in 0..2**64-1, got {value!r}")
 
 
 def _as_bytes(data: object) -> bytes:

@@ -77,9 +77,12 @@ class Model:
 
     def remove_key(self, name: str) -> None:
         key = self.keys.pop(name)
-        for app_name in list(self.subs.get(key.id, {})):
+        subs = self.subs.pop(key.id, {})
+        for app_name in subs:
             self._discard_key(app_name, key.id)
-        self.subs.pop(key.id, None)
+        for app in self.apps.values():
+            for qn in range(3):
+                app.drops.pop((key.id, qn), None)
         for app in self.apps.values():
             self._lifecycle(app, KeyRemoved(key.id, name))
 
@@ -143,12 +146,21 @@ class Model:
         else:
             app.lifecycle.append(ev)
 
-    def _discard_key(self, app_name: str, key_id: int) -> None:
+    def _discard_key(self, app_name: str, key_id: int, *, keep: int | None = None) -> None:
         app = self.apps[app_name]
         for qn, q in enumerate(app.queues):
+            if qn == keep:
+                continue
             for e in [e for e in q if e[0] == key_id]:
                 q.remove(e)
-                self._count(app, key_id, qn, 2)
+                self._discarded(app_name, app, e)
+
+    def _discarded(self, app_name: str, app: MApp, e: list[object]) -> None:
+        key_id, qn = e[0], e[4]
+        self._count(app, key_id, qn, 2)  # type: ignore[arg-type]
+        sub = self.subs.get(key_id, {}).get(app_name)  # type: ignore[call-overload]
+        if sub is not None and e[3] is not None:
+            sub.owes = True
 
     def open_stream(self, name: str, cfgs: tuple[QueueConfig, ...]) -> bool:
         mins = [c.min_length for c in cfgs]
@@ -162,9 +174,9 @@ class Model:
         if sum(mins) > self.free() + returned:
             return False
         if old:
-            for qn, q in enumerate(old.queues):
+            for q in old.queues:
                 for e in q:
-                    self._count(old, e[0], qn, 2)  # type: ignore[arg-type]
+                    self._discarded(name, old, e)
                 q.clear()
             if old.lifecycle:
                 old.lost += len(old.lifecycle)
@@ -185,6 +197,8 @@ class Model:
             return Status.INVALID_ARGUMENT, key.id, None
         subs = self.subs.setdefault(key.id, {})
         if app_name in subs:
+            if subs[app_name].queue != queue:
+                self._discard_key(app_name, key.id, keep=queue)
             subs[app_name].queue = queue
             subs[app_name].trigger = trigger
         else:

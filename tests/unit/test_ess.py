@@ -9,6 +9,7 @@ import pytest
 from ess import (
     BudgetExceededError,
     DataUpdated,
+    DropCounts,
     DropReason,
     EventSubSystem,
     InvalidQueueConfigError,
@@ -171,12 +172,27 @@ def test_registering_again_replaces_the_subscription_and_keeps_its_seq() -> None
     s = System()
     s.app("a", sub(SPEED, queue=0, trigger=Trigger.ON_CHANGE))
     s.store.set(SPEED, b"1")
-    s.ess.register("a", [sub(SPEED, queue=2, trigger=Trigger.ON_UPDATE)])
+    s.ess.register("a", [sub(SPEED, queue=0, trigger=Trigger.ON_UPDATE)])
     s.store.set(SPEED, b"1")
     events = s.data("a")
-    assert [(e.seq, e.queue, e.data) for e in events] == [(1, 0, b"1"), (2, 2, None)]
+    assert [(e.seq, e.queue, e.data) for e in events] == [(1, 0, b"1"), (2, 0, None)]
     [info] = s.ess.subscriptions("a")
-    assert (info.queue, info.trigger) == (2, Trigger.ON_UPDATE)
+    assert (info.queue, info.trigger) == (0, Trigger.ON_UPDATE)
+
+
+def test_moving_a_subscription_to_another_queue_discards_its_queued_events_and_owes_the_value() -> (
+    None
+):
+    s = System()
+    s.app("a", sub(SPEED, queue=0, trigger=Trigger.ON_UPDATE))
+    s.store.set(SPEED, b"A")
+    s.store.set(SPEED, b"B")
+    s.ess.register("a", [sub(SPEED, queue=2, trigger=Trigger.ON_UPDATE)])
+    assert s.ess.pending("a") == 0
+    assert [d[3:] for d in s.drops.seen] == [(1, DropReason.DISCARDED), (2, DropReason.DISCARDED)]
+    s.store.set(SPEED, b"B")  # unchanged, but the app never received B
+    [event] = s.data("a")
+    assert (event.seq, event.queue, event.data) == (3, 2, b"B")
 
 
 def test_deregistering_twice_is_a_no_op() -> None:
@@ -359,6 +375,7 @@ def test_queue_lengths_are_capped_and_validated() -> None:
         ([QueueConfig(0, 5, 4)], "queues[0].min_length"),
         ([QueueConfig(0, 0, 0)], "queues[0].max_length"),
         ([QueueConfig(1), QueueConfig(1)], "queues[1].queue"),
+        ([QueueConfig(0, 1.5, 3)], "queues[0].min_length"),  # type: ignore[arg-type]
     ]:
         with pytest.raises(InvalidQueueConfigError) as err:
             s.ess.open_stream("b", bad)
@@ -396,15 +413,40 @@ def test_above_min_length_a_queue_grows_only_while_the_shared_budget_has_room() 
 
 def test_reopening_the_stream_keeps_subscriptions_and_discards_undelivered_events() -> None:
     s = System()
-    s.app("a", sub(SPEED))
+    s.app("a", sub(SPEED, trigger=Trigger.ON_UPDATE))
     s.store.set(SPEED, b"1")
     s.ess.open_stream("a", [QueueConfig(0, 1, 5)])
     assert s.ess.pending("a") == 0
     assert s.drops.seen == [("a", s.speed, 0, 1, DropReason.DISCARDED)]
-    s.store.set(SPEED, b"2")
+    s.store.set(SPEED, b"1")  # unchanged: still carries the value the app never got
     [event] = s.data("a")
-    assert event.seq == 2
+    assert (event.seq, event.data) == (2, b"1")
     s.check()
+
+
+def test_drop_counts_of_a_removed_key_do_not_follow_its_recycled_id() -> None:
+    s = System()
+    s.app("a", sub(WINDOW), queues=(small(hi=1),))
+    s.store.set(WINDOW, b"1")
+    s.store.set(WINDOW, b"2")  # evicts seq 1
+    assert s.ess.drop_counts("a") == {(s.window, 0): DropCounts(evicted=1)}
+    s.store.remove_key(WINDOW)
+    assert s.store.add_key("Vehicle.Other") == s.window
+    assert s.ess.drop_counts("a") == {}
+    assert s.ess.dropped("a") == 2  # the running total still counts them
+
+
+def test_an_ess_attached_after_keys_exist_treats_them_as_unwatched() -> None:
+    store = VStore()
+    ess = EventSubSystem(store)
+    late = store.add_key("Vehicle.Late")  # before the ESS listens
+    store.set_listener(ess)
+    store.set(late, b"x")  # must not fail
+    ess.open_stream("a")
+    assert ess.register("a", [sub("Vehicle.Late")])[0].status is Status.OK
+    store.set(late, b"y")
+    assert [e.data for e in ess.drain("a", 10) if isinstance(e, DataUpdated)] == [b"y"]
+    ess.check()
 
 
 # -- lifecycle events ------------------------------------------------------------

@@ -67,6 +67,16 @@ class CoreMachine(RuleBasedStateMachine):
         )
         self.store.set_listener(self.ess)
         self.model = Model(budget=BUDGET, lifecycle_capacity=LIFECYCLE, weights=WEIGHTS)
+        # What each app has learned from its events: (app, key id) -> latest data
+        # seen, and the last seq delivered. Checked against the store below.
+        self.view: dict[tuple[str, int], bytes] = {}
+        self.delivered: dict[tuple[str, int], int] = {}
+
+    def _forget(self, *, app: str | None = None, key: int | None = None) -> None:
+        for table in (self.view, self.delivered):
+            for a, k in list(table):
+                if (app is None or a == app) and (key is None or k == key):
+                    del table[(a, k)]
 
     def add_key(self, name: str) -> None:
         assert self.store.add_key(name) == self.model.add_key(name)
@@ -75,6 +85,7 @@ class CoreMachine(RuleBasedStateMachine):
     def toggle_key(self, name: str) -> None:
         """Remove the key if it exists, else add it (ids get recycled)."""
         if name in self.model.keys:
+            self._forget(key=self.model.keys[name].id)
             self.model.remove_key(name)
             self.store.remove_key(name)
         else:
@@ -107,7 +118,7 @@ class CoreMachine(RuleBasedStateMachine):
             if name in self.model.keys:
                 assert self.store.set(name, data) == self.model.set(name, data)
         if then_drain is not None:
-            self.drain(*then_drain)
+            self.drain_and_compare(*then_drain)
 
     @rule(app=apps, cfgs=queue_cfgs)
     def open_missing_stream(self, app: str, cfgs: list[QueueConfig]) -> None:
@@ -151,29 +162,42 @@ class CoreMachine(RuleBasedStateMachine):
         [result] = self.ess.register(app, [req])
         status, key_id, current = self.model.register(app, name, queue, trigger, want)
         assert (result.status, result.key_id, result.current) == (status, key_id, current)
+        if current is not None:
+            self.view[(app, key_id)] = current
 
     @rule(app=apps, name=names)
     def deregister(self, app: str, name: str) -> None:
         [result] = self.ess.deregister(app, [name])
         assert (result.status, result.key_id) == self.model.deregister(app, name)
+        self._forget(app=app, key=result.key_id)
 
     @rule(app=apps, room=rooms)
     def drain(self, app: str, room: int) -> None:
-        if app not in self.model.apps:
-            return
-        got = self.ess.drain(app, room)
-        assert _normalise(got) == self.model.drain(app, room)
+        got = self.drain_and_compare(app, room)
         event(f"drained {min(len(got), 2)}+ events")
         if len({e.queue for e in got if isinstance(e, DataUpdated)}) > 1:
             event("drained from several queues")
         if any(c.evicted for c in self.ess.drop_counts(app).values()):
             event("app had evictions")
 
+    def drain_and_compare(self, app: str, room: int) -> list[Event]:
+        if app not in self.model.apps:
+            return []
+        got = self.ess.drain(app, room)
+        assert _normalise(got) == self.model.drain(app, room)
+        for e in got:
+            if isinstance(e, DataUpdated):
+                self.delivered[(app, e.key)] = e.seq
+                if e.data is not None:
+                    self.view[(app, e.key)] = e.data
+        return got
+
     @rule(app=apps)
     def remove_app(self, app: str) -> None:
         """The app's stream ends (a crash): everything of it goes."""
         self.model.remove_app(app)
         self.ess.remove_app(app)
+        self._forget(app=app)
 
     @invariant()
     def agree(self) -> None:
@@ -202,6 +226,16 @@ class CoreMachine(RuleBasedStateMachine):
             entry = self.store.get(name)
             assert (entry.key_id, entry.data, entry.version) == (key.id, key.value, key.version)
         assert self.ess.budget_free >= 0
+
+    @invariant()
+    def an_app_that_got_the_last_event_knows_the_latest_value(self) -> None:
+        """Follows from the rules, independently of how the model implements them."""
+        values = {k.id: k.value for k in self.model.keys.values()}
+        for key_id, subs in self.model.subs.items():
+            for app, sub in subs.items():
+                seen = self.view.get((app, key_id))
+                if self.delivered.get((app, key_id)) == sub.seq and seen is not None:
+                    assert seen == values[key_id], (app, key_id)
 
 
 CoreMachine.TestCase.settings = settings(

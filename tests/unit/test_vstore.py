@@ -248,6 +248,28 @@ def test_set_many_with_malformed_input_writes_nothing(store: VStore, rec: Record
     assert len(rec.events) == n
 
 
+@pytest.mark.parametrize("key", [True, 1.0, None, b"Vehicle.A"])
+def test_a_key_that_is_neither_a_name_nor_an_id_is_a_type_error(store: VStore, key: object) -> None:
+    store.add_key("Vehicle.A")
+    with pytest.raises(TypeError, match="a key is a name"):
+        store.set(key, b"x")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="a key is a name"):
+        store.get(key)  # type: ignore[arg-type]
+    assert store.get("Vehicle.A").version == 0
+
+
+def test_times_and_versions_must_be_uint64_integers(store: VStore) -> None:
+    key = store.add_key("Vehicle.A")
+    for bad in (True, -1, 2**64, 1.5):
+        with pytest.raises(ValueError, match=r"must be an integer in 0\.\.2\*\*64-1"):
+            store.set(key, b"x", time_ns=bad)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="if_version must be"):
+            store.set(key, b"x", if_version=bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidKeyNameError, match="must be a string"):
+        store.add_key(["Vehicle.A"])  # type: ignore[arg-type]
+    assert store.get(key).version == 0
+
+
 def test_list_keys_returns_a_branch_not_a_string_prefix(store: VStore) -> None:
     for name in [
         "Vehicle.Cabin",
