@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -89,6 +90,9 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
                 )
             batches += 1
             updates += len(batch)
+            # Yield to the delivery tasks: a provider whose next message is
+            # already buffered would otherwise never let the loop run them.
+            await asyncio.sleep(0)
         return vstore_pb2.PublishSummary(batches=batches, updates=updates)
 
     @maps_errors(field="names")
