@@ -41,10 +41,15 @@ unit: $(STAMP)
 	$(PY) -m pytest
 
 ## Benchmarks (not part of `make test`): see BENCHMARKS.md.
-bench: bench-core
+bench: bench-core bench-e2e
 
 bench-core: $(STAMP)
 	$(PY) -m bench.core
+
+## Providers -> middleware -> 1/10/100 apps, beside a bare grpc.aio ceiling; a
+## stuck app for a minute; the aio-vs-threads measurement. About 4 minutes.
+bench-e2e: $(STAMP)
+	$(PY) -m bench.e2e --stuck-seconds 60 --compare-sync
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import signal
+import threading
 import time
 from typing import Any
 
@@ -30,7 +31,7 @@ class BareEventService(ess_pb2_grpc.EventServiceServicer):
         self._keys = keys
         self._value = bytes(value_size)
 
-    async def GetEvents(self, request: Any, context: Any) -> None:  # noqa: N802
+    async def GetEvents(self, request: Any, context: Any) -> None:
         started = ess_pb2.StreamStarted(boot_id="bare")
         await context.write(ess_pb2.EventBatch(events=[_Event(started=started)]))
         seq = 0
@@ -38,18 +39,70 @@ class BareEventService(ess_pb2_grpc.EventServiceServicer):
         while True:
             now = time.time_ns()
             events = []
-            for i in range(n):
+            for _ in range(n):
                 seq += 1
-                events.append(_Event(data_updated=_Data(key=1 + (seq % keys), seq=seq, time_ns=now,
-                                                        data=value, queue=0)))
+                events.append(
+                    _Event(
+                        data_updated=_Data(
+                            key=1 + (seq % keys), seq=seq, time_ns=now, data=value, queue=0
+                        )
+                    )
+                )
             await context.write(ess_pb2.EventBatch(events=events))
-            del i
 
-    async def Register(self, request: Any, context: Any) -> Any:  # noqa: N802
-        return ess_pb2.RegisterResponse(results=[
-            ess_pb2.SubscriptionResult(key=s.key, key_id=i + 1, status=ess_pb2.STATUS_OK)
-            for i, s in enumerate(request.subscriptions)
-        ])
+    async def Register(self, request: Any, context: Any) -> Any:
+        return ess_pb2.RegisterResponse(
+            results=[
+                ess_pb2.SubscriptionResult(key=s.key, key_id=i + 1, status=ess_pb2.STATUS_OK)
+                for i, s in enumerate(request.subscriptions)
+            ]
+        )
+
+
+class SyncBareEventService(ess_pb2_grpc.EventServiceServicer):
+    """The same ceiling on the thread-pool (sync) gRPC server, for the aio-vs-sync record."""
+
+    def __init__(self, batch: int, keys: int, value_size: int) -> None:
+        self._batch = batch
+        self._keys = keys
+        self._value = bytes(value_size)
+
+    def GetEvents(self, request: Any, context: Any) -> Any:
+        yield ess_pb2.EventBatch(events=[_Event(started=ess_pb2.StreamStarted(boot_id="bare"))])
+        seq = 0
+        keys, value, n = self._keys, self._value, self._batch
+        while context.is_active():
+            now = time.time_ns()
+            events = []
+            for _ in range(n):
+                seq += 1
+                events.append(
+                    _Event(
+                        data_updated=_Data(
+                            key=1 + (seq % keys), seq=seq, time_ns=now, data=value, queue=0
+                        )
+                    )
+                )
+            yield ess_pb2.EventBatch(events=events)
+
+    Register = BareEventService.Register  # type: ignore[assignment]
+
+
+def _main_sync(args: argparse.Namespace) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    server = grpc.server(ThreadPoolExecutor(max_workers=128))
+    ess_pb2_grpc.add_EventServiceServicer_to_server(
+        SyncBareEventService(args.batch, args.keys, args.value_size), server
+    )
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    print(f"listening on 127.0.0.1:{port}", flush=True)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
+    server.stop(0)
 
 
 async def _main(args: argparse.Namespace) -> None:
@@ -73,7 +126,12 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--keys", type=int, default=50)
     parser.add_argument("--value-size", type=int, default=8)
-    asyncio.run(_main(parser.parse_args()))
+    parser.add_argument("--sync", action="store_true", help="thread-pool server instead of aio")
+    args = parser.parse_args()
+    if args.sync:
+        _main_sync(args)
+    else:
+        asyncio.run(_main(args))
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ import argparse
 import asyncio
 import os
 import signal
-import statistics
 import subprocess
 import sys
 import time
@@ -43,8 +42,13 @@ KEYS = [f"Vehicle.Bench.Signal{i}" for i in range(50)]
 def spawn(*args: str) -> tuple[subprocess.Popen[str], str]:
     """Start ``python -m ARGS``; return it and the address from its 'listening on' line."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
     assert proc.stdout is not None
     line = proc.stdout.readline()
     if not line.startswith("listening on "):
@@ -85,7 +89,7 @@ async def provider_main(address: str, rate: float, seconds: float, batch_max: in
         start = time.perf_counter()
         n = 0
         tick = start
-        while (elapsed := time.perf_counter() - start) < seconds:
+        while time.perf_counter() - start < seconds:
             if rate > 0:
                 # A provider sampling at 1 kHz: what is due each millisecond goes as one batch.
                 tick += 0.001
@@ -99,8 +103,11 @@ async def provider_main(address: str, rate: float, seconds: float, batch_max: in
             updates = []
             for _ in range(due):
                 n += 1
-                updates.append(vstore_pb2.IdUpdate(id=ids[n % len(ids)], data=n.to_bytes(8, "little"),
-                                                   time_ns=now))
+                updates.append(
+                    vstore_pb2.IdUpdate(
+                        id=ids[n % len(ids)], data=n.to_bytes(8, "little"), time_ns=now
+                    )
+                )
             await call.write(vstore_pb2.PublishRequest(updates=updates))
             sent += due
         await call.done_writing()
@@ -119,18 +126,35 @@ class Tally:
     latencies_ns: list[int] = field(default_factory=list)
 
 
-async def app_reader(address: str, name: str, tally: Tally, *, subscribe: bool, latency: bool,
-                     ready: asyncio.Event, read: bool = True) -> None:
+async def app_reader(
+    address: str,
+    name: str,
+    tally: Tally,
+    *,
+    subscribe: bool,
+    latency: bool,
+    ready: asyncio.Event,
+    read: bool = True,
+) -> None:
     md = (("app-id", name),)
     async with grpc.aio.insecure_channel(address) as channel:
         stub = ess_pb2_grpc.EventServiceStub(channel)
-        call = stub.GetEvents(ess_pb2.GetEventsRequest(
-            queues=[ess_pb2.QueueConfig(queue=0, min_length=50, max_length=200)]), metadata=md)
+        call = stub.GetEvents(
+            ess_pb2.GetEventsRequest(
+                queues=[ess_pb2.QueueConfig(queue=0, min_length=50, max_length=200)]
+            ),
+            metadata=md,
+        )
         await call.read()
         if subscribe:
-            await stub.Register(ess_pb2.RegisterRequest(subscriptions=[
-                ess_pb2.Subscription(key=k, trigger=ess_pb2.TRIGGER_ON_UPDATE) for k in KEYS
-            ]), metadata=md)
+            await stub.Register(
+                ess_pb2.RegisterRequest(
+                    subscriptions=[
+                        ess_pb2.Subscription(key=k, trigger=ess_pb2.TRIGGER_ON_UPDATE) for k in KEYS
+                    ]
+                ),
+                metadata=md,
+            )
         ready.set()
         if not read:
             await asyncio.Event().wait()  # a stuck app: never reads again
@@ -152,24 +176,51 @@ async def app_reader(address: str, name: str, tally: Tally, *, subscribe: bool, 
                 tally.latencies_ns.extend([now - oldest] * len(events))
 
 
-async def measure(address: str, apps: int, *, provider_rate: float | None, seconds: float,
-                  latency: bool, subscribe: bool) -> tuple[Tally, float]:
+async def measure(
+    address: str,
+    apps: int,
+    *,
+    provider_rate: float | None,
+    seconds: float,
+    latency: bool,
+    subscribe: bool,
+) -> tuple[Tally, float]:
     tally = Tally()
     if subscribe:  # the keys must exist before the apps subscribe to them
         async with grpc.aio.insecure_channel(address) as channel:
             await vstore_pb2_grpc.VStoreStub(channel).AddKeys(
-                vstore_pb2.AddKeysRequest(names=KEYS), metadata=(("app-id", "bench-setup"),))
+                vstore_pb2.AddKeysRequest(names=KEYS), metadata=(("app-id", "bench-setup"),)
+            )
     readies = [asyncio.Event() for _ in range(apps)]
-    tasks = [asyncio.create_task(app_reader(address, f"bench-app-{i}", tally, subscribe=subscribe,
-                                            latency=latency, ready=readies[i]))
-             for i in range(apps)]
+    tasks = [
+        asyncio.create_task(
+            app_reader(
+                address,
+                f"bench-app-{i}",
+                tally,
+                subscribe=subscribe,
+                latency=latency,
+                ready=readies[i],
+            )
+        )
+        for i in range(apps)
+    ]
     await asyncio.wait_for(asyncio.gather(*(r.wait() for r in readies)), 60)
     provider = None
     if provider_rate is not None:
         provider = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bench.e2e", "provider", "--address", address,
-            "--rate", str(provider_rate), "--seconds", str(seconds + 2.0),
-            stdout=asyncio.subprocess.PIPE)
+            sys.executable,
+            "-m",
+            "bench.e2e",
+            "provider",
+            "--address",
+            address,
+            "--rate",
+            str(provider_rate),
+            "--seconds",
+            str(seconds + 2.0),
+            stdout=asyncio.subprocess.PIPE,
+        )
     await asyncio.sleep(1.0)  # warm-up, not measured
     tally.measuring = True
     t0 = time.perf_counter()
@@ -192,31 +243,84 @@ def pct(values: list[int], q: float) -> float:
 
 
 async def bench(args: argparse.Namespace) -> None:
-    print(f"{'apps':>5} {'delivered/s':>12} {'ceiling/s':>12} {'ratio':>6} {'batch':>6}"
-          f"   latency @{args.latency_rate:,.0f} updates/s: delivered/s, p50 / p99 ms")
+    print(
+        f"{'apps':>5} {'delivered/s':>12} {'ceiling/s':>12} {'ratio':>6} {'batch':>6}"
+        f"   latency @{args.latency_rate:,.0f} updates/s: delivered/s, p50 / p99 ms"
+    )
     for apps in args.apps:
-        mw, address = spawn("middleware", "serve", "--listen", "127.0.0.1:0",
-                            "--log-level", "WARNING", "--event-budget", "100000")
+        mw, address = spawn(
+            "middleware",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--log-level",
+            "WARNING",
+            "--event-budget",
+            "100000",
+        )
         try:
-            tally, rate = await measure(address, apps, provider_rate=0, seconds=args.seconds,
-                                        latency=False, subscribe=True)
+            tally, rate = await measure(
+                address, apps, provider_rate=0, seconds=args.seconds, latency=False, subscribe=True
+            )
             batch = tally.events / max(1, tally.batches)
-            lat, lat_rate = await measure(address, apps, provider_rate=args.latency_rate,
-                                          seconds=args.seconds, latency=True, subscribe=True)
+            lat, lat_rate = await measure(
+                address,
+                apps,
+                provider_rate=args.latency_rate,
+                seconds=args.seconds,
+                latency=True,
+                subscribe=True,
+            )
         finally:
             stop(mw)
-        bare, bare_address = spawn("bench.bare_server", "--batch", str(max(1, round(batch))),
-                                   "--keys", str(len(KEYS)))
+        bare, bare_address = spawn(
+            "bench.bare_server", "--batch", str(max(1, round(batch))), "--keys", str(len(KEYS))
+        )
         try:
-            _, ceiling = await measure(bare_address, apps, provider_rate=None,
-                                       seconds=args.seconds, latency=False, subscribe=False)
+            _, ceiling = await measure(
+                bare_address,
+                apps,
+                provider_rate=None,
+                seconds=args.seconds,
+                latency=False,
+                subscribe=False,
+            )
         finally:
             stop(bare)
-        print(f"{apps:5d} {rate:12,.0f} {ceiling:12,.0f} {rate / ceiling:6.2f} {batch:6.1f}"
-              f"   {lat_rate:10,.0f}  {pct(lat.latencies_ns, 0.5):.2f} / "
-              f"{pct(lat.latencies_ns, 0.99):.2f}", flush=True)
+        print(
+            f"{apps:5d} {rate:12,.0f} {ceiling:12,.0f} {rate / ceiling:6.2f} {batch:6.1f}"
+            f"   {lat_rate:10,.0f}  {pct(lat.latencies_ns, 0.5):.2f} / "
+            f"{pct(lat.latencies_ns, 0.99):.2f}",
+            flush=True,
+        )
+    if args.compare_sync:
+        await compare_sync(args)
     if args.stuck_seconds:
         await stuck(args)
+
+
+async def compare_sync(args: argparse.Namespace) -> None:
+    """The measurement behind choosing grpc.aio: the same bare streaming, aio vs threads."""
+    print(f"{'apps':>5} {'aio bare/s':>12} {'sync bare/s':>12}")
+    for apps in args.apps:
+        rates = []
+        for extra in ((), ("--sync",)):
+            proc, address = spawn(
+                "bench.bare_server", "--batch", "10", "--keys", str(len(KEYS)), *extra
+            )
+            try:
+                _, rate = await measure(
+                    address,
+                    apps,
+                    provider_rate=None,
+                    seconds=args.seconds,
+                    latency=False,
+                    subscribe=False,
+                )
+            finally:
+                stop(proc)
+            rates.append(rate)
+        print(f"{apps:5d} {rates[0]:12,.0f} {rates[1]:12,.0f}", flush=True)
 
 
 async def stuck(args: argparse.Namespace) -> None:
@@ -225,19 +329,40 @@ async def stuck(args: argparse.Namespace) -> None:
     try:
         async with grpc.aio.insecure_channel(address) as channel:
             await vstore_pb2_grpc.VStoreStub(channel).AddKeys(
-                vstore_pb2.AddKeysRequest(names=KEYS), metadata=(("app-id", "bench-setup"),))
+                vstore_pb2.AddKeysRequest(names=KEYS), metadata=(("app-id", "bench-setup"),)
+            )
         tally = Tally(measuring=True)
         ready = [asyncio.Event(), asyncio.Event()]
         tasks = [
-            asyncio.create_task(app_reader(address, "stuck", Tally(), subscribe=True, latency=False,
-                                           ready=ready[0], read=False)),
-            asyncio.create_task(app_reader(address, "reader", tally, subscribe=True, latency=False,
-                                           ready=ready[1])),
+            asyncio.create_task(
+                app_reader(
+                    address,
+                    "stuck",
+                    Tally(),
+                    subscribe=True,
+                    latency=False,
+                    ready=ready[0],
+                    read=False,
+                )
+            ),
+            asyncio.create_task(
+                app_reader(address, "reader", tally, subscribe=True, latency=False, ready=ready[1])
+            ),
         ]
         await asyncio.gather(ready[0].wait(), ready[1].wait())
         provider = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bench.e2e", "provider", "--address", address,
-            "--rate", "10000", "--seconds", str(args.stuck_seconds), stdout=asyncio.subprocess.PIPE)
+            sys.executable,
+            "-m",
+            "bench.e2e",
+            "provider",
+            "--address",
+            address,
+            "--rate",
+            "10000",
+            "--seconds",
+            str(args.stuck_seconds),
+            stdout=asyncio.subprocess.PIPE,
+        )
         samples = []
         start = time.monotonic()
         while time.monotonic() - start < args.stuck_seconds:
@@ -249,10 +374,12 @@ async def stuck(args: argparse.Namespace) -> None:
         await asyncio.gather(*tasks, return_exceptions=True)
     finally:
         stop(mw)
-    print(f"stuck app for {args.stuck_seconds:.0f} s at 10,000 updates/s: middleware RSS "
-          f"{samples[0] / 1024:.1f} MiB -> {samples[-1] / 1024:.1f} MiB "
-          f"(max {max(samples) / 1024:.1f}; samples {[round(s / 1024, 1) for s in samples]}); "
-          f"the reading app received {tally.events:,} events")
+    print(
+        f"stuck app for {args.stuck_seconds:.0f} s at 10,000 updates/s: middleware RSS "
+        f"{samples[0] / 1024:.1f} MiB -> {samples[-1] / 1024:.1f} MiB "
+        f"(max {max(samples) / 1024:.1f}; samples {[round(s / 1024, 1) for s in samples]}); "
+        f"the reading app received {tally.events:,} events"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -267,6 +394,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--latency-rate", type=float, default=10_000)
     parser.add_argument("--stuck-seconds", type=float, default=0.0)
+    parser.add_argument(
+        "--compare-sync",
+        action="store_true",
+        help="also stream the bare ceiling from a thread-pool server",
+    )
     args = parser.parse_args(argv)
     if args.mode == "provider":
         asyncio.run(provider_main(args.address, args.rate, args.seconds, args.batch_max))

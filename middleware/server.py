@@ -58,6 +58,8 @@ def _options(s: Settings) -> list[tuple[str, int]]:
         ("grpc.max_send_message_length", s.max_message_bytes),
         ("grpc.keepalive_time_ms", int(s.keepalive_time_s * 1000)),
         ("grpc.keepalive_timeout_ms", int(s.keepalive_timeout_s * 1000)),
+        # Recent grpc-core times out every ping with this (default 60 s), keepalive's too.
+        ("grpc.http2.ping_timeout_ms", int(s.keepalive_timeout_s * 1000)),
         ("grpc.keepalive_permit_without_calls", 1),
         ("grpc.http2.max_pings_without_data", 0),
         # Let clients ping every few seconds to find a dead middleware quickly.

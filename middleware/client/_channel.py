@@ -24,6 +24,7 @@ _OPTIONS: Final = [
     # Find a dead middleware within seconds, even on an idle stream.
     ("grpc.keepalive_time_ms", 5_000),
     ("grpc.keepalive_timeout_ms", 5_000),
+    ("grpc.http2.ping_timeout_ms", 5_000),
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.max_pings_without_data", 0),
     ("grpc.max_receive_message_length", 16 * 1024 * 1024),

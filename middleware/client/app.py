@@ -17,8 +17,9 @@ provider has not re-added it) is registered when its ``KeyAdded`` arrives.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -73,8 +74,19 @@ class AppClient:
         *,
         queues: Sequence[QueueSpec] = (),
         reconnect: bool = True,
+        on_reconnect: Callable[[ReconnectedEvent], Awaitable[None] | None] | None = None,
     ) -> None:
+        """Args:
+        target: the middleware's address, e.g. ``127.0.0.1:50051`` or ``unix:/path``.
+        app_id: this app's identity (``app-id`` metadata).
+        queues: lengths asked for queues 0..2 (unmentioned ones get the defaults).
+        reconnect: reconnect and re-register after failures (else raise).
+        on_reconnect: called (and awaited if it returns an awaitable) after
+            every reconnection, before the ``ReconnectedEvent`` is yielded: the
+            app's cue to refresh its state.
+        """
         self.app_id = app_id
+        self._on_reconnect = on_reconnect
         self._target = target
         self._queues = [
             ess_pb2.QueueConfig(queue=q.queue, min_length=q.min_length, max_length=q.max_length)
@@ -199,7 +211,12 @@ class AppClient:
             if not self._reconnect_enabled:
                 raise RuntimeError("the middleware ended the event stream")
             log.info("app %s: event stream ended (%s); reconnecting", self.app_id, code.name)
-            yield await self._reconnect()
+            back = await self._reconnect()
+            if self._on_reconnect is not None:
+                result = self._on_reconnect(back)
+                if inspect.isawaitable(result):
+                    await result
+            yield back
 
     # -- internals ---------------------------------------------------------------
 

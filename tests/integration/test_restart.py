@@ -31,7 +31,8 @@ async def test_after_a_middleware_restart_clients_reconnect_and_resubscribe() ->
     second = None
     port = first.port
     provider = ProviderClient(first.address, "sim")
-    app = AppClient(first.address, "dash")
+    told: list[ReconnectedEvent] = []
+    app = AppClient(first.address, "dash", on_reconnect=told.append)
     events: asyncio.Queue[ClientEvent] = asyncio.Queue()
 
     async def consume() -> None:
@@ -61,6 +62,7 @@ async def test_after_a_middleware_restart_clients_reconnect_and_resubscribe() ->
         assert isinstance(back, ReconnectedEvent)
         assert back.middleware_restarted
         assert back.boot_id == second.runtime.boot_id
+        assert told == [back]
         ess = second.runtime.ess
         await eventually(
             lambda: [s.key for s in ess.subscriptions("dash")] == [SPEED],
