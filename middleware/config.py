@@ -47,6 +47,25 @@ class Settings:
     keepalive_timeout_s: float = 5.0
     """A client that does not answer a ping within this is gone."""
     log_level: str = "INFO"
+    auth_mode: str = "open"
+    """``open``: the app-id header is trusted, everything allowed (development).
+    ``token``: every call carries ``authorization: Bearer <JWT>``."""
+    token_public_key: str = ""
+    """PEM file of the RS256/ES256 public key that verifies tokens (token mode)."""
+    token_audience: str = ""
+    """Required ``aud`` of tokens (empty: not checked)."""
+    max_apps: int = 256
+    """Apps with an open event stream at once."""
+    max_subscriptions_per_app: int = 10_000
+    max_publish_streams_per_app: int = 4
+    rate_limit_rps: float = 500.0
+    """Requests (calls and stream opens) per second per app, refilled continuously."""
+    rate_limit_burst: int = 1_000
+    publish_messages_per_s: float = 5_000.0
+    """Messages per second on one Publish stream."""
+    publish_burst: int = 10_000
+    claim_grace_s: float = 5.0
+    """A key claimed by an app with no open stream is released after this long."""
 
     def __post_init__(self) -> None:
         positive = (
@@ -56,13 +75,30 @@ class Settings:
             "max_keys",
             "max_keys_per_request",
             "max_message_bytes",
+            "max_apps",
+            "max_subscriptions_per_app",
+            "max_publish_streams_per_app",
+            "rate_limit_rps",
+            "rate_limit_burst",
+            "publish_messages_per_s",
+            "publish_burst",
         )
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("grace_period_s", "max_value_size", "keepalive_time_s", "keepalive_timeout_s"):
+        for name in (
+            "grace_period_s",
+            "max_value_size",
+            "keepalive_time_s",
+            "keepalive_timeout_s",
+            "claim_grace_s",
+        ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.auth_mode not in ("open", "token"):
+            raise ValueError(f"auth_mode must be 'open' or 'token', got {self.auth_mode!r}")
+        if self.auth_mode == "token" and not self.token_public_key:
+            raise ValueError("auth_mode 'token' needs token_public_key (a PEM file)")
         if not self.listen and not self.unix_socket:
             raise ValueError("listen and unix_socket are both empty: nothing to listen on")
         if self.max_value_size + 1024 > self.max_message_bytes:

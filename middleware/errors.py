@@ -6,7 +6,14 @@ Mapped to gRPC status codes, with the cores' errors, in one table:
 
 from __future__ import annotations
 
-__all__ = ["InvalidRequestError", "MiddlewareError", "UnauthenticatedError"]
+__all__ = [
+    "InvalidRequestError",
+    "LimitExceededError",
+    "MiddlewareError",
+    "PermissionDeniedError",
+    "StreamConflictError",
+    "UnauthenticatedError",
+]
 
 
 class MiddlewareError(Exception):
@@ -29,3 +36,27 @@ class InvalidRequestError(MiddlewareError, ValueError):
         self.field = field
         self.reason = reason
         super().__init__(f"{field}: {reason}")
+
+
+class PermissionDeniedError(MiddlewareError, PermissionError):
+    """The caller may not do this to this key."""
+
+    def __init__(self, app: str, action: str, key: str, why: str, *, field: str = "") -> None:
+        self.app = app
+        self.action = action
+        self.key = key
+        where = f"{field}: " if field else ""
+        super().__init__(f"{where}app {app!r} may not {action} key {key!r} ({why})")
+
+
+class LimitExceededError(MiddlewareError):
+    """A configured limit would be exceeded; the message names it and its value."""
+
+    def __init__(self, what: str, limit: float, detail: str) -> None:
+        self.what = what
+        self.limit = limit
+        super().__init__(f"{what}: {detail}; the limit is {limit:g}")
+
+
+class StreamConflictError(MiddlewareError):
+    """A precondition about the caller's streams does not hold."""

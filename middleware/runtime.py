@@ -14,7 +14,9 @@ import uuid
 from collections.abc import Sequence
 
 from ess import EventSubSystem, QueueConfig
+from middleware.access import Access
 from middleware.config import Settings
+from middleware.errors import LimitExceededError
 from vstore import VStore
 
 __all__ = ["AppStream", "Runtime"]
@@ -25,13 +27,14 @@ log = logging.getLogger(__name__)
 class AppStream:
     """One open GetEvents stream of one app."""
 
-    __slots__ = ("app", "doorbell", "effective", "replaced", "task")
+    __slots__ = ("app", "doorbell", "effective", "expired", "replaced", "task")
 
     def __init__(self, app: str) -> None:
         self.app = app
         self.doorbell = asyncio.Event()
         """Set by the ESS when events arrive for the app (and on replacement)."""
         self.replaced = False
+        self.expired = False
         self.task = asyncio.current_task()
         self.effective: tuple[QueueConfig, QueueConfig, QueueConfig] | None = None
 
@@ -43,6 +46,13 @@ class AppStream:
             # It may be blocked writing to a peer that stopped reading.
             self.task.cancel()
 
+    def expire(self) -> None:
+        """The app's token expired: end this stream."""
+        self.expired = True
+        self.doorbell.set()
+        if self.task is not None:
+            self.task.cancel()
+
 
 class Runtime:
     """The V-Store, the ESS and the app streams of one middleware process."""
@@ -50,11 +60,13 @@ class Runtime:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.boot_id = uuid.uuid4().hex
+        self.access = Access(settings)
         self.store = VStore(max_value_size=settings.max_value_size, max_keys=settings.max_keys)
         self.ess = EventSubSystem(
             self.store,
             event_budget=settings.event_budget,
             lifecycle_capacity=settings.lifecycle_capacity,
+            read_policy=self.access,
         )
         self.store.set_listener(self.ess)
         self._streams: dict[str, AppStream] = {}
@@ -69,7 +81,13 @@ class Runtime:
 
         Raises:
             InvalidQueueConfigError, BudgetExceededError: nothing changes.
+            LimitExceededError: a new app beyond the apps-with-streams limit.
         """
+        limit = self.settings.max_apps
+        if app not in self._streams and len(self._streams) >= limit:
+            raise LimitExceededError(
+                "apps with open streams", limit, f"{len(self._streams)} apps have one open"
+            )
         stream = AppStream(app)
         stream.effective = self.ess.open_stream(app, queues, wake=stream.doorbell.set)
         timer = self._expiry.pop(app, None)
@@ -114,3 +132,4 @@ class Runtime:
         self._expiry.clear()
         for app in self.ess.apps():
             self.ess.remove_app(app)
+        self.access.shutdown()

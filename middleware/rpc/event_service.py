@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
 import grpc
 
 from ess import NotReadingEventsError
+from middleware.errors import LimitExceededError
 from middleware.rpc import convert
-from middleware.rpc.identity import app_id
+from middleware.rpc.identity import caller
 from middleware.rpc.status import maps_errors
 from middleware.runtime import Runtime
 from vehicle.ess.v1 import ess_pb2, ess_pb2_grpc
@@ -34,8 +36,14 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
     async def GetEvents(
         self, request: ess_pb2.GetEventsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> None:
-        app = app_id(context)
+        who = caller(context, self._rt.access)
+        app = who.app
         stream = self._rt.open_stream(app, convert.queue_configs(request.queues))
+        self._rt.access.stream_opened(app)
+        expiry = None
+        if who.expires_at is not None:
+            loop = asyncio.get_running_loop()
+            expiry = loop.call_later(max(0.0, who.expires_at - time.time()), stream.expire)
         ess = self._rt.ess
         batch_max = self._rt.settings.batch_max
         dropped_before = ess.dropped(app)
@@ -44,11 +52,11 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
             assert stream.effective is not None
             await context.write(convert.started_batch(self._rt.boot_id, stream.effective))
             doorbell = stream.doorbell
-            while not stream.replaced:
+            while not (stream.replaced or stream.expired):
                 doorbell.clear()
                 if not ess.pending(app):
                     await doorbell.wait()
-                    if stream.replaced:
+                    if stream.replaced or stream.expired:
                         break
                 await context.write(convert.event_batch(ess.drain(app, batch_max)))
                 # One warning per episode of drops, not one per drop.
@@ -65,10 +73,19 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
                     )
                     dropped_before = dropped
         except asyncio.CancelledError:
-            if not stream.replaced:
+            if not (stream.replaced or stream.expired):
                 raise
         finally:
+            if expiry is not None:
+                expiry.cancel()
+            self._rt.access.stream_closed(app)
             self._rt.close_stream(stream)
+        if stream.expired and not stream.replaced:
+            await context.abort(
+                grpc.StatusCode.UNAUTHENTICATED,
+                f"the token of app {app!r} expired: its stream and subscriptions are gone; "
+                "reconnect with a fresh token",
+            )
         await context.abort(
             grpc.StatusCode.ABORTED,
             f"a newer GetEvents stream of app {app!r} replaced this one",
@@ -78,20 +95,31 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
     async def Register(
         self, request: ess_pb2.RegisterRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> ess_pb2.RegisterResponse:
-        app = app_id(context)
+        app = caller(context, self._rt.access).app
         convert.check_count(
             "subscriptions", request.subscriptions, self._rt.settings.max_keys_per_request
         )
         if not self._rt.has_stream(app):
             raise NotReadingEventsError(app)
-        results = self._rt.ess.register(app, convert.subscription_requests(request.subscriptions))
+        requests = convert.subscription_requests(request.subscriptions)
+        self._check_subscription_limit(app, [r.key for r in requests])
+        results = self._rt.ess.register(app, requests)
         return ess_pb2.RegisterResponse(results=convert.register_response(results))
+
+    def _check_subscription_limit(self, app: str, keys: list[str]) -> None:
+        held = {s.key for s in self._rt.ess.subscriptions(app)}
+        after = len(held | set(keys))
+        limit = self._rt.settings.max_subscriptions_per_app
+        if after > limit:
+            raise LimitExceededError(
+                "subscriptions", limit, f"app {app!r} would hold {after} subscriptions"
+            )
 
     @maps_errors(field="keys")
     async def Deregister(
         self, request: ess_pb2.DeregisterRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> ess_pb2.DeregisterResponse:
-        app = app_id(context)
+        app = caller(context, self._rt.access).app
         convert.check_count("keys", request.keys, self._rt.settings.max_keys_per_request)
         results = self._rt.ess.deregister(app, list(request.keys))
         return ess_pb2.DeregisterResponse(results=convert.register_response(results))
@@ -100,6 +128,6 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
     async def GetSubscriptions(
         self, request: ess_pb2.GetSubscriptionsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> ess_pb2.GetSubscriptionsResponse:
-        app = app_id(context)
+        app = caller(context, self._rt.access).app
         infos = self._rt.ess.subscriptions(app)
         return ess_pb2.GetSubscriptionsResponse(subscriptions=convert.subscription_infos(infos))

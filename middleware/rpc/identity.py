@@ -1,36 +1,20 @@
-"""Who is calling: the ``app-id`` metadata of every call."""
+"""Who is calling: authenticate a call's metadata through the runtime's access rules."""
 
 from __future__ import annotations
 
-import re
-from typing import Any, Final
+from typing import Any
 
 import grpc
 
-from middleware.errors import UnauthenticatedError
+from middleware.access import Access, Caller
 
-__all__ = ["APP_ID_HEADER", "app_id"]
-
-APP_ID_HEADER: Final = "app-id"
-_APP_ID: Final = re.compile(r"[A-Za-z0-9_.\-]{1,64}", re.ASCII)
+__all__ = ["caller"]
 
 
-def app_id(context: grpc.aio.ServicerContext[Any, Any]) -> str:
-    """The caller's app id.
+def caller(context: grpc.aio.ServicerContext[Any, Any], access: Access) -> Caller:
+    """The authenticated caller, admitted by its rate limit.
 
     Raises:
-        UnauthenticatedError: the header is missing, repeated or malformed.
+        UnauthenticatedError, LimitExceededError.
     """
-    found = [v for k, v in (context.invocation_metadata() or ()) if k == APP_ID_HEADER]
-    if not found:
-        raise UnauthenticatedError(
-            f"missing '{APP_ID_HEADER}' metadata: every call must say which app it is"
-        )
-    if len(found) > 1:
-        raise UnauthenticatedError(f"'{APP_ID_HEADER}' metadata given {len(found)} times")
-    value = found[0]
-    if not isinstance(value, str) or _APP_ID.fullmatch(value) is None:
-        raise UnauthenticatedError(
-            f"malformed '{APP_ID_HEADER}' metadata: 1 to 64 characters of [A-Za-z0-9_.-]"
-        )
-    return value
+    return access.authenticate(tuple(context.invocation_metadata() or ()))

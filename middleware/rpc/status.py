@@ -15,7 +15,13 @@ from typing import Any, Final, TypeVar
 import grpc
 
 from ess.errors import BudgetExceededError, InvalidQueueConfigError, NotReadingEventsError
-from middleware.errors import InvalidRequestError, UnauthenticatedError
+from middleware.errors import (
+    InvalidRequestError,
+    LimitExceededError,
+    PermissionDeniedError,
+    StreamConflictError,
+    UnauthenticatedError,
+)
 from vstore.errors import (
     InvalidKeyNameError,
     KeyCapacityError,
@@ -31,6 +37,9 @@ log = logging.getLogger(__name__)
 
 STATUS_OF: Final[tuple[tuple[type[BaseException], grpc.StatusCode], ...]] = (
     (UnauthenticatedError, grpc.StatusCode.UNAUTHENTICATED),
+    (PermissionDeniedError, grpc.StatusCode.PERMISSION_DENIED),
+    (LimitExceededError, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    (StreamConflictError, grpc.StatusCode.FAILED_PRECONDITION),
     (InvalidRequestError, grpc.StatusCode.INVALID_ARGUMENT),
     (NotReadingEventsError, grpc.StatusCode.FAILED_PRECONDITION),
     (InvalidQueueConfigError, grpc.StatusCode.INVALID_ARGUMENT),

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
 
+from middleware.access import Caller
+from middleware.errors import LimitExceededError, PermissionDeniedError, UnauthenticatedError
 from middleware.rpc import convert
-from middleware.rpc.identity import app_id
+from middleware.rpc.identity import caller
 from middleware.rpc.status import maps_errors, status_for
 from middleware.runtime import Runtime
 from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
-from vstore import Entry, Update, VStoreError
+from vstore import Entry, InvalidKeyNameError, Update, VStoreError, check_key_name
 
 __all__ = ["VStoreService"]
 
@@ -30,40 +33,67 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
     async def AddKeys(
         self, request: vstore_pb2.AddKeysRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> vstore_pb2.AddKeysResponse:
-        app = app_id(context)
+        who = caller(context, self._rt.access)
         convert.check_count("names", request.names, self._limit)
+        names = list(request.names)
+        self._check_names("names", names)
+        access = self._rt.access
+        for i, name in enumerate(names):
+            access.check(who, "create", name, field=f"names[{i}]")
+        if request.claim:
+            for i, name in enumerate(names):
+                access.check(who, "provide", name, field=f"names[{i}]")
         before = len(self._rt.store)
-        ids = self._rt.store.add_keys(request.names)
+        ids = self._rt.store.add_keys(names)
+        if request.claim:
+            access.claim(who, names)
         if len(self._rt.store) != before:
-            log.info("app %s added %d keys", app, len(self._rt.store) - before)
+            log.info("app %s added %d keys", who.app, len(self._rt.store) - before)
         return vstore_pb2.AddKeysResponse(
-            keys=[vstore_pb2.KeyId(name=n, id=i) for n, i in zip(request.names, ids, strict=True)]
+            keys=[vstore_pb2.KeyId(name=n, id=i) for n, i in zip(names, ids, strict=True)]
         )
 
     @maps_errors(field="names")
     async def RemoveKeys(
         self, request: vstore_pb2.RemoveKeysRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> vstore_pb2.RemoveKeysResponse:
-        app = app_id(context)
+        who = caller(context, self._rt.access)
         convert.check_count("names", request.names, self._limit)
+        names = list(request.names)
+        access = self._rt.access
+        for i, name in enumerate(names):
+            access.check(who, "create", name, field=f"names[{i}]")
+            owner = access.claimed_by(name)
+            if owner is not None and owner != who.app:
+                raise PermissionDeniedError(
+                    who.app, "remove", name, f"claimed by {owner!r}", field=f"names[{i}]"
+                )
         store = self._rt.store
         removed, not_found = [], []
-        for name in request.names:
+        for name in names:
             if name in store:
                 removed.append(vstore_pb2.KeyId(name=name, id=store.remove_key(name)))
+                access.forget_key(name)
             else:
                 not_found.append(name)
         if removed:
-            log.info("app %s removed %d keys", app, len(removed))
+            log.info("app %s removed %d keys", who.app, len(removed))
         return vstore_pb2.RemoveKeysResponse(removed=removed, not_found=not_found)
 
     @maps_errors(field="updates")
     async def Set(
         self, request: vstore_pb2.SetRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> vstore_pb2.SetResponse:
-        app_id(context)
+        who = caller(context, self._rt.access)
         convert.check_count("updates", request.updates, self._limit)
-        return convert.set_response(self._rt.store.set_many(convert.updates(request.updates)))
+        updates = convert.updates(request.updates)
+        store = self._rt.store
+        access = self._rt.access
+        for i, u in enumerate(updates):
+            name = u.key if isinstance(u.key, str) else store.name_of(u.key)
+            if name is not None and name in store:
+                access.check(who, "provide", name, field=f"updates[{i}]")
+        return convert.set_response(store.set_many(updates))
 
     @maps_errors()
     async def Publish(
@@ -71,16 +101,51 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         request_iterator: AsyncIterator[vstore_pb2.PublishRequest],
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> vstore_pb2.PublishSummary:
-        app_id(context)
+        who = caller(context, self._rt.access)
+        access = self._rt.access
+        access.stream_opened(who.app, publish=True)
+        try:
+            return await self._publish(who, request_iterator, context)
+        finally:
+            access.stream_closed(who.app, publish=True)
+
+    async def _publish(
+        self,
+        who: Caller,
+        request_iterator: AsyncIterator[vstore_pb2.PublishRequest],
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> vstore_pb2.PublishSummary:
         store = self._rt.store
+        access = self._rt.access
+        bucket = access.publish_bucket()
+        s = self._rt.settings
         batches = updates = 0
         async for request in request_iterator:
+            if who.expires_at is not None and time.time() >= who.expires_at:
+                raise UnauthenticatedError(
+                    f"the token of app {who.app!r} expired during the Publish stream "
+                    f"({batches} batches were written)"
+                )
+            if not bucket.take():
+                raise LimitExceededError(
+                    "Publish messages/s",
+                    s.publish_messages_per_s,
+                    f"app {who.app!r} sent more than {s.publish_messages_per_s:g} messages/s "
+                    f"(burst {s.publish_burst}) on one stream; {batches} batches were written",
+                )
             convert.check_count(f"batch {batches}: updates", request.updates, self._limit)
             batch = [
                 Update(u.id, u.data, None, u.time_ns if u.HasField("time_ns") else None)
                 for u in request.updates
             ]
             try:
+                if access.checks_writes(who):
+                    for i, u in enumerate(batch):
+                        name = store.name_of(u.key)  # type: ignore[arg-type]
+                        if name is not None:
+                            access.check(
+                                who, "provide", name, field=f"updates[{i}] (batch {batches})"
+                            )
                 store.set_many(batch)
             except VStoreError as e:
                 code, message = status_for(e, field="updates")
@@ -99,13 +164,14 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
     async def Get(
         self, request: vstore_pb2.GetRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> vstore_pb2.GetResponse:
-        app_id(context)
+        who = caller(context, self._rt.access)
         convert.check_count("names", request.names, self._limit)
         store = self._rt.store
         entries: list[Entry] = []
         not_found: list[str] = []
         for name in request.names:
-            if name in store:
+            # A key the caller may not read is as good as absent: its existence leaks nothing.
+            if name in store and who.grants.allows("read", name):
                 entries.append(store.get(name))
             else:
                 not_found.append(name)
@@ -115,6 +181,19 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
     async def ListKeys(
         self, request: vstore_pb2.ListKeysRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> vstore_pb2.ListKeysResponse:
-        app_id(context)
-        keys = self._rt.store.list_keys(request.prefix)
+        who = caller(context, self._rt.access)
+        keys = [
+            (n, i)
+            for n, i in self._rt.store.list_keys(request.prefix)
+            if who.grants.allows("read", n)
+        ]
         return vstore_pb2.ListKeysResponse(keys=[vstore_pb2.KeyId(name=n, id=i) for n, i in keys])
+
+    @staticmethod
+    def _check_names(field: str, names: list[str]) -> None:
+        for i, name in enumerate(names):
+            try:
+                check_key_name(name)
+            except InvalidKeyNameError as e:
+                e.index = i
+                raise

@@ -76,10 +76,11 @@ class EventServiceServicer:
         with ABORTED; subscriptions stay. When the stream ends for any reason,
         everything of the app (subscriptions, queues) is removed.
 
-        Errors: UNAUTHENTICATED (app-id), INVALID_ARGUMENT (a queue number
+        Errors: UNAUTHENTICATED (identity; also ends the stream when its token
+        expires, removing the app's state), INVALID_ARGUMENT (a queue number
         outside 0..2, a queue given twice, max_length 0, min_length > max_length),
         RESOURCE_EXHAUSTED (the min_length reservation does not fit the global
-        event budget).
+        event budget; too many apps with open streams).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -90,8 +91,11 @@ class EventServiceServicer:
         order; a bad key fails alone (status in its result), the others succeed.
         At most the server's keys-per-request limit (default 1000).
 
+        A key the app may not read is STATUS_PERMISSION_DENIED in its result.
+
         Errors: UNAUTHENTICATED, FAILED_PRECONDITION (no open event stream: call
-        GetEvents first), INVALID_ARGUMENT (empty request, too many keys).
+        GetEvents first), INVALID_ARGUMENT (empty request, too many keys),
+        RESOURCE_EXHAUSTED (the app would hold more subscriptions than allowed).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

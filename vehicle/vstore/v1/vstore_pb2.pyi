@@ -7,10 +7,12 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class AddKeysRequest(_message.Message):
-    __slots__ = ("names",)
+    __slots__ = ("names", "claim")
     NAMES_FIELD_NUMBER: _ClassVar[int]
+    CLAIM_FIELD_NUMBER: _ClassVar[int]
     names: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, names: _Optional[_Iterable[str]] = ...) -> None: ...
+    claim: bool
+    def __init__(self, names: _Optional[_Iterable[str]] = ..., claim: _Optional[bool] = ...) -> None: ...
 
 class KeyId(_message.Message):
     __slots__ = ("name", "id")

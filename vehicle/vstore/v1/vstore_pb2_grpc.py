@@ -71,8 +71,12 @@ class VStoreServicer:
 
     def AddKeys(self, request, context):
         """Adds keys (idempotent: an existing key returns its id). All names are
-        validated before any is added.
+        validated before any is added. With `claim`, the caller also claims the
+        keys: nobody else may write them while the claim holds, which is while
+        the caller has a Publish or GetEvents stream open (a claim made with none
+        open ends after a short grace unless one opens).
         Errors: INVALID_ARGUMENT (empty request, too many names, a bad name),
+        PERMISSION_DENIED (no create scope; a key claimed by another app),
         RESOURCE_EXHAUSTED (the store's key limit).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -81,7 +85,8 @@ class VStoreServicer:
 
     def RemoveKeys(self, request, context):
         """Removes keys by name. Unknown names are reported per key, not as an error.
-        Errors: INVALID_ARGUMENT (empty request, too many names).
+        Errors: INVALID_ARGUMENT (empty request, too many names),
+        PERMISSION_DENIED (no create scope, or the key is claimed by another app).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -92,7 +97,8 @@ class VStoreServicer:
         too large, bad name) rejects the whole batch before anything is written.
         A compare-and-set conflict is reported in that update's result; the other
         updates still apply.
-        Errors: INVALID_ARGUMENT, NOT_FOUND (an unknown key, named in the message).
+        Errors: INVALID_ARGUMENT, NOT_FOUND (an unknown key, named in the message),
+        PERMISSION_DENIED (no provide scope, or claimed by another app).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -104,14 +110,17 @@ class VStoreServicer:
         with INVALID_ARGUMENT or NOT_FOUND naming the update; the batches before
         it stay written. Compare-and-set is not offered here (use Set).
         Errors: INVALID_ARGUMENT (empty batch, too many updates, value too large),
-        NOT_FOUND (unknown key id).
+        NOT_FOUND (unknown key id), PERMISSION_DENIED (as Set), RESOURCE_EXHAUSTED
+        (more messages/s than the per-stream limit, or too many Publish streams
+        of one app), UNAUTHENTICATED (the token expired during the stream).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Get(self, request, context):
-        """Current values and versions by name. Unknown names are reported per key.
+        """Current values and versions by name. Unknown (or unreadable) names are
+        reported per key, as not found.
         Errors: INVALID_ARGUMENT (empty request, too many names).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

@@ -1,0 +1,302 @@
+"""Who may do what: identity, scopes, write claims and rate limits, in one place.
+
+Two modes (``Settings.auth_mode``):
+
+* ``open``: the ``app-id`` metadata is trusted and everything is allowed. For
+  development; the middleware says so loudly at start.
+* ``token``: every call carries ``authorization: Bearer <JWT>``; the identity
+  is the token's subject (an ``app-id`` header, if sent, must match it) and its
+  scopes say what it may read, provide and create (:mod:`middleware.auth.scopes`).
+
+Write claims (both modes): a provider may claim keys when it adds them; while
+the claim holds, nobody else may write them. A claim holds while its app has
+an open stream (``Publish`` or ``GetEvents``); a claim made with no stream open
+is released after ``claim_grace_s`` unless one opens.
+
+Rate limits (both modes): a token bucket per app for calls and stream opens,
+and one per ``Publish`` stream for its messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from middleware.auth.scopes import ALL, Grants
+from middleware.auth.tokens import TokenError, TokenVerifier
+from middleware.config import Settings
+from middleware.errors import LimitExceededError, PermissionDeniedError, UnauthenticatedError
+
+__all__ = ["Access", "Caller", "TokenBucket"]
+
+log = logging.getLogger(__name__)
+
+APP_ID_HEADER: Final = "app-id"
+AUTH_HEADER: Final = "authorization"
+_APP_ID: Final = re.compile(r"[A-Za-z0-9_.\-]{1,64}", re.ASCII)
+_MAX_BUCKETS: Final = 10_000
+
+
+@dataclass(frozen=True)
+class Caller:
+    """An authenticated caller."""
+
+    app: str
+    grants: Grants
+    expires_at: float | None = None
+    """When its token expires (seconds since the epoch); None in open mode."""
+
+
+class TokenBucket:
+    """``rate`` tokens per second, at most ``burst`` saved up."""
+
+    __slots__ = ("_clock", "_last", "_tokens", "burst", "rate")
+
+    def __init__(
+        self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.rate = rate
+        self.burst = burst
+        self._clock = clock
+        self._tokens = float(burst)
+        self._last = clock()
+
+    def take(self, n: float = 1.0) -> bool:
+        now = self._clock()
+        self._tokens = min(self.burst, self._tokens + (now - self._last) * self.rate)
+        self._last = now
+        if self._tokens >= n:
+            self._tokens -= n
+            return True
+        return False
+
+    @property
+    def full(self) -> bool:
+        return self._tokens + (self._clock() - self._last) * self.rate >= self.burst
+
+
+class Access:
+    """Authentication, authorization, claims and rate limits of one middleware."""
+
+    def __init__(self, settings: Settings, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._settings = settings
+        self._clock = clock
+        self._verifier: TokenVerifier | None = None
+        if settings.auth_mode == "token":
+            self._verifier = TokenVerifier.from_file(
+                Path(settings.token_public_key), audience=settings.token_audience or None
+            )
+        self._grants: dict[str, Grants] = {}
+        self._buckets: dict[str, TokenBucket] = {}
+        self._claims: dict[str, str] = {}  # key name -> claiming app
+        self._streams: Counter[str] = Counter()  # open streams per app
+        self._publish_streams: Counter[str] = Counter()
+        self._pending_release: dict[str, asyncio.TimerHandle] = {}
+
+    @property
+    def open_mode(self) -> bool:
+        return self._verifier is None
+
+    # -- identity ------------------------------------------------------------------
+
+    def authenticate(self, metadata: Sequence[tuple[str, str | bytes]]) -> Caller:
+        """The caller of a call with this metadata, admitted by its rate limit.
+
+        Raises:
+            UnauthenticatedError: missing, malformed or refused identity.
+            LimitExceededError: the app's request rate is exceeded.
+        """
+        app_ids = [v for k, v in metadata if k == APP_ID_HEADER]
+        if len(app_ids) > 1:
+            raise UnauthenticatedError(f"'{APP_ID_HEADER}' metadata given {len(app_ids)} times")
+        app_id = app_ids[0] if app_ids else None
+        if app_id is not None and (
+            not isinstance(app_id, str) or _APP_ID.fullmatch(app_id) is None
+        ):
+            raise UnauthenticatedError(
+                f"malformed '{APP_ID_HEADER}' metadata: 1 to 64 characters of [A-Za-z0-9_.-]"
+            )
+        if self._verifier is None:
+            if app_id is None:
+                raise UnauthenticatedError(
+                    f"missing '{APP_ID_HEADER}' metadata: every call must say which app it is"
+                )
+            caller = Caller(app_id, ALL)
+        else:
+            caller = self._from_token(metadata, app_id)
+        self._grants[caller.app] = caller.grants
+        self.admit(caller.app)
+        return caller
+
+    def _from_token(
+        self, metadata: Sequence[tuple[str, str | bytes]], app_id: str | None
+    ) -> Caller:
+        assert self._verifier is not None
+        values = [v for k, v in metadata if k == AUTH_HEADER]
+        if len(values) != 1 or not isinstance(values[0], str):
+            raise UnauthenticatedError(
+                f"missing '{AUTH_HEADER}' metadata: send 'Bearer <token>' (auth mode is token)"
+            )
+        scheme, _, token = values[0].partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise UnauthenticatedError(f"'{AUTH_HEADER}' metadata must be 'Bearer <token>'")
+        try:
+            claims = self._verifier.verify(token.strip())
+        except TokenError as e:
+            raise UnauthenticatedError(f"token refused: {e}") from e
+        if _APP_ID.fullmatch(claims.subject) is None:
+            raise UnauthenticatedError("token subject is not a valid app id ([A-Za-z0-9_.-]{1,64})")
+        if app_id is not None and app_id != claims.subject:
+            raise UnauthenticatedError(
+                f"'{APP_ID_HEADER}' {app_id!r} does not match the token's subject "
+                f"{claims.subject!r}"
+            )
+        return Caller(claims.subject, claims.grants, claims.expires_at)
+
+    def admit(self, app: str) -> None:
+        """Take one request from the app's bucket, or raise LimitExceededError."""
+        bucket = self._buckets.get(app)
+        if bucket is None:
+            if len(self._buckets) >= _MAX_BUCKETS:
+                for name in [n for n, b in self._buckets.items() if b.full]:
+                    del self._buckets[name]
+            s = self._settings
+            bucket = self._buckets[app] = TokenBucket(
+                s.rate_limit_rps, s.rate_limit_burst, self._clock
+            )
+        if not bucket.take():
+            s = self._settings
+            raise LimitExceededError(
+                "rate limit",
+                s.rate_limit_rps,
+                f"app {app!r} sent more than {s.rate_limit_rps:g} requests/s "
+                f"(burst {s.rate_limit_burst}); slow down and retry",
+            )
+
+    def publish_bucket(self) -> TokenBucket:
+        """A fresh message bucket for one Publish stream."""
+        return TokenBucket(
+            self._settings.publish_messages_per_s, self._settings.publish_burst, self._clock
+        )
+
+    # -- authorization -------------------------------------------------------------
+
+    def may_read(self, app: str, key: str) -> bool:
+        """The ESS's read policy: register and lifecycle broadcast consult it."""
+        grants = self._grants.get(app)
+        if grants is None:
+            return self.open_mode
+        return grants.allows("read", key)
+
+    def check(self, caller: Caller, action: str, key: str, *, field: str = "") -> None:
+        """Raise PermissionDeniedError unless ``caller`` may ``action`` the key.
+
+        ``provide`` also honours write claims.
+        """
+        if not caller.grants.allows(action, key):
+            verb = {"read": "read", "provide": "write", "create": "add or remove"}[action]
+            raise PermissionDeniedError(
+                caller.app, verb, key, f"no {action}: scope matches it", field=field
+            )
+        if action == "provide":
+            owner = self._claims.get(key)
+            if owner is not None and owner != caller.app:
+                raise PermissionDeniedError(
+                    caller.app, "write", key, f"claimed by {owner!r}", field=field
+                )
+
+    def checks_writes(self, caller: Caller) -> bool:
+        """Whether a write by ``caller`` needs per-key checks (the Publish fast path)."""
+        return not caller.grants.everything or bool(self._claims)
+
+    # -- claims --------------------------------------------------------------------
+
+    def claim(self, caller: Caller, names: Sequence[str]) -> None:
+        """Claim keys for ``caller``; all or nothing.
+
+        Raises:
+            PermissionDeniedError: a key is claimed by another app.
+        """
+        for i, name in enumerate(names):
+            owner = self._claims.get(name)
+            if owner is not None and owner != caller.app:
+                raise PermissionDeniedError(
+                    caller.app, "claim", name, f"claimed by {owner!r}", field=f"names[{i}]"
+                )
+        for name in names:
+            self._claims[name] = caller.app
+        log.info("app %s claimed %d keys", caller.app, len(names))
+        if not self._streams[caller.app]:
+            self._release_later(caller.app)
+
+    def claimed_by(self, key: str) -> str | None:
+        return self._claims.get(key)
+
+    def forget_key(self, key: str) -> None:
+        """A removed key's claim goes with it."""
+        self._claims.pop(key, None)
+
+    def _release_later(self, app: str) -> None:
+        if app in self._pending_release:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._pending_release[app] = loop.call_later(
+            self._settings.claim_grace_s, self._release_if_idle, app
+        )
+
+    def _release_if_idle(self, app: str) -> None:
+        self._pending_release.pop(app, None)
+        if not self._streams[app]:
+            self.release(app)
+
+    def release(self, app: str) -> None:
+        """End every claim of the app."""
+        mine = [k for k, owner in self._claims.items() if owner == app]
+        for key in mine:
+            del self._claims[key]
+        if mine:
+            log.info("app %s: its %d claims ended", app, len(mine))
+
+    # -- streams -------------------------------------------------------------------
+
+    def stream_opened(self, app: str, *, publish: bool = False) -> None:
+        """Count a stream; refuse a Publish stream beyond the per-app limit."""
+        if publish:
+            limit = self._settings.max_publish_streams_per_app
+            if self._publish_streams[app] >= limit:
+                raise LimitExceededError(
+                    "Publish streams",
+                    limit,
+                    f"app {app!r} already has {self._publish_streams[app]} open",
+                )
+            self._publish_streams[app] += 1
+        self._streams[app] += 1
+        timer = self._pending_release.pop(app, None)
+        if timer is not None:
+            timer.cancel()
+
+    def stream_closed(self, app: str, *, publish: bool = False) -> None:
+        """Uncount a stream; the app's last stream ending ends its claims."""
+        if publish:
+            self._publish_streams[app] -= 1
+            if self._publish_streams[app] <= 0:
+                del self._publish_streams[app]
+        self._streams[app] -= 1
+        if self._streams[app] <= 0:
+            del self._streams[app]
+            self.release(app)
+
+    def shutdown(self) -> None:
+        for timer in self._pending_release.values():
+            timer.cancel()
+        self._pending_release.clear()
