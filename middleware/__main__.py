@@ -27,6 +27,20 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m middleware", description=__doc__.split("\n\n")[0]
     )
     sub = parser.add_subparsers(dest="command", required=True)
+    token = sub.add_parser("token", help="development key pairs and tokens")
+    token_sub = token.add_subparsers(dest="token_command", required=True)
+    keygen = token_sub.add_parser("keygen", help="write a key pair: NAME.key (private), NAME.pub")
+    keygen.add_argument("--out", type=Path, default=Path("."), help="directory (default .)")
+    keygen.add_argument("--name", default="vmw-dev", help="file name stem (default vmw-dev)")
+    keygen.add_argument("--alg", choices=("ES256", "RS256"), default="ES256")
+    mint = token_sub.add_parser("mint", help="print a signed token")
+    mint.add_argument("--key", type=Path, required=True, help="private key PEM (from keygen)")
+    mint.add_argument("--sub", required=True, help="the app id the token is for")
+    mint.add_argument(
+        "--scope", required=True, help="space-separated read:GLOB provide:GLOB create:GLOB"
+    )
+    mint.add_argument("--aud", default=None, help="audience (the middleware's token_audience)")
+    mint.add_argument("--ttl", type=float, default=3600.0, help="seconds until it expires")
     serve = sub.add_parser("serve", help="run the middleware")
     serve.add_argument("--config", type=Path, help="TOML settings file")
     serve.add_argument(
@@ -60,8 +74,42 @@ async def _serve(settings: Settings, stop_grace: float) -> None:
     await running.stop(stop_grace)
 
 
+def _token(args: argparse.Namespace) -> int:
+    from middleware.auth.scopes import ScopeError
+    from middleware.auth.tokens import generate_key_pair, mint
+
+    if args.token_command == "keygen":
+        private, public = generate_key_pair(args.alg)
+        args.out.mkdir(parents=True, exist_ok=True)
+        key_path = args.out / f"{args.name}.key"
+        key_path.write_bytes(private)
+        key_path.chmod(0o600)
+        (args.out / f"{args.name}.pub").write_bytes(public)
+        print(
+            f"wrote {key_path} (private, keep it secret) and {args.out / (args.name + '.pub')} "
+            "(give it to the middleware: --token-public-key)"
+        )
+        return 0
+    try:
+        print(
+            mint(
+                args.key.read_bytes(),
+                subject=args.sub,
+                scope=args.scope,
+                ttl_s=args.ttl,
+                audience=args.aud,
+            )
+        )
+    except (ScopeError, ValueError, OSError) as e:
+        print(f"middleware token mint: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "token":
+        return _token(args)
     overrides = {f.name: getattr(args, f.name) for f in fields(Settings)}
     try:
         settings = load_settings(toml_path=args.config, env=os.environ, overrides=overrides)
@@ -71,10 +119,16 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    if settings.auth_mode == "open":
+        log.warning(
+            "AUTH MODE IS OPEN: any caller may claim any app id and read, write, add and remove "
+            "every key. For development only; use --auth-mode token in a vehicle."
+        )
     if settings.listen and not settings.listen.startswith(("127.", "localhost", "[::1]", "unix:")):
         log.warning(
-            "listening on %s: reachable beyond this machine, with no access control yet",
+            "listening on %s: reachable beyond this machine%s",
             settings.listen,
+            " BY ANYONE (auth mode open)" if settings.auth_mode == "open" else "",
         )
     try:
         asyncio.run(_serve(settings, args.stop_grace))

@@ -34,6 +34,14 @@ _OPTIONS: Final = [
 ]
 
 
+def metadata(app_id: str, token: str | None) -> tuple[tuple[str, str], ...]:
+    """The identity metadata of every call: app id, and the token in token mode."""
+    md: tuple[tuple[str, str], ...] = (("app-id", app_id),)
+    if token is not None:
+        md += (("authorization", f"Bearer {token}"),)
+    return md
+
+
 def open_channel(target: str) -> grpc.aio.Channel:
     """An insecure channel to the middleware (access control comes later)."""
     return grpc.aio.insecure_channel(target, options=_OPTIONS)

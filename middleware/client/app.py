@@ -25,7 +25,7 @@ from typing import Final
 
 import grpc
 
-from middleware.client._channel import RETRYABLE, Backoff, open_channel
+from middleware.client._channel import RETRYABLE, Backoff, metadata, open_channel
 from middleware.client.events import (
     ClientEvent,
     DataEvent,
@@ -75,6 +75,7 @@ class AppClient:
         queues: Sequence[QueueSpec] = (),
         reconnect: bool = True,
         on_reconnect: Callable[[ReconnectedEvent], Awaitable[None] | None] | None = None,
+        token: str | None = None,
     ) -> None:
         """Args:
         target: the middleware's address, e.g. ``127.0.0.1:50051`` or ``unix:/path``.
@@ -84,6 +85,7 @@ class AppClient:
         on_reconnect: called (and awaited if it returns an awaitable) after
             every reconnection, before the ``ReconnectedEvent`` is yielded: the
             app's cue to refresh its state.
+            token: a JWT for a middleware in token mode (sent as a Bearer token).
         """
         self.app_id = app_id
         self._on_reconnect = on_reconnect
@@ -93,7 +95,7 @@ class AppClient:
             for q in queues
         ]
         self._reconnect_enabled = reconnect
-        self._md = (("app-id", app_id),)
+        self._md = metadata(app_id, token)
         self._channel = open_channel(target)
         self._events = ess_pb2_grpc.EventServiceStub(self._channel)
         self._vstore = vstore_pb2_grpc.VStoreStub(self._channel)

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import grpc
 
-from middleware.client._channel import RETRYABLE, Backoff, open_channel
+from middleware.client._channel import RETRYABLE, Backoff, metadata, open_channel
 from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
 __all__ = ["ConflictError", "ProviderClient"]
@@ -40,9 +40,12 @@ class ConflictError(Exception):
 class ProviderClient:
     """A provider's connection to the middleware's VStore service."""
 
-    def __init__(self, target: str, app_id: str, *, reconnect: bool = True) -> None:
+    def __init__(
+        self, target: str, app_id: str, *, reconnect: bool = True, token: str | None = None
+    ) -> None:
         self.app_id = app_id
-        self._md = (("app-id", app_id),)
+        self._md = metadata(app_id, token)
+        self._claimed: set[str] = set()
         self._channel = open_channel(target)
         self._stub = vstore_pb2_grpc.VStoreStub(self._channel)
         self._reconnect_enabled = reconnect
@@ -69,14 +72,25 @@ class ProviderClient:
         finally:
             await self._channel.close()
 
-    async def add_keys(self, names: Iterable[str]) -> dict[str, int]:
-        """Add keys (idempotent); returns name -> id; remembered for reconnects."""
+    async def add_keys(self, names: Iterable[str], *, claim: bool = False) -> dict[str, int]:
+        """Add keys (idempotent); returns name -> id; remembered for reconnects.
+
+        With ``claim``, nobody else may write them while this provider has its
+        Publish stream open (the stream is opened here if needed); claims are
+        made again after a reconnect.
+        """
         names = list(names)
+        if claim:
+            self._open_stream()
         response = await self._stub.AddKeys(
-            vstore_pb2.AddKeysRequest(names=names), metadata=self._md, wait_for_ready=True
+            vstore_pb2.AddKeysRequest(names=names, claim=claim),
+            metadata=self._md,
+            wait_for_ready=True,
         )
         added = {k.name: k.id for k in response.keys}
         self.ids.update(added)
+        if claim:
+            self._claimed.update(names)
         return added
 
     async def remove_keys(self, names: Iterable[str]) -> list[str]:
@@ -161,9 +175,7 @@ class ProviderClient:
 
     async def _write(self, batch: vstore_pb2.PublishRequest) -> bool:
         """Write one batch; False if the stream broke in a way worth a retry."""
-        if self._call is None:
-            self._call = self._stub.Publish(metadata=self._md, wait_for_ready=True)
-        call = self._call
+        call = self._open_stream()
         try:
             await call.write(batch)
         except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
@@ -178,20 +190,32 @@ class ProviderClient:
         await call  # raises the AioRpcError with the middleware's status and message
         raise RuntimeError(f"Publish ended with {code}")  # pragma: no cover - await raised
 
+    def _open_stream(
+        self,
+    ) -> grpc.aio.StreamUnaryCall[vstore_pb2.PublishRequest, vstore_pb2.PublishSummary]:
+        if self._call is None:
+            self._call = self._stub.Publish(metadata=self._md, wait_for_ready=True)
+        return self._call
+
     async def _recover(self) -> None:
         """Reconnect and add the keys again (their ids may have changed)."""
         backoff = Backoff()
         while True:
             try:
-                names = list(self.ids)
-                if names:
-                    response = await self._stub.AddKeys(
-                        vstore_pb2.AddKeysRequest(names=names),
-                        metadata=self._md,
-                        wait_for_ready=True,
-                        timeout=30,
-                    )
-                    self.ids = {k.name: k.id for k in response.keys}
+                if self._claimed:
+                    self._open_stream()  # a claim lasts while the stream is open
+                ids: dict[str, int] = {}
+                for claim in (False, True):
+                    group = [n for n in self.ids if (n in self._claimed) == claim]
+                    if group:
+                        response = await self._stub.AddKeys(
+                            vstore_pb2.AddKeysRequest(names=group, claim=claim),
+                            metadata=self._md,
+                            wait_for_ready=True,
+                            timeout=30,
+                        )
+                        ids.update({k.name: k.id for k in response.keys})
+                self.ids = ids
             except grpc.aio.AioRpcError as e:
                 if e.code() not in RETRYABLE:
                     raise
