@@ -218,18 +218,22 @@ class Access:
 
     # -- claims --------------------------------------------------------------------
 
-    def claim(self, caller: Caller, names: Sequence[str]) -> None:
-        """Claim keys for ``caller``; all or nothing.
-
-        Raises:
-            PermissionDeniedError: a key is claimed by another app.
-        """
+    def check_claimable(self, caller: Caller, names: Sequence[str]) -> None:
+        """Raise PermissionDeniedError if another app claims one of ``names``."""
         for i, name in enumerate(names):
             owner = self._claims.get(name)
             if owner is not None and owner != caller.app:
                 raise PermissionDeniedError(
                     caller.app, "claim", name, f"claimed by {owner!r}", field=f"names[{i}]"
                 )
+
+    def claim(self, caller: Caller, names: Sequence[str]) -> None:
+        """Claim keys for ``caller``; all or nothing.
+
+        Raises:
+            PermissionDeniedError: a key is claimed by another app.
+        """
+        self.check_claimable(caller, names)
         for name in names:
             self._claims[name] = caller.app
         log.info("app %s claimed %d keys", caller.app, len(names))

@@ -38,17 +38,21 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         names = list(request.names)
         self._check_names("names", names)
         access = self._rt.access
+        store = self._rt.store
         for i, name in enumerate(names):
-            access.check(who, "create", name, field=f"names[{i}]")
+            if name not in store:  # adding an existing key changes nothing: no create needed
+                access.check(who, "create", name, field=f"names[{i}]")
         if request.claim:
             for i, name in enumerate(names):
                 access.check(who, "provide", name, field=f"names[{i}]")
-        before = len(self._rt.store)
-        ids = self._rt.store.add_keys(names)
+        if request.claim:
+            access.check_claimable(who, names)
+        before = len(store)
+        ids = store.add_keys(names)
         if request.claim:
             access.claim(who, names)
-        if len(self._rt.store) != before:
-            log.info("app %s added %d keys", who.app, len(self._rt.store) - before)
+        if len(store) != before:
+            log.info("app %s added %d keys", who.app, len(store) - before)
         return vstore_pb2.AddKeysResponse(
             keys=[vstore_pb2.KeyId(name=n, id=i) for n, i in zip(names, ids, strict=True)]
         )

@@ -71,7 +71,8 @@ class VStoreServicer:
 
     def AddKeys(self, request, context):
         """Adds keys (idempotent: an existing key returns its id). All names are
-        validated before any is added. With `claim`, the caller also claims the
+        validated before any is added; `create` scope is needed for new keys only.
+        With `claim` (needs `provide` scope), the caller also claims the
         keys: nobody else may write them while the claim holds, which is while
         the caller has a Publish or GetEvents stream open (a claim made with none
         open ends after a short grace unless one opens).

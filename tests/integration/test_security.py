@@ -1,0 +1,397 @@
+"""Access control over a real server in token mode: every enforcement point,
+allowed and denied identities, and tokens that must be refused."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import dataclasses
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from middleware.auth.tokens import generate_key_pair, mint
+from middleware.server import RunningServer, start_server
+from tests.conftest import eventually
+from tests.integration.conftest import TEST_SETTINGS
+from vehicle.ess.v1 import ess_pb2, ess_pb2_grpc
+from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+
+AUD = "vmw-test"
+CABIN = "Vehicle.Cabin.Temperature"
+SPEED = "Vehicle.Speed"
+Code = grpc.StatusCode
+
+
+@pytest.fixture(scope="module")
+def keys() -> dict[str, bytes]:
+    es_private, es_public = generate_key_pair("ES256")
+    rs_private, _ = generate_key_pair("RS256")
+    other_private, _ = generate_key_pair("ES256")
+    return {
+        "private": es_private,
+        "public": es_public,
+        "rs_private": rs_private,
+        "other_private": other_private,
+    }
+
+
+@pytest.fixture
+async def secure(keys: dict[str, bytes], tmp_path: Path) -> AsyncIterator[RunningServer]:
+    pub = tmp_path / "vmw.pub"
+    pub.write_bytes(keys["public"])
+    settings = dataclasses.replace(
+        TEST_SETTINGS,
+        auth_mode="token",
+        token_public_key=str(pub),
+        token_audience=AUD,
+        claim_grace_s=0.5,
+    )
+    running = await start_server(settings)
+    try:
+        yield running
+    finally:
+        await running.stop(0)
+
+
+class Client:
+    def __init__(self, address: str, token: str | None, app_id: str | None = None) -> None:
+        self.channel = grpc.aio.insecure_channel(address)
+        md: list[tuple[str, str]] = []
+        if token is not None:
+            md.append(("authorization", f"Bearer {token}"))
+        if app_id is not None:
+            md.append(("app-id", app_id))
+        self.md = tuple(md)
+        self.events = ess_pb2_grpc.EventServiceStub(self.channel)
+        self.vstore = vstore_pb2_grpc.VStoreStub(self.channel)
+
+    async def open(self) -> Any:
+        call = self.events.GetEvents(ess_pb2.GetEventsRequest(), metadata=self.md)
+        await call.read()
+        return call
+
+
+@pytest.fixture
+async def client(secure: RunningServer, keys: dict[str, bytes]) -> AsyncIterator[Any]:
+    made: list[Client] = []
+
+    def make(
+        sub: str | None,
+        scope: str = "",
+        *,
+        app_id: str | None = None,
+        key: str = "private",
+        aud: str | None = AUD,
+        ttl: float = 600,
+        raw: str | None = None,
+    ) -> Client:
+        token = raw
+        if token is None and sub is not None:
+            token = mint(keys[key], subject=sub, scope=scope, ttl_s=ttl, audience=aud)
+        c = Client(secure.address, token, app_id)
+        made.append(c)
+        return c
+
+    yield make
+    for c in made:
+        await c.channel.close()
+
+
+async def fails(call: Awaitable[Any], code: grpc.StatusCode, *fragments: str) -> None:
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await call
+    assert err.value.code() == code, err.value.details()
+    for fragment in fragments:
+        assert fragment in (err.value.details() or ""), err.value.details()
+
+
+async def admin_setup(client: Any) -> None:
+    admin = client("admin", "create:** provide:**")
+    await admin.vstore.AddKeys(vstore_pb2.AddKeysRequest(names=[CABIN, SPEED]), metadata=admin.md)
+
+
+# -- tokens ----------------------------------------------------------------------------
+
+
+async def test_a_call_without_a_token_is_unauthenticated(client: Any) -> None:
+    anonymous = client(None, app_id="someone")
+    await fails(
+        anonymous.vstore.ListKeys(vstore_pb2.ListKeysRequest(), metadata=anonymous.md),
+        Code.UNAUTHENTICATED,
+        "missing 'authorization'",
+        "Bearer",
+    )
+    call = anonymous.events.GetEvents(ess_pb2.GetEventsRequest(), metadata=anonymous.md)
+    await fails(call.read(), Code.UNAUTHENTICATED, "missing 'authorization'")
+
+
+@pytest.mark.parametrize(
+    ("kind", "fragment"),
+    [
+        ("expired", "token expired"),
+        ("wrong_audience", "audience is not 'vmw-test'"),
+        ("wrong_key", "signature does not verify"),
+        ("forged", "signature does not verify"),
+        ("alg_none", "algorithm not allowed"),
+        ("no_exp", "lacks the required claim 'exp'"),
+        ("garbage", "malformed token"),
+        ("bad_scope", "bad scope 'write:Vehicle'"),
+    ],
+)
+async def test_bad_tokens_are_refused(
+    client: Any, keys: dict[str, bytes], kind: str, fragment: str
+) -> None:
+    import jwt
+    from cryptography.hazmat.primitives import serialization
+
+    good = mint(keys["private"], subject="app", scope="read:**", ttl_s=600, audience=AUD)
+    tokens = {
+        "expired": mint(keys["private"], subject="app", scope="read:**", ttl_s=-10, audience=AUD),
+        "wrong_audience": mint(
+            keys["private"], subject="app", scope="read:**", ttl_s=600, audience="someone-else"
+        ),
+        "wrong_key": mint(
+            keys["other_private"], subject="app", scope="read:**", ttl_s=600, audience=AUD
+        ),
+        "alg_none": jwt.encode(
+            {"sub": "app", "scope": "read:**", "aud": AUD, "exp": int(time.time()) + 600},
+            key=None,
+            algorithm="none",
+        ),
+        "no_exp": jwt.encode(
+            {"sub": "app", "scope": "read:**", "aud": AUD},
+            serialization.load_pem_private_key(keys["private"], None),  # type: ignore[arg-type]
+            algorithm="ES256",
+        ),
+        "garbage": "not.a.token",
+        "bad_scope": jwt.encode(
+            {"sub": "app", "scope": "write:Vehicle", "aud": AUD, "exp": int(time.time()) + 600},
+            serialization.load_pem_private_key(keys["private"], None),  # type: ignore[arg-type]
+            algorithm="ES256",
+        ),
+    }
+    if kind == "forged":  # a valid token whose payload was edited to grant more
+        header, payload, signature = good.split(".")
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=="))
+        claims["scope"] = "read:** provide:** create:**"
+        edited = base64.urlsafe_b64encode(json.dumps(claims).encode()).rstrip(b"=").decode()
+        tokens["forged"] = f"{header}.{edited}.{signature}"
+    c = client(None, raw=tokens[kind])
+    await fails(
+        c.vstore.ListKeys(vstore_pb2.ListKeysRequest(), metadata=c.md),
+        Code.UNAUTHENTICATED,
+        "token refused",
+        fragment,
+    )
+
+
+async def test_rs256_tokens_are_accepted_when_the_key_is_rsa(
+    keys: dict[str, bytes], tmp_path: Path
+) -> None:
+    _, rs_public = generate_key_pair("RS256")  # a different pair: generate a matching one
+    private, public = generate_key_pair("RS256")
+    pub = tmp_path / "rs.pub"
+    pub.write_bytes(public)
+    settings = dataclasses.replace(TEST_SETTINGS, auth_mode="token", token_public_key=str(pub))
+    running = await start_server(settings)
+    try:
+        c = Client(running.address, mint(private, subject="rs-app", scope="read:**", ttl_s=60))
+        reply = await c.vstore.ListKeys(vstore_pb2.ListKeysRequest(), metadata=c.md)
+        assert list(reply.keys) == []
+        await c.channel.close()
+    finally:
+        await running.stop(0)
+    del rs_public
+
+
+async def test_an_app_id_that_differs_from_the_token_subject_is_refused(client: Any) -> None:
+    impostor = client("bob", "read:**", app_id="alice")
+    await fails(
+        impostor.events.GetSubscriptions(ess_pb2.GetSubscriptionsRequest(), metadata=impostor.md),
+        Code.UNAUTHENTICATED,
+        "'alice' does not match the token's subject 'bob'",
+    )
+
+
+async def test_an_app_cannot_read_another_apps_subscriptions(client: Any) -> None:
+    await admin_setup(client)
+    alice = client("alice", "read:**")
+    stream = await alice.open()
+    await alice.events.Register(
+        ess_pb2.RegisterRequest(subscriptions=[ess_pb2.Subscription(key=SPEED)]), metadata=alice.md
+    )
+    bob = client("bob", "read:**")
+    mine = await bob.events.GetSubscriptions(ess_pb2.GetSubscriptionsRequest(), metadata=bob.md)
+    assert list(mine.subscriptions) == []  # bob sees his own (none), never alice's
+    stream.cancel()
+
+
+# -- enforcement points ----------------------------------------------------------------
+
+
+async def test_register_denies_unreadable_keys_per_key(client: Any) -> None:
+    await admin_setup(client)
+    app = client("hvac-app", "read:Vehicle.Cabin.**")
+    stream = await app.open()
+    reply = await app.events.Register(
+        ess_pb2.RegisterRequest(
+            subscriptions=[ess_pb2.Subscription(key=SPEED), ess_pb2.Subscription(key=CABIN)]
+        ),
+        metadata=app.md,
+    )
+    assert [r.status for r in reply.results] == [
+        ess_pb2.STATUS_PERMISSION_DENIED,
+        ess_pb2.STATUS_OK,
+    ]
+    assert "may not read key 'Vehicle.Speed'" in reply.results[0].detail
+    stream.cancel()
+
+
+async def test_lifecycle_events_reach_only_apps_that_may_read_the_key(client: Any) -> None:
+    app = client("hvac-app", "read:Vehicle.Cabin.**")
+    stream = await app.open()
+    admin = client("admin", "create:**")
+    await admin.vstore.AddKeys(vstore_pb2.AddKeysRequest(names=[SPEED, CABIN]), metadata=admin.md)
+    batch = await asyncio.wait_for(stream.read(), 5)
+    assert [(e.key_added.name) for e in batch.events] == [CABIN]
+    stream.cancel()
+
+
+async def test_get_and_list_keys_show_only_readable_keys(client: Any) -> None:
+    await admin_setup(client)
+    app = client("hvac-app", "read:Vehicle.Cabin.**")
+    listed = await app.vstore.ListKeys(vstore_pb2.ListKeysRequest(), metadata=app.md)
+    assert [k.name for k in listed.keys] == [CABIN]
+    got = await app.vstore.Get(vstore_pb2.GetRequest(names=[CABIN, SPEED]), metadata=app.md)
+    assert [v.name for v in got.values] == [CABIN]
+    assert list(got.not_found) == [SPEED]
+
+
+async def test_writes_need_provide_scope_naming_the_denied_key(
+    client: Any, secure: RunningServer
+) -> None:
+    await admin_setup(client)
+    reader = client("reader", "read:**")
+    await fails(
+        reader.vstore.Set(
+            vstore_pb2.SetRequest(updates=[vstore_pb2.Update(name=SPEED, data=b"1")]),
+            metadata=reader.md,
+        ),
+        Code.PERMISSION_DENIED,
+        "updates[0]",
+        "may not write key 'Vehicle.Speed'",
+        "provide",
+    )
+    speed_id = secure.runtime.store.id_of(SPEED)
+    call = reader.vstore.Publish(metadata=reader.md)
+    await call.write(
+        vstore_pb2.PublishRequest(updates=[vstore_pb2.IdUpdate(id=speed_id, data=b"1")])
+    )
+    await fails(call, Code.PERMISSION_DENIED, "may not write key 'Vehicle.Speed'")
+    assert secure.runtime.store.get(SPEED).version == 0
+    writer = client("speed-provider", "provide:Vehicle.Speed")
+    await writer.vstore.Set(
+        vstore_pb2.SetRequest(updates=[vstore_pb2.Update(name=SPEED, data=b"1")]),
+        metadata=writer.md,
+    )
+    assert secure.runtime.store.get(SPEED).data == b"1"
+
+
+async def test_adding_and_removing_keys_needs_create_scope(
+    client: Any, secure: RunningServer
+) -> None:
+    provider = client("p", "provide:**")
+    await fails(
+        provider.vstore.AddKeys(vstore_pb2.AddKeysRequest(names=[SPEED]), metadata=provider.md),
+        Code.PERMISSION_DENIED,
+        "names[0]",
+        "may not add or remove key 'Vehicle.Speed'",
+    )
+    creator = client("c", "create:Vehicle.**")
+    await creator.vstore.AddKeys(vstore_pb2.AddKeysRequest(names=[SPEED]), metadata=creator.md)
+    await fails(
+        provider.vstore.RemoveKeys(
+            vstore_pb2.RemoveKeysRequest(names=[SPEED]), metadata=provider.md
+        ),
+        Code.PERMISSION_DENIED,
+        "names[0]",
+    )
+    assert SPEED in secure.runtime.store
+
+
+async def test_a_claimed_key_is_written_only_by_its_claimant_until_it_disconnects(
+    client: Any, secure: RunningServer
+) -> None:
+    owner = client("owner", "create:** provide:**")
+    rival = client("rival", "provide:**")
+    publish = owner.vstore.Publish(metadata=owner.md)  # the claim lives while this is open
+    reply = await owner.vstore.AddKeys(
+        vstore_pb2.AddKeysRequest(names=[SPEED], claim=True), metadata=owner.md
+    )
+    speed = reply.keys[0].id
+    await publish.write(
+        vstore_pb2.PublishRequest(updates=[vstore_pb2.IdUpdate(id=speed, data=b"o")])
+    )
+    await fails(
+        rival.vstore.Set(
+            vstore_pb2.SetRequest(updates=[vstore_pb2.Update(id=speed, data=b"r")]),
+            metadata=rival.md,
+        ),
+        Code.PERMISSION_DENIED,
+        "claimed by 'owner'",
+    )
+    await fails(
+        rival.vstore.AddKeys(
+            vstore_pb2.AddKeysRequest(names=[SPEED], claim=True), metadata=rival.md
+        ),
+        Code.PERMISSION_DENIED,
+        "claimed by 'owner'",
+    )
+    await publish.done_writing()
+    await publish
+    await eventually(lambda: secure.runtime.access.claimed_by(SPEED) is None, what="claim end")
+    await rival.vstore.Set(
+        vstore_pb2.SetRequest(updates=[vstore_pb2.Update(id=speed, data=b"r")]), metadata=rival.md
+    )
+    assert secure.runtime.store.get(SPEED).data == b"r"
+
+
+async def test_a_claim_with_no_stream_open_ends_after_the_grace(
+    client: Any, secure: RunningServer
+) -> None:
+    owner = client("owner", "create:** provide:**")
+    await owner.vstore.AddKeys(
+        vstore_pb2.AddKeysRequest(names=[SPEED], claim=True), metadata=owner.md
+    )
+    assert secure.runtime.access.claimed_by(SPEED) == "owner"
+    await eventually(
+        lambda: secure.runtime.access.claimed_by(SPEED) is None,
+        timeout=5,
+        what="claim grace (0.5 s) to end the claim",
+    )
+
+
+async def test_an_expired_token_ends_the_stream_and_removes_the_app(
+    client: Any, secure: RunningServer
+) -> None:
+    await admin_setup(client)
+    app = client("short-lived", "read:**", ttl=2)
+    stream = await app.open()
+    await app.events.Register(
+        ess_pb2.RegisterRequest(subscriptions=[ess_pb2.Subscription(key=SPEED)]), metadata=app.md
+    )
+    assert secure.runtime.ess.watched_keys() != []
+
+    async def read_to_the_end() -> None:
+        while True:
+            await stream.read()
+
+    await fails(asyncio.wait_for(read_to_the_end(), 10), Code.UNAUTHENTICATED, "token", "expired")
+    assert not secure.runtime.ess.has_stream("short-lived")
+    assert secure.runtime.ess.watched_keys() == []
