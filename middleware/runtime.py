@@ -71,6 +71,27 @@ class Runtime:
         self.store.set_listener(self.ess)
         self._streams: dict[str, AppStream] = {}
         self._expiry: dict[str, asyncio.TimerHandle] = {}
+        self._removals = 0
+        self.keys_version = f"{self.boot_id}.0"
+        """Names the current key-id assignment: changes with the boot and every removal."""
+
+    def remove_keys(self, names: Sequence[str]) -> tuple[list[tuple[str, int]], list[str]]:
+        """Remove keys; returns ``(removed (name, old id), not found)``.
+
+        Bumps :attr:`keys_version`: a removed id may be handed to the next new key.
+        """
+        removed: list[tuple[str, int]] = []
+        not_found: list[str] = []
+        for name in names:
+            if name in self.store:
+                removed.append((name, self.store.remove_key(name)))
+                self.access.forget_key(name)
+            else:
+                not_found.append(name)
+        if removed:
+            self._removals += 1
+            self.keys_version = f"{self.boot_id}.{self._removals}"
+        return removed, not_found
 
     def has_stream(self, app: str) -> bool:
         """Whether the app has an open event stream now."""

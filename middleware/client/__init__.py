@@ -10,7 +10,12 @@ from middleware.client.events import (
     ResyncEvent,
     SubscriptionResult,
 )
-from middleware.client.provider import ConflictError, ProviderClient
+from middleware.client.provider import (
+    ConflictError,
+    KeysChangedError,
+    ProviderClient,
+    PublishRefusedError,
+)
 
 __all__ = [
     "AppClient",
@@ -19,7 +24,9 @@ __all__ = [
     "DataEvent",
     "KeyAddedEvent",
     "KeyRemovedEvent",
+    "KeysChangedError",
     "ProviderClient",
+    "PublishRefusedError",
     "QueueSpec",
     "ReconnectedEvent",
     "ResyncEvent",

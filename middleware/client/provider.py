@@ -15,6 +15,7 @@ confirm everything written so far.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -23,7 +24,7 @@ import grpc
 from middleware.client._channel import RETRYABLE, Backoff, metadata, open_channel
 from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
-__all__ = ["ConflictError", "ProviderClient"]
+__all__ = ["ConflictError", "KeysChangedError", "ProviderClient", "PublishRefusedError"]
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,27 @@ class ConflictError(Exception):
         super().__init__(f"{key}: version is now {current}")
 
 
+class KeysChangedError(Exception):
+    """Key ids may have changed (restart, removed keys): read ``ids`` again."""
+
+
+class PublishRefusedError(Exception):
+    """The middleware refused a batch on the Publish stream.
+
+    A client stream reports a refusal only when the next write finds the stream
+    ended, so the refused batch may be an earlier one; the batch being written
+    when this is raised was not sent.
+    """
+
+    def __init__(self, code: grpc.StatusCode, details: str | None) -> None:
+        self.code = code
+        self.details = details or ""
+        super().__init__(
+            f"the middleware refused a batch on the Publish stream ({code.name}: {self.details}); "
+            "the batch being written was not sent"
+        )
+
+
 class ProviderClient:
     """A provider's connection to the middleware's VStore service."""
 
@@ -46,6 +68,9 @@ class ProviderClient:
         self.app_id = app_id
         self._md = metadata(app_id, token)
         self._claimed: set[str] = set()
+        self._keys_version: str | None = None
+        self._stream_values: dict[str, tuple[bytes, int | None]] = {}
+        """Latest value of each key written on the current stream, for a re-send."""
         self._channel = open_channel(target)
         self._stub = vstore_pb2_grpc.VStoreStub(self._channel)
         self._reconnect_enabled = reconnect
@@ -80,17 +105,21 @@ class ProviderClient:
         made again after a reconnect.
         """
         names = list(names)
-        if claim:
-            self._open_stream()
         response = await self._stub.AddKeys(
             vstore_pb2.AddKeysRequest(names=names, claim=claim),
             metadata=self._md,
             wait_for_ready=True,
         )
         added = {k.name: k.id for k in response.keys}
+        if response.keys_version != self._keys_version:
+            # Ids of keys added earlier may have changed too: refresh them all.
+            self._keys_version = response.keys_version
+            if self.ids.keys() - added.keys():
+                await self._readd()
         self.ids.update(added)
         if claim:
             self._claimed.update(names)
+            await self._ensure_stream()  # a claim lasts while this provider has a stream open
         return added
 
     async def remove_keys(self, names: Iterable[str]) -> list[str]:
@@ -117,26 +146,66 @@ class ProviderClient:
         """
         items = values.items() if isinstance(values, Mapping) else values
         named = list(items)
+        if not named:
+            return
+        for name, _ in named:
+            if name not in self.ids:
+                raise KeyError(f"{name!r}: add_keys() it first")
         while True:
-            batch = vstore_pb2.PublishRequest(
-                updates=[
-                    vstore_pb2.IdUpdate(id=self.ids[name], data=data, time_ns=time_ns)
-                    if time_ns is not None
-                    else vstore_pb2.IdUpdate(id=self.ids[name], data=data)
-                    for name, data in named
-                ]
-            )
-            if await self._write(batch):
+            await self._ensure_stream()  # first: opening one may refresh the ids
+            if await self._write(self._batch(named, time_ns)):
+                for name, data in named:
+                    self._stream_values[name] = (data, time_ns)
                 return
             await self._recover()
+            await self._resend()
+
+    def _batch(
+        self, named: Sequence[tuple[str, bytes]], time_ns: int | None
+    ) -> vstore_pb2.PublishRequest:
+        return vstore_pb2.PublishRequest(
+            updates=[
+                vstore_pb2.IdUpdate(id=self.ids[name], data=data, time_ns=time_ns)
+                if time_ns is not None
+                else vstore_pb2.IdUpdate(id=self.ids[name], data=data)
+                for name, data in named
+            ]
+        )
+
+    async def _resend(self) -> None:
+        """After a refused stream: write again the latest value of each key it carried.
+
+        Which of its batches the middleware applied is unknown, so each key's
+        latest value is written once more (at least once; an ``on_update``
+        subscriber may see it twice).
+        """
+        values, self._stream_values = self._stream_values, {}
+        for (data, time_ns), group in itertools.groupby(
+            sorted(values.items(), key=lambda kv: kv[1][1] or 0), key=lambda kv: kv[1]
+        ):
+            named = [(name, data) for name, _ in group if name in self.ids]
+            if named:
+                await self.publish(named, time_ns=time_ns)
 
     async def publish_ids(self, updates: Sequence[tuple[int, bytes]]) -> None:
-        """Write values by key id (the caller keeps ids current, e.g. from :attr:`ids`)."""
+        """Write values by key id (the caller keeps ids current, e.g. from :attr:`ids`).
+
+        Raises:
+            KeysChangedError: the stream had to be re-established and key ids
+                may have changed: read :attr:`ids` again and re-send.
+        """
+        if not updates:
+            return
+        before = self._keys_version
+        await self._ensure_stream()
+        if self._keys_version != before:
+            raise KeysChangedError("the Publish stream was re-opened; ids may have changed")
         batch = vstore_pb2.PublishRequest(
             updates=[vstore_pb2.IdUpdate(id=i, data=d) for i, d in updates]
         )
-        while not await self._write(batch):
+        if not await self._write(batch):
             await self._recover()
+            raise KeysChangedError("the Publish stream was re-established; ids may have changed")
 
     async def flush(self) -> vstore_pb2.PublishSummary:
         """End the current Publish stream and wait for the middleware's summary.
@@ -148,7 +217,16 @@ class ProviderClient:
         if call is None:
             return vstore_pb2.PublishSummary()
         await call.done_writing()
-        summary: vstore_pb2.PublishSummary = await call
+        try:
+            summary: vstore_pb2.PublishSummary = await call
+        except grpc.aio.AioRpcError as e:
+            if e.code() is not grpc.StatusCode.FAILED_PRECONDITION or not self._reconnect_enabled:
+                raise
+            # Key ids changed under the stream: write its values again with the new ids.
+            await self._recover()
+            await self._resend()
+            return await self.flush()
+        self._stream_values.clear()
         return summary
 
     async def set(self, name: str, data: bytes, *, if_version: int | None = None) -> int:
@@ -175,7 +253,7 @@ class ProviderClient:
 
     async def _write(self, batch: vstore_pb2.PublishRequest) -> bool:
         """Write one batch; False if the stream broke in a way worth a retry."""
-        call = self._open_stream()
+        call = await self._ensure_stream()
         try:
             await call.write(batch)
         except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
@@ -185,37 +263,52 @@ class ProviderClient:
             return True
         self._call = None
         code = await call.code()
-        if code in RETRYABLE and self._reconnect_enabled:
+        retry = code in RETRYABLE or code is grpc.StatusCode.FAILED_PRECONDITION  # stale ids
+        if retry and self._reconnect_enabled:
             return False
-        await call  # raises the AioRpcError with the middleware's status and message
-        raise RuntimeError(f"Publish ended with {code}")  # pragma: no cover - await raised
+        details = await call.details()
+        raise PublishRefusedError(code, details)
 
-    def _open_stream(
+    async def _ensure_stream(
         self,
     ) -> grpc.aio.StreamUnaryCall[vstore_pb2.PublishRequest, vstore_pb2.PublishSummary]:
+        """The open Publish stream, or a new one.
+
+        Before opening one, the keys are added again: the middleware may have
+        restarted or removed keys since, and ids are reused, so writing with
+        the old ids could land in another key.
+        """
         if self._call is None:
-            self._call = self._stub.Publish(metadata=self._md, wait_for_ready=True)
+            if self.ids:
+                await self._readd()
+            md = self._md
+            if self._keys_version is not None:
+                md += (("keys-version", self._keys_version),)
+            self._call = self._stub.Publish(metadata=md, wait_for_ready=True)
         return self._call
+
+    async def _readd(self) -> None:
+        """Add every key of this provider again (claims too); refresh ids and version."""
+        ids: dict[str, int] = {}
+        for claim in (False, True):
+            group = [n for n in self.ids if (n in self._claimed) == claim]
+            if group:
+                response = await self._stub.AddKeys(
+                    vstore_pb2.AddKeysRequest(names=group, claim=claim),
+                    metadata=self._md,
+                    wait_for_ready=True,
+                    timeout=30,
+                )
+                ids.update({k.name: k.id for k in response.keys})
+                self._keys_version = response.keys_version
+        self.ids = ids
 
     async def _recover(self) -> None:
         """Reconnect and add the keys again (their ids may have changed)."""
         backoff = Backoff()
         while True:
             try:
-                if self._claimed:
-                    self._open_stream()  # a claim lasts while the stream is open
-                ids: dict[str, int] = {}
-                for claim in (False, True):
-                    group = [n for n in self.ids if (n in self._claimed) == claim]
-                    if group:
-                        response = await self._stub.AddKeys(
-                            vstore_pb2.AddKeysRequest(names=group, claim=claim),
-                            metadata=self._md,
-                            wait_for_ready=True,
-                            timeout=30,
-                        )
-                        ids.update({k.name: k.id for k in response.keys})
-                self.ids = ids
+                await self._readd()
             except grpc.aio.AioRpcError as e:
                 if e.code() not in RETRYABLE:
                     raise

@@ -11,7 +11,12 @@ from typing import Any
 import grpc
 
 from middleware.access import Caller
-from middleware.errors import LimitExceededError, PermissionDeniedError, UnauthenticatedError
+from middleware.errors import (
+    LimitExceededError,
+    PermissionDeniedError,
+    StreamConflictError,
+    UnauthenticatedError,
+)
 from middleware.rpc import convert
 from middleware.rpc.identity import caller
 from middleware.rpc.status import maps_errors, status_for
@@ -22,6 +27,8 @@ from vstore import Entry, InvalidKeyNameError, Update, VStoreError, check_key_na
 __all__ = ["VStoreService"]
 
 log = logging.getLogger(__name__)
+
+KEYS_VERSION_HEADER = "keys-version"
 
 
 class VStoreService(vstore_pb2_grpc.VStoreServicer):
@@ -54,7 +61,8 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         if len(store) != before:
             log.info("app %s added %d keys", who.app, len(store) - before)
         return vstore_pb2.AddKeysResponse(
-            keys=[vstore_pb2.KeyId(name=n, id=i) for n, i in zip(names, ids, strict=True)]
+            keys=[vstore_pb2.KeyId(name=n, id=i) for n, i in zip(names, ids, strict=True)],
+            keys_version=self._rt.keys_version,
         )
 
     @maps_errors(field="names")
@@ -72,17 +80,12 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
                 raise PermissionDeniedError(
                     who.app, "remove", name, f"claimed by {owner!r}", field=f"names[{i}]"
                 )
-        store = self._rt.store
-        removed, not_found = [], []
-        for name in names:
-            if name in store:
-                removed.append(vstore_pb2.KeyId(name=name, id=store.remove_key(name)))
-                access.forget_key(name)
-            else:
-                not_found.append(name)
+        removed, not_found = self._rt.remove_keys(names)
         if removed:
             log.info("app %s removed %d keys", who.app, len(removed))
-        return vstore_pb2.RemoveKeysResponse(removed=removed, not_found=not_found)
+        return vstore_pb2.RemoveKeysResponse(
+            removed=[vstore_pb2.KeyId(name=n, id=i) for n, i in removed], not_found=not_found
+        )
 
     @maps_errors(field="updates")
     async def Set(
@@ -123,8 +126,18 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         access = self._rt.access
         bucket = access.publish_bucket()
         s = self._rt.settings
+        rt = self._rt
+        md = dict(context.invocation_metadata() or ())
+        version = md.get(KEYS_VERSION_HEADER)
         batches = updates = 0
         async for request in request_iterator:
+            if version is not None and version != rt.keys_version:
+                raise StreamConflictError(
+                    f"key ids changed since this provider added its keys (keys-version "
+                    f"{version!r}, now {rt.keys_version!r}: the middleware restarted or keys "
+                    f"were removed); add the keys again and publish with the new ids "
+                    f"({batches} batches of this stream were written)"
+                )
             if who.expires_at is not None and time.time() >= who.expires_at:
                 raise UnauthenticatedError(
                     f"the token of app {who.app!r} expired during the Publish stream "

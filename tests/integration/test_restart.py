@@ -84,3 +84,58 @@ async def test_after_a_middleware_restart_clients_reconnect_and_resubscribe() ->
         await first.stop(0)
         if second is not None:
             await second.stop(0)
+
+
+async def test_after_flush_and_restart_a_provider_never_writes_into_another_key() -> None:
+    first = await start_server(TEST_SETTINGS)
+    second = None
+    p = ProviderClient(first.address, "speed-provider")
+    q = None
+    try:
+        await p.add_keys([SPEED])
+        await p.publish({SPEED: b"50"})
+        await p.flush()  # no stream open when the middleware goes away
+        await first.stop(0)
+        second = await start_server(
+            dataclasses.replace(TEST_SETTINGS, listen=f"127.0.0.1:{first.port}")
+        )
+        q = ProviderClient(second.address, "door-provider")
+        await q.add_keys(["Vehicle.Door"])  # takes the id Speed had
+        await q.publish({"Vehicle.Door": b"closed"})
+        await q.flush()
+        await p.publish({SPEED: b"51"})
+        await p.flush()
+        store = second.runtime.store
+        assert store.get("Vehicle.Door").data == b"closed"
+        assert store.get(SPEED).data == b"51"
+        assert p.ids[SPEED] == store.id_of(SPEED)
+    finally:
+        await p.close()
+        if q is not None:
+            await q.close()
+        await first.stop(0)
+        if second is not None:
+            await second.stop(0)
+
+
+async def test_a_provider_never_writes_a_removed_keys_id_reused_by_a_new_key() -> None:
+    server = await start_server(TEST_SETTINGS)
+    p = ProviderClient(server.address, "old-provider")
+    admin = ProviderClient(server.address, "admin")
+    try:
+        await p.add_keys(["Vehicle.Old"])
+        await p.publish({"Vehicle.Old": b"1"})
+        await admin.remove_keys(["Vehicle.Old"])
+        brake = await admin.add_keys(["Vehicle.Brake"])  # reuses the freed id
+        await admin.publish({"Vehicle.Brake": b"off"})
+        await admin.flush()
+        await p.publish({"Vehicle.Old": b"2"})  # refused as stale, re-added, re-sent
+        await p.flush()
+        store = server.runtime.store
+        assert store.get("Vehicle.Brake").data == b"off"
+        assert store.get("Vehicle.Old").data == b"2"
+        assert p.ids["Vehicle.Old"] != brake["Vehicle.Brake"]
+    finally:
+        await p.close()
+        await admin.close()
+        await server.stop(0)

@@ -23,10 +23,12 @@ class KeyId(_message.Message):
     def __init__(self, name: _Optional[str] = ..., id: _Optional[int] = ...) -> None: ...
 
 class AddKeysResponse(_message.Message):
-    __slots__ = ("keys",)
+    __slots__ = ("keys", "keys_version")
     KEYS_FIELD_NUMBER: _ClassVar[int]
+    KEYS_VERSION_FIELD_NUMBER: _ClassVar[int]
     keys: _containers.RepeatedCompositeFieldContainer[KeyId]
-    def __init__(self, keys: _Optional[_Iterable[_Union[KeyId, _Mapping]]] = ...) -> None: ...
+    keys_version: str
+    def __init__(self, keys: _Optional[_Iterable[_Union[KeyId, _Mapping]]] = ..., keys_version: _Optional[str] = ...) -> None: ...
 
 class RemoveKeysRequest(_message.Message):
     __slots__ = ("names",)

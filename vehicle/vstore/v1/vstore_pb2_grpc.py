@@ -107,11 +107,15 @@ class VStoreServicer:
 
     def Publish(self, request_iterator, context):
         """High-rate writes by key id on a client stream. Each message is a batch,
-        applied in order and validated whole. A malformed batch ends the stream
+        applied in order and validated whole. Send the `keys-version` metadata
+        from AddKeys: if key ids changed since (restart, removed keys), the stream
+        ends with FAILED_PRECONDITION before a stale id is written: add the keys
+        again and publish with the new ids. A malformed batch ends the stream
         with INVALID_ARGUMENT or NOT_FOUND naming the update; the batches before
         it stay written. Compare-and-set is not offered here (use Set).
         Errors: INVALID_ARGUMENT (empty batch, too many updates, value too large),
-        NOT_FOUND (unknown key id), PERMISSION_DENIED (as Set), RESOURCE_EXHAUSTED
+        NOT_FOUND (unknown key id), FAILED_PRECONDITION (stale keys-version),
+        PERMISSION_DENIED (as Set), RESOURCE_EXHAUSTED
         (more messages/s than the per-stream limit, or too many Publish streams
         of one app), UNAUTHENTICATED (the token expired during the stream).
         """
