@@ -43,7 +43,8 @@ class RegisterResult:
     """Per-key outcome of register / deregister, in request order.
 
     ``key_id`` is 0 when the key was not resolved. ``current`` is the key's
-    value when it was asked for and the key has been written.
+    value when it was asked for and the key has been written. ``seq`` is
+    described below.
     """
 
     key: str
@@ -51,6 +52,9 @@ class RegisterResult:
     status: Status
     current: bytes | None = None
     detail: str = ""
+    seq: int = 0
+    """The seq of the subscription's last event (0 for a new subscription): the
+    next event is seq + 1, so an app can tell resumed from new."""
 
 
 @dataclass(frozen=True, slots=True)

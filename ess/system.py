@@ -316,7 +316,8 @@ class EventSubSystem:
             target = state.queues[req.queue]
             sub = self._table.get(app, key_id)
             if sub is None:
-                self._table.add(Subscription(app, key_id, req.key, req.trigger, target))
+                sub = Subscription(app, key_id, req.key, req.trigger, target)
+                self._table.add(sub)
             else:
                 if sub.target is not target:
                     # A key's queued events must stay in one queue, in write order
@@ -324,7 +325,7 @@ class EventSubSystem:
                     self._purge(state, key_id, keep=target)
                 sub.retarget(req.trigger, target)
             current = self._source.peek(key_id)[0] if req.want_current else None
-            results.append(RegisterResult(req.key, key_id, Status.OK, current))
+            results.append(RegisterResult(req.key, key_id, Status.OK, current, seq=sub.seq))
         return results
 
     def deregister(self, app: str, keys: Sequence[str]) -> list[RegisterResult]:

@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 class AppStream:
     """One open GetEvents stream of one app."""
 
-    __slots__ = ("app", "doorbell", "effective", "expired", "replaced", "task")
+    __slots__ = ("app", "doorbell", "effective", "ended", "expired", "replaced", "task")
 
     def __init__(self, app: str) -> None:
         self.app = app
@@ -35,6 +35,8 @@ class AppStream:
         """Set by the ESS when events arrive for the app (and on replacement)."""
         self.replaced = False
         self.expired = False
+        self.ended = False
+        """The middleware is shutting down."""
         self.task = asyncio.current_task()
         self.effective: tuple[QueueConfig, QueueConfig, QueueConfig] | None = None
 
@@ -44,6 +46,13 @@ class AppStream:
         self.doorbell.set()
         if self.task is not None:
             # It may be blocked writing to a peer that stopped reading.
+            self.task.cancel()
+
+    def end(self) -> None:
+        """The middleware is shutting down: end this stream now."""
+        self.ended = True
+        self.doorbell.set()
+        if self.task is not None:
             self.task.cancel()
 
     def expire(self) -> None:
@@ -72,6 +81,7 @@ class Runtime:
         self._streams: dict[str, AppStream] = {}
         self._expiry: dict[str, asyncio.TimerHandle] = {}
         self._removals = 0
+        self._closing = False
         self.keys_version = f"{self.boot_id}.0"
         """Names the current key-id assignment: changes with the boot and every removal."""
 
@@ -129,7 +139,7 @@ class Runtime:
             return  # replaced: the newer stream owns the app's state
         del self._streams[stream.app]
         grace = self.settings.grace_period_s
-        if grace > 0:
+        if grace > 0 and not self._closing:
             loop = asyncio.get_running_loop()
             self._expiry[stream.app] = loop.call_later(grace, self._expire, stream.app)
             log.info("app %s: event stream ended; state kept for %.1f s", stream.app, grace)
@@ -146,8 +156,15 @@ class Runtime:
         self.ess.remove_app(app)
         log.info("app %s: event stream ended; removed it and its %d subscriptions", app, subs)
 
+    def begin_shutdown(self) -> None:
+        """End every event stream now, with no grace timers (the process is stopping)."""
+        self._closing = True
+        for stream in list(self._streams.values()):
+            stream.end()
+
     def shutdown(self) -> None:
         """Forget every app (the process is stopping)."""
+        self._closing = True
         for timer in self._expiry.values():
             timer.cancel()
         self._expiry.clear()

@@ -16,6 +16,7 @@ from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
 
 from middleware.config import Settings
+from middleware.rpc.decoding import DecodeGuard
 from middleware.rpc.event_service import EventService
 from middleware.rpc.vstore_service import VStoreService
 from middleware.runtime import Runtime
@@ -47,6 +48,7 @@ class RunningServer:
     async def stop(self, grace: float = 2.0) -> None:
         """Refuse new calls, end streams after ``grace`` seconds, forget every app."""
         await self.health.enter_graceful_shutdown()
+        self.runtime.begin_shutdown()
         await self.server.stop(grace)
         self.runtime.shutdown()
         log.info("middleware stopped (boot %s)", self.runtime.boot_id)
@@ -75,7 +77,7 @@ async def start_server(settings: Settings, runtime: Runtime | None = None) -> Ru
         RuntimeError: the address cannot be bound.
     """
     runtime = runtime or Runtime(settings)
-    server = grpc.aio.server(options=_options(settings))
+    server = grpc.aio.server(options=_options(settings), interceptors=[DecodeGuard()])
     ess_pb2_grpc.add_EventServiceServicer_to_server(EventService(runtime), server)
     vstore_pb2_grpc.add_VStoreServicer_to_server(VStoreService(runtime), server)
     health = health_aio.HealthServicer()

@@ -135,26 +135,30 @@ class KeyRegistry:
             return self._names[key_id]
         return None
 
-    def iter_prefix(self, prefix: str = "") -> Iterator[tuple[str, int]]:
+    def iter_prefix(self, prefix: str = "", *, start_after: str = "") -> Iterator[tuple[str, int]]:
         """Yield ``(name, id)`` in name order for the branch ``prefix``.
 
         ``prefix`` names a branch of the tree: ``Vehicle.Cabin`` yields the key
         ``Vehicle.Cabin`` itself, if it exists, and every key below it
         (``Vehicle.Cabin.*``), but not ``Vehicle.CabinLight``. An empty prefix
-        yields every key. A trailing dot is ignored.
+        yields every key. A trailing dot is ignored. With ``start_after``, only
+        names sorting after it (for paging).
 
         Complexity: O(log n + k) for k results.
         """
         branch = prefix.rstrip(".")
         if not branch:
-            for name in self._ids:
+            names = self._ids.irange(minimum=start_after or None, inclusive=(False, False))
+            for name in names:
                 yield name, self._ids[name]
             return
         exact = self._ids.get(branch)
-        if exact is not None:
+        if exact is not None and branch > start_after:
             yield branch, exact
         # '/' is the character right after '.', so this range is exactly "branch.*".
-        for name in self._ids.irange(branch + ".", branch + "/", inclusive=(True, False)):
+        low = max(branch + ".", start_after)
+        inclusive = (low != start_after, False)
+        for name in self._ids.irange(low, branch + "/", inclusive=inclusive):
             yield name, self._ids[name]
 
     def check(self) -> None:

@@ -23,8 +23,9 @@ Not thread-safe: one event loop drives it.
 
 from __future__ import annotations
 
+import itertools
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
@@ -240,12 +241,20 @@ class VStore:
         """Every live key id is below this bound."""
         return self._keys.id_bound()
 
-    def list_keys(self, prefix: str = "") -> list[tuple[str, int]]:
-        """``(name, id)`` of every key in the branch ``prefix``, sorted by name.
+    def list_keys(
+        self, prefix: str = "", *, start_after: str = "", limit: int | None = None
+    ) -> list[tuple[str, int]]:
+        """``(name, id)`` of the keys in the branch ``prefix``, sorted by name.
 
-        See :meth:`KeyRegistry.iter_prefix` for what a branch matches.
+        See :meth:`KeyRegistry.iter_prefix` for what a branch matches. For
+        paging: at most ``limit`` keys, the first after ``start_after``.
         """
-        return list(self._keys.iter_prefix(prefix))
+        found = self.iter_keys(prefix, start_after=start_after)
+        return list(found if limit is None else itertools.islice(found, limit))
+
+    def iter_keys(self, prefix: str = "", *, start_after: str = "") -> Iterator[tuple[str, int]]:
+        """Like :meth:`list_keys`, lazily. Do not change the store while iterating."""
+        return self._keys.iter_prefix(prefix, start_after=start_after)
 
     # -- values ------------------------------------------------------------
 

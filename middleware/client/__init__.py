@@ -1,6 +1,6 @@
 """Client SDKs for apps (:class:`AppClient`) and providers (:class:`ProviderClient`)."""
 
-from middleware.client.app import AppClient, QueueSpec, Sub
+from middleware.client.app import AppClient, QueueSpec, StreamReplacedError, Sub
 from middleware.client.events import (
     ClientEvent,
     DataEvent,
@@ -30,6 +30,7 @@ __all__ = [
     "QueueSpec",
     "ReconnectedEvent",
     "ResyncEvent",
+    "StreamReplacedError",
     "Sub",
     "SubscriptionResult",
 ]

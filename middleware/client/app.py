@@ -38,12 +38,23 @@ from middleware.client.events import (
 from vehicle.ess.v1 import ess_pb2, ess_pb2_grpc
 from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
-__all__ = ["AppClient", "QueueSpec", "Sub"]
+__all__ = ["AppClient", "QueueSpec", "StreamReplacedError", "Sub"]
 
 log = logging.getLogger(__name__)
 
 _SEQ_CYCLE: Final = 2**32 - 1  # seq runs 1..2^32-1, then 1 again
 _STATUS_NAMES: Final = {v: k.removeprefix("STATUS_") for k, v in ess_pb2.Status.items()}
+
+
+class StreamReplacedError(Exception):
+    """Another client of the same app id opened an event stream, which replaced ours."""
+
+    def __init__(self, app_id: str) -> None:
+        self.app_id = app_id
+        super().__init__(
+            f"another client of app {app_id!r} opened an event stream and replaced this one; "
+            "not reconnecting, so that the two do not replace each other forever"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +118,8 @@ class AppClient:
         self.names: dict[int, str] = {}
         """Key id -> name of the keys this client knows."""
         self._last_seq: dict[int, int] = {}
+        self._backoff = Backoff()
+        self._closed = False
         self.boot_id: str | None = None
         self.queue_configs: list[QueueSpec] = []
         self.missed_total = 0
@@ -152,6 +165,7 @@ class AppClient:
 
     async def close(self) -> None:
         """End the stream (the middleware then drops this app's state) and the channel."""
+        self._closed = True
         if self._call is not None:
             self._call.cancel()
             self._call = None
@@ -176,7 +190,10 @@ class AppClient:
         for key in keys:
             self._wanted.pop(key, None)
             self._waiting.discard(key)
-        return [self._result(r) for r in response.results]
+        results = [self._result(r) for r in response.results]
+        for r in results:
+            self._last_seq.pop(r.key_id, None)  # a new subscription starts again at 1
+        return results
 
     async def subscriptions(self) -> list[ess_pb2.SubscriptionInfo]:
         """This app's subscriptions as the middleware knows them."""
@@ -198,9 +215,15 @@ class AppClient:
             call = self._call
             try:
                 while True:
-                    batch = await call.read()
+                    try:
+                        batch = await call.read()
+                    except asyncio.CancelledError:
+                        if self._closed:
+                            return  # close() from another task ends the iteration
+                        raise
                     if not isinstance(batch, ess_pb2.EventBatch):
                         break  # EOF: the middleware ended the stream
+                    self._backoff.reset()  # the stream works again
                     for pb in batch.events:
                         event = await self._convert(pb)
                         if event is not None:
@@ -208,6 +231,13 @@ class AppClient:
                 code = grpc.StatusCode.UNAVAILABLE  # the middleware ended the stream
             except grpc.aio.AioRpcError as e:
                 code = e.code()
+                if self._closed:
+                    return
+                reason = dict(e.trailing_metadata() or ()).get("vmw-reason")
+                if reason == "replaced":
+                    # Another instance of this app took over: fighting it back would
+                    # make the two replace each other forever.
+                    raise StreamReplacedError(self.app_id) from e
                 if not self._reconnect_enabled or code not in RETRYABLE:
                     raise
             if not self._reconnect_enabled:
@@ -238,9 +268,10 @@ class AppClient:
         )
         response = await self._events.Register(request, metadata=self._md)
         results = [self._result(r) for r in response.results]
-        for r in results:
+        for r, pb in zip(results, response.results, strict=True):
             if r.ok:
                 self.names[r.key_id] = r.key
+                self._last_seq[r.key_id] = pb.seq  # 0 if new; where it goes on if resumed
         return results
 
     @staticmethod
@@ -259,8 +290,12 @@ class AppClient:
         if kind == "data_updated":
             d = pb.data_updated
             last = self._last_seq.get(d.key, 0)
-            missed = (d.seq - (last % _SEQ_CYCLE + 1)) % _SEQ_CYCLE
-            self._last_seq[d.key] = d.seq
+            ahead = (d.seq - last) % _SEQ_CYCLE
+            if 0 < ahead < _SEQ_CYCLE // 2:
+                missed = ahead - 1
+                self._last_seq[d.key] = d.seq
+            else:
+                missed = 0  # an event queued before a re-registration: not a gap
             self.missed_total += missed
             return DataEvent(
                 d.key,
@@ -291,8 +326,17 @@ class AppClient:
         return None  # `started` appears only first, handled by connect()
 
     async def _refresh_after_resync(self) -> None:
-        keys = await self._vstore.ListKeys(vstore_pb2.ListKeysRequest(), metadata=self._md)
-        self.names = {k.id: k.name for k in keys.keys}
+        names: dict[int, str] = {}
+        start = ""
+        while True:  # paged
+            page = await self._vstore.ListKeys(
+                vstore_pb2.ListKeysRequest(start_after=start), metadata=self._md
+            )
+            names.update({k.id: k.name for k in page.keys})
+            start = page.next_start_after
+            if not start:
+                break
+        self.names = names
         active = {s.key for s in await self.subscriptions()}
         for name in self._wanted:
             if name not in active:
@@ -304,19 +348,19 @@ class AppClient:
                     self._waiting.discard(sub.key)
 
     async def _reconnect(self) -> ReconnectedEvent:
-        backoff = Backoff()
+        backoff = self._backoff  # kept across reconnects; reset once events flow again
         previous_boot = self.boot_id
         while True:
             try:
+                await asyncio.sleep(backoff.delay())
                 await self.connect(timeout=None)
+                self._last_seq.clear()  # _register sets where each subscription goes on
                 subs = list(self._wanted.values())
                 results = await self._register(subs, force_current=True) if subs else []
             except grpc.aio.AioRpcError as e:
                 if e.code() not in RETRYABLE:
                     raise
-                await asyncio.sleep(backoff.delay())
                 continue
-            self._last_seq.clear()
             self._waiting = {s.key for s, r in zip(subs, results, strict=True) if not r.ok}
             restarted = self.boot_id != previous_boot
             if restarted:

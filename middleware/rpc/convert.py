@@ -22,19 +22,21 @@ from ess import (
     SubscriptionRequest,
     Trigger,
 )
-from middleware.errors import InvalidRequestError
+from middleware.errors import InvalidRequestError, LimitExceededError
 from vehicle.ess.v1 import ess_pb2
 from vehicle.vstore.v1 import vstore_pb2
 from vstore import Entry, SetResult, Update
 
 __all__ = [
     "check_count",
+    "check_fits",
     "event_batch",
     "get_response",
     "queue_configs",
     "queue_configs_to_pb",
     "register_response",
     "set_response",
+    "split_to_fit",
     "started_batch",
     "subscription_infos",
     "subscription_requests",
@@ -52,6 +54,14 @@ _STATUS_TO_PB = {
     Status.PERMISSION_DENIED: ess_pb2.STATUS_PERMISSION_DENIED,
     Status.INVALID_ARGUMENT: ess_pb2.STATUS_INVALID_ARGUMENT,
 }
+
+
+def check_fits(what: str, size: int, max_bytes: int, advice: str) -> None:
+    """Refuse a response that would exceed the message size limit."""
+    if size > max_bytes:
+        raise LimitExceededError(
+            "message size", max_bytes, f"{what} would be {size} bytes; {advice}"
+        )
 
 
 def check_count(field: str, items: Sequence[Any], limit: int) -> None:
@@ -113,6 +123,20 @@ def event_batch(events: Sequence[Event]) -> ess_pb2.EventBatch:
     return ess_pb2.EventBatch(events=out)
 
 
+def split_to_fit(batch: ess_pb2.EventBatch, max_bytes: int) -> list[ess_pb2.EventBatch]:
+    """``batch`` as is if it fits in ``max_bytes``, else halves of it, recursively.
+
+    One ``ByteSize()`` (C code) in the common case. A single event always fits:
+    the settings keep the message limit above the value limit.
+    """
+    if batch.ByteSize() <= max_bytes or len(batch.events) <= 1:
+        return [batch]
+    half = len(batch.events) // 2
+    first = ess_pb2.EventBatch(events=batch.events[:half])
+    second = ess_pb2.EventBatch(events=batch.events[half:])
+    return split_to_fit(first, max_bytes) + split_to_fit(second, max_bytes)
+
+
 def subscription_requests(pbs: Sequence[ess_pb2.Subscription]) -> list[SubscriptionRequest]:
     out = []
     for i, p in enumerate(pbs):
@@ -130,7 +154,7 @@ def register_response(results: Sequence[RegisterResult]) -> list[ess_pb2.Subscri
     out = []
     for r in results:
         pb = ess_pb2.SubscriptionResult(
-            key=r.key, key_id=r.key_id, status=_STATUS_TO_PB[r.status], detail=r.detail
+            key=r.key, key_id=r.key_id, status=_STATUS_TO_PB[r.status], detail=r.detail, seq=r.seq
         )
         if r.current is not None:
             pb.current = r.current

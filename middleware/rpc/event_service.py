@@ -27,6 +27,9 @@ __all__ = ["EventService"]
 
 log = logging.getLogger(__name__)
 
+REASON_HEADER = "vmw-reason"
+"""Trailing metadata saying why the middleware ended a stream (``replaced``, ``shutdown``)."""
+
 
 class EventService(ess_pb2_grpc.EventServiceServicer):
     def __init__(self, runtime: Runtime) -> None:
@@ -46,19 +49,22 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
             expiry = loop.call_later(max(0.0, who.expires_at - time.time()), stream.expire)
         ess = self._rt.ess
         batch_max = self._rt.settings.batch_max
+        max_bytes = self._rt.settings.max_message_bytes - 1024
         dropped_before = ess.dropped(app)
         struggling = False
         try:
             assert stream.effective is not None
             await context.write(convert.started_batch(self._rt.boot_id, stream.effective))
             doorbell = stream.doorbell
-            while not (stream.replaced or stream.expired):
+            while not (stream.replaced or stream.expired or stream.ended):
                 doorbell.clear()
                 if not ess.pending(app):
                     await doorbell.wait()
-                    if stream.replaced or stream.expired:
+                    if stream.replaced or stream.expired or stream.ended:
                         break
-                await context.write(convert.event_batch(ess.drain(app, batch_max)))
+                batch = convert.event_batch(ess.drain(app, batch_max))
+                for part in convert.split_to_fit(batch, max_bytes):
+                    await context.write(part)
                 # One warning per episode of drops, not one per drop.
                 dropped = ess.dropped(app)
                 if dropped != dropped_before and not struggling:
@@ -73,13 +79,19 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
                     )
                     dropped_before = dropped
         except asyncio.CancelledError:
-            if not (stream.replaced or stream.expired):
+            if not (stream.replaced or stream.expired or stream.ended):
                 raise
         finally:
             if expiry is not None:
                 expiry.cancel()
             self._rt.access.stream_closed(app)
             self._rt.close_stream(stream)
+        if stream.ended and not stream.replaced:
+            await context.abort(
+                grpc.StatusCode.UNAVAILABLE,
+                "the middleware is shutting down; reconnect and register again",
+                trailing_metadata=((REASON_HEADER, "shutdown"),),
+            )
         if stream.expired and not stream.replaced:
             await context.abort(
                 grpc.StatusCode.UNAUTHENTICATED,
@@ -89,6 +101,7 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
         await context.abort(
             grpc.StatusCode.ABORTED,
             f"a newer GetEvents stream of app {app!r} replaced this one",
+            trailing_metadata=((REASON_HEADER, "replaced"),),
         )
 
     @maps_errors(field="subscriptions")
@@ -103,6 +116,18 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
             raise NotReadingEventsError(app)
         requests = convert.subscription_requests(request.subscriptions)
         self._check_subscription_limit(app, [r.key for r in requests])
+        store = self._rt.store
+        current = 0
+        for r in requests:
+            key_id = store.id_of(r.key) if r.want_current else None
+            if key_id is not None:
+                current += len(store.peek(key_id)[0] or b"")
+        convert.check_fits(
+            "the current values asked for",
+            current,
+            self._rt.settings.max_message_bytes - 64 * 1024,
+            "ask for them in smaller requests",
+        )
         results = self._rt.ess.register(app, requests)
         return ess_pb2.RegisterResponse(results=convert.register_response(results))
 

@@ -22,6 +22,7 @@ from middleware.errors import (
     StreamConflictError,
     UnauthenticatedError,
 )
+from middleware.rpc.decoding import Malformed
 from vstore.errors import (
     InvalidKeyNameError,
     KeyCapacityError,
@@ -31,7 +32,7 @@ from vstore.errors import (
     VStoreError,
 )
 
-__all__ = ["STATUS_OF", "maps_errors", "status_for"]
+__all__ = ["STATUS_OF", "check_decoded", "maps_errors", "status_for"]
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,16 @@ def status_for(error: BaseException, *, field: str = "") -> tuple[grpc.StatusCod
 _H = TypeVar("_H", bound=Callable[..., Awaitable[Any]])
 
 
+def check_decoded(request: Any) -> None:
+    """Raise InvalidRequestError for a request that did not decode."""
+    if isinstance(request, Malformed):
+        raise InvalidRequestError(
+            "request",
+            f"not a valid message for {request.method} ({request.reason}); "
+            "strings must be valid UTF-8",
+        )
+
+
 def maps_errors(field: str = "") -> Callable[[_H], _H]:
     """Decorate an async handler ``(self, request, context)`` to map errors to a status.
 
@@ -85,6 +96,7 @@ def maps_errors(field: str = "") -> Callable[[_H], _H]:
             self: Any, request: Any, context: grpc.aio.ServicerContext[Any, Any]
         ) -> Any:
             try:
+                check_decoded(request)
                 return await handler(self, request, context)
             except grpc.aio.AbortError:
                 raise

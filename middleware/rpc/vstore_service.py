@@ -19,7 +19,7 @@ from middleware.errors import (
 )
 from middleware.rpc import convert
 from middleware.rpc.identity import caller
-from middleware.rpc.status import maps_errors, status_for
+from middleware.rpc.status import check_decoded, maps_errors, status_for
 from middleware.runtime import Runtime
 from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 from vstore import Entry, InvalidKeyNameError, Update, VStoreError, check_key_name
@@ -35,6 +35,8 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
     def __init__(self, runtime: Runtime) -> None:
         self._rt = runtime
         self._limit = runtime.settings.max_keys_per_request
+        # A key name is at most 255 bytes: a page always fits in one message.
+        self._page_size = max(1, min(10_000, runtime.settings.max_message_bytes // 300))
 
     @maps_errors(field="names")
     async def AddKeys(
@@ -72,6 +74,7 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         who = caller(context, self._rt.access)
         convert.check_count("names", request.names, self._limit)
         names = list(request.names)
+        self._check_names("names", names)
         access = self._rt.access
         for i, name in enumerate(names):
             access.check(who, "create", name, field=f"names[{i}]")
@@ -131,6 +134,7 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         version = md.get(KEYS_VERSION_HEADER)
         batches = updates = 0
         async for request in request_iterator:
+            check_decoded(request)
             if version is not None and version != rt.keys_version:
                 raise StreamConflictError(
                     f"key ids changed since this provider added its keys (keys-version "
@@ -183,6 +187,7 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
     ) -> vstore_pb2.GetResponse:
         who = caller(context, self._rt.access)
         convert.check_count("names", request.names, self._limit)
+        self._check_names("names", list(request.names))
         store = self._rt.store
         entries: list[Entry] = []
         not_found: list[str] = []
@@ -192,19 +197,35 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
                 entries.append(store.get(name))
             else:
                 not_found.append(name)
-        return convert.get_response(entries, not_found)
+        response = convert.get_response(entries, not_found)
+        convert.check_fits(
+            "the response",
+            response.ByteSize(),
+            self._rt.settings.max_message_bytes - 1024,
+            "get fewer keys per request",
+        )
+        return response
 
     @maps_errors()
     async def ListKeys(
         self, request: vstore_pb2.ListKeysRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> vstore_pb2.ListKeysResponse:
         who = caller(context, self._rt.access)
-        keys = [
-            (n, i)
-            for n, i in self._rt.store.list_keys(request.prefix)
-            if who.grants.allows("read", n)
-        ]
-        return vstore_pb2.ListKeysResponse(keys=[vstore_pb2.KeyId(name=n, id=i) for n, i in keys])
+        page = min(self._page_size, request.limit or self._page_size)
+        keys: list[tuple[str, int]] = []
+        more = False
+        for name, key_id in self._rt.store.iter_keys(
+            request.prefix, start_after=request.start_after
+        ):
+            if who.grants.allows("read", name):
+                if len(keys) == page:
+                    more = True
+                    break
+                keys.append((name, key_id))
+        return vstore_pb2.ListKeysResponse(
+            keys=[vstore_pb2.KeyId(name=n, id=i) for n, i in keys],
+            next_start_after=keys[-1][0] if more else "",
+        )
 
     @staticmethod
     def _check_names(field: str, names: list[str]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -23,7 +24,9 @@ def start(*args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Pop
         env={**os.environ, **(env or {})},
     )
     assert proc.stdout is not None
-    line = proc.stdout.readline()  # "listening on ADDRESS", printed once it serves
+    # "listening on ADDRESS", printed once it serves; never wait for it forever.
+    ready, _, _ = select.select([proc.stdout], [], [], 30)
+    line = proc.stdout.readline() if ready else ""
     if not line.startswith("listening on "):
         proc.kill()
         raise AssertionError(f"no listening line: {line!r} {proc.communicate(timeout=10)}")

@@ -24,17 +24,17 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18vehicle/ess/v1/ess.proto\x12\x0evehicle.ess.v1\"D\n\x0bQueueConfig\x12\r\n\x05queue\x18\x01 \x01(\r\x12\x12\n\nmin_length\x18\x02 \x01(\r\x12\x12\n\nmax_length\x18\x03 \x01(\r\"?\n\x10GetEventsRequest\x12+\n\x06queues\x18\x01 \x03(\x0b\x32\x1b.vehicle.ess.v1.QueueConfig\"M\n\rStreamStarted\x12\x0f\n\x07\x62oot_id\x18\x01 \x01(\t\x12+\n\x06queues\x18\x02 \x03(\x0b\x32\x1b.vehicle.ess.v1.QueueConfig\"c\n\x0b\x44\x61taUpdated\x12\x0b\n\x03key\x18\x01 \x01(\r\x12\x0b\n\x03seq\x18\x02 \x01(\r\x12\x0f\n\x07time_ns\x18\x03 \x01(\x04\x12\x11\n\x04\x64\x61ta\x18\x04 \x01(\x0cH\x00\x88\x01\x01\x12\r\n\x05queue\x18\x05 \x01(\rB\x07\n\x05_data\"%\n\x08KeyAdded\x12\x0b\n\x03key\x18\x01 \x01(\r\x12\x0c\n\x04name\x18\x02 \x01(\t\"\'\n\nKeyRemoved\x12\x0b\n\x03key\x18\x01 \x01(\r\x12\x0c\n\x04name\x18\x02 \x01(\t\"\x1e\n\x0eResyncRequired\x12\x0c\n\x04lost\x18\x01 \x01(\r\"\x8b\x02\n\x05\x45vent\x12\x30\n\x07started\x18\x01 \x01(\x0b\x32\x1d.vehicle.ess.v1.StreamStartedH\x00\x12\x33\n\x0c\x64\x61ta_updated\x18\x02 \x01(\x0b\x32\x1b.vehicle.ess.v1.DataUpdatedH\x00\x12-\n\tkey_added\x18\x03 \x01(\x0b\x32\x18.vehicle.ess.v1.KeyAddedH\x00\x12\x31\n\x0bkey_removed\x18\x04 \x01(\x0b\x32\x1a.vehicle.ess.v1.KeyRemovedH\x00\x12\x30\n\x06resync\x18\x05 \x01(\x0b\x32\x1e.vehicle.ess.v1.ResyncRequiredH\x00\x42\x07\n\x05\x65vent\"3\n\nEventBatch\x12%\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x15.vehicle.ess.v1.Event\"j\n\x0cSubscription\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05queue\x18\x02 \x01(\r\x12(\n\x07trigger\x18\x03 \x01(\x0e\x32\x17.vehicle.ess.v1.Trigger\x12\x14\n\x0cwant_current\x18\x04 \x01(\x08\"F\n\x0fRegisterRequest\x12\x33\n\rsubscriptions\x18\x01 \x03(\x0b\x32\x1c.vehicle.ess.v1.Subscription\"\x8b\x01\n\x12SubscriptionResult\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x0e\n\x06key_id\x18\x02 \x01(\r\x12&\n\x06status\x18\x03 \x01(\x0e\x32\x16.vehicle.ess.v1.Status\x12\x14\n\x07\x63urrent\x18\x04 \x01(\x0cH\x00\x88\x01\x01\x12\x0e\n\x06\x64\x65tail\x18\x05 \x01(\tB\n\n\x08_current\"G\n\x10RegisterResponse\x12\x33\n\x07results\x18\x01 \x03(\x0b\x32\".vehicle.ess.v1.SubscriptionResult\"!\n\x11\x44\x65registerRequest\x12\x0c\n\x04keys\x18\x01 \x03(\t\"I\n\x12\x44\x65registerResponse\x12\x33\n\x07results\x18\x01 \x03(\x0b\x32\".vehicle.ess.v1.SubscriptionResult\"\x19\n\x17GetSubscriptionsRequest\"h\n\x10SubscriptionInfo\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x0e\n\x06key_id\x18\x02 \x01(\r\x12\r\n\x05queue\x18\x03 \x01(\r\x12(\n\x07trigger\x18\x04 \x01(\x0e\x32\x17.vehicle.ess.v1.Trigger\"S\n\x18GetSubscriptionsResponse\x12\x37\n\rsubscriptions\x18\x01 \x03(\x0b\x32 .vehicle.ess.v1.SubscriptionInfo*7\n\x07Trigger\x12\x15\n\x11TRIGGER_ON_CHANGE\x10\x00\x12\x15\n\x11TRIGGER_ON_UPDATE\x10\x01*h\n\x06Status\x12\r\n\tSTATUS_OK\x10\x00\x12\x14\n\x10STATUS_NOT_FOUND\x10\x01\x12\x1c\n\x18STATUS_PERMISSION_DENIED\x10\x02\x12\x1b\n\x17STATUS_INVALID_ARGUMENT\x10\x03\x32\xe6\x02\n\x0c\x45ventService\x12K\n\tGetEvents\x12 .vehicle.ess.v1.GetEventsRequest\x1a\x1a.vehicle.ess.v1.EventBatch0\x01\x12M\n\x08Register\x12\x1f.vehicle.ess.v1.RegisterRequest\x1a .vehicle.ess.v1.RegisterResponse\x12S\n\nDeregister\x12!.vehicle.ess.v1.DeregisterRequest\x1a\".vehicle.ess.v1.DeregisterResponse\x12\x65\n\x10GetSubscriptions\x12\'.vehicle.ess.v1.GetSubscriptionsRequest\x1a(.vehicle.ess.v1.GetSubscriptionsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18vehicle/ess/v1/ess.proto\x12\x0evehicle.ess.v1\"D\n\x0bQueueConfig\x12\r\n\x05queue\x18\x01 \x01(\r\x12\x12\n\nmin_length\x18\x02 \x01(\r\x12\x12\n\nmax_length\x18\x03 \x01(\r\"?\n\x10GetEventsRequest\x12+\n\x06queues\x18\x01 \x03(\x0b\x32\x1b.vehicle.ess.v1.QueueConfig\"M\n\rStreamStarted\x12\x0f\n\x07\x62oot_id\x18\x01 \x01(\t\x12+\n\x06queues\x18\x02 \x03(\x0b\x32\x1b.vehicle.ess.v1.QueueConfig\"c\n\x0b\x44\x61taUpdated\x12\x0b\n\x03key\x18\x01 \x01(\r\x12\x0b\n\x03seq\x18\x02 \x01(\r\x12\x0f\n\x07time_ns\x18\x03 \x01(\x04\x12\x11\n\x04\x64\x61ta\x18\x04 \x01(\x0cH\x00\x88\x01\x01\x12\r\n\x05queue\x18\x05 \x01(\rB\x07\n\x05_data\"%\n\x08KeyAdded\x12\x0b\n\x03key\x18\x01 \x01(\r\x12\x0c\n\x04name\x18\x02 \x01(\t\"\'\n\nKeyRemoved\x12\x0b\n\x03key\x18\x01 \x01(\r\x12\x0c\n\x04name\x18\x02 \x01(\t\"\x1e\n\x0eResyncRequired\x12\x0c\n\x04lost\x18\x01 \x01(\r\"\x8b\x02\n\x05\x45vent\x12\x30\n\x07started\x18\x01 \x01(\x0b\x32\x1d.vehicle.ess.v1.StreamStartedH\x00\x12\x33\n\x0c\x64\x61ta_updated\x18\x02 \x01(\x0b\x32\x1b.vehicle.ess.v1.DataUpdatedH\x00\x12-\n\tkey_added\x18\x03 \x01(\x0b\x32\x18.vehicle.ess.v1.KeyAddedH\x00\x12\x31\n\x0bkey_removed\x18\x04 \x01(\x0b\x32\x1a.vehicle.ess.v1.KeyRemovedH\x00\x12\x30\n\x06resync\x18\x05 \x01(\x0b\x32\x1e.vehicle.ess.v1.ResyncRequiredH\x00\x42\x07\n\x05\x65vent\"3\n\nEventBatch\x12%\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x15.vehicle.ess.v1.Event\"j\n\x0cSubscription\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05queue\x18\x02 \x01(\r\x12(\n\x07trigger\x18\x03 \x01(\x0e\x32\x17.vehicle.ess.v1.Trigger\x12\x14\n\x0cwant_current\x18\x04 \x01(\x08\"F\n\x0fRegisterRequest\x12\x33\n\rsubscriptions\x18\x01 \x03(\x0b\x32\x1c.vehicle.ess.v1.Subscription\"\x98\x01\n\x12SubscriptionResult\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x0e\n\x06key_id\x18\x02 \x01(\r\x12&\n\x06status\x18\x03 \x01(\x0e\x32\x16.vehicle.ess.v1.Status\x12\x14\n\x07\x63urrent\x18\x04 \x01(\x0cH\x00\x88\x01\x01\x12\x0e\n\x06\x64\x65tail\x18\x05 \x01(\t\x12\x0b\n\x03seq\x18\x06 \x01(\rB\n\n\x08_current\"G\n\x10RegisterResponse\x12\x33\n\x07results\x18\x01 \x03(\x0b\x32\".vehicle.ess.v1.SubscriptionResult\"!\n\x11\x44\x65registerRequest\x12\x0c\n\x04keys\x18\x01 \x03(\t\"I\n\x12\x44\x65registerResponse\x12\x33\n\x07results\x18\x01 \x03(\x0b\x32\".vehicle.ess.v1.SubscriptionResult\"\x19\n\x17GetSubscriptionsRequest\"h\n\x10SubscriptionInfo\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x0e\n\x06key_id\x18\x02 \x01(\r\x12\r\n\x05queue\x18\x03 \x01(\r\x12(\n\x07trigger\x18\x04 \x01(\x0e\x32\x17.vehicle.ess.v1.Trigger\"S\n\x18GetSubscriptionsResponse\x12\x37\n\rsubscriptions\x18\x01 \x03(\x0b\x32 .vehicle.ess.v1.SubscriptionInfo*7\n\x07Trigger\x12\x15\n\x11TRIGGER_ON_CHANGE\x10\x00\x12\x15\n\x11TRIGGER_ON_UPDATE\x10\x01*h\n\x06Status\x12\r\n\tSTATUS_OK\x10\x00\x12\x14\n\x10STATUS_NOT_FOUND\x10\x01\x12\x1c\n\x18STATUS_PERMISSION_DENIED\x10\x02\x12\x1b\n\x17STATUS_INVALID_ARGUMENT\x10\x03\x32\xe6\x02\n\x0c\x45ventService\x12K\n\tGetEvents\x12 .vehicle.ess.v1.GetEventsRequest\x1a\x1a.vehicle.ess.v1.EventBatch0\x01\x12M\n\x08Register\x12\x1f.vehicle.ess.v1.RegisterRequest\x1a .vehicle.ess.v1.RegisterResponse\x12S\n\nDeregister\x12!.vehicle.ess.v1.DeregisterRequest\x1a\".vehicle.ess.v1.DeregisterResponse\x12\x65\n\x10GetSubscriptions\x12\'.vehicle.ess.v1.GetSubscriptionsRequest\x1a(.vehicle.ess.v1.GetSubscriptionsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'vehicle.ess.v1.ess_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_TRIGGER']._serialized_start=1517
-  _globals['_TRIGGER']._serialized_end=1572
-  _globals['_STATUS']._serialized_start=1574
-  _globals['_STATUS']._serialized_end=1678
+  _globals['_TRIGGER']._serialized_start=1530
+  _globals['_TRIGGER']._serialized_end=1585
+  _globals['_STATUS']._serialized_start=1587
+  _globals['_STATUS']._serialized_end=1691
   _globals['_QUEUECONFIG']._serialized_start=44
   _globals['_QUEUECONFIG']._serialized_end=112
   _globals['_GETEVENTSREQUEST']._serialized_start=114
@@ -58,19 +58,19 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_REGISTERREQUEST']._serialized_start=902
   _globals['_REGISTERREQUEST']._serialized_end=972
   _globals['_SUBSCRIPTIONRESULT']._serialized_start=975
-  _globals['_SUBSCRIPTIONRESULT']._serialized_end=1114
-  _globals['_REGISTERRESPONSE']._serialized_start=1116
-  _globals['_REGISTERRESPONSE']._serialized_end=1187
-  _globals['_DEREGISTERREQUEST']._serialized_start=1189
-  _globals['_DEREGISTERREQUEST']._serialized_end=1222
-  _globals['_DEREGISTERRESPONSE']._serialized_start=1224
-  _globals['_DEREGISTERRESPONSE']._serialized_end=1297
-  _globals['_GETSUBSCRIPTIONSREQUEST']._serialized_start=1299
-  _globals['_GETSUBSCRIPTIONSREQUEST']._serialized_end=1324
-  _globals['_SUBSCRIPTIONINFO']._serialized_start=1326
-  _globals['_SUBSCRIPTIONINFO']._serialized_end=1430
-  _globals['_GETSUBSCRIPTIONSRESPONSE']._serialized_start=1432
-  _globals['_GETSUBSCRIPTIONSRESPONSE']._serialized_end=1515
-  _globals['_EVENTSERVICE']._serialized_start=1681
-  _globals['_EVENTSERVICE']._serialized_end=2039
+  _globals['_SUBSCRIPTIONRESULT']._serialized_end=1127
+  _globals['_REGISTERRESPONSE']._serialized_start=1129
+  _globals['_REGISTERRESPONSE']._serialized_end=1200
+  _globals['_DEREGISTERREQUEST']._serialized_start=1202
+  _globals['_DEREGISTERREQUEST']._serialized_end=1235
+  _globals['_DEREGISTERRESPONSE']._serialized_start=1237
+  _globals['_DEREGISTERRESPONSE']._serialized_end=1310
+  _globals['_GETSUBSCRIPTIONSREQUEST']._serialized_start=1312
+  _globals['_GETSUBSCRIPTIONSREQUEST']._serialized_end=1337
+  _globals['_SUBSCRIPTIONINFO']._serialized_start=1339
+  _globals['_SUBSCRIPTIONINFO']._serialized_end=1443
+  _globals['_GETSUBSCRIPTIONSRESPONSE']._serialized_start=1445
+  _globals['_GETSUBSCRIPTIONSRESPONSE']._serialized_end=1528
+  _globals['_EVENTSERVICE']._serialized_start=1694
+  _globals['_EVENTSERVICE']._serialized_end=2052
 # @@protoc_insertion_point(module_scope)

@@ -124,18 +124,20 @@ class RegisterRequest(_message.Message):
     def __init__(self, subscriptions: _Optional[_Iterable[_Union[Subscription, _Mapping]]] = ...) -> None: ...
 
 class SubscriptionResult(_message.Message):
-    __slots__ = ("key", "key_id", "status", "current", "detail")
+    __slots__ = ("key", "key_id", "status", "current", "detail", "seq")
     KEY_FIELD_NUMBER: _ClassVar[int]
     KEY_ID_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     CURRENT_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
     key: str
     key_id: int
     status: Status
     current: bytes
     detail: str
-    def __init__(self, key: _Optional[str] = ..., key_id: _Optional[int] = ..., status: _Optional[_Union[Status, str]] = ..., current: _Optional[bytes] = ..., detail: _Optional[str] = ...) -> None: ...
+    seq: int
+    def __init__(self, key: _Optional[str] = ..., key_id: _Optional[int] = ..., status: _Optional[_Union[Status, str]] = ..., current: _Optional[bytes] = ..., detail: _Optional[str] = ..., seq: _Optional[int] = ...) -> None: ...
 
 class RegisterResponse(_message.Message):
     __slots__ = ("results",)

@@ -73,7 +73,9 @@ class EventServiceServicer:
         queued, is lost). Providers and other apps are never slowed down.
 
         A second GetEvents of the same app replaces the first: the old stream ends
-        with ABORTED; subscriptions stay. When the stream ends for any reason,
+        with ABORTED and trailing metadata `vmw-reason: replaced` (a client should
+        not reconnect then: another instance of the app took over); subscriptions
+        stay. When the stream ends for any reason,
         everything of the app (subscriptions, queues) is removed.
 
         Errors: UNAUTHENTICATED (identity; also ends the stream when its token

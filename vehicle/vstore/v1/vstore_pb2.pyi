@@ -133,13 +133,19 @@ class GetResponse(_message.Message):
     def __init__(self, values: _Optional[_Iterable[_Union[Value, _Mapping]]] = ..., not_found: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ListKeysRequest(_message.Message):
-    __slots__ = ("prefix",)
+    __slots__ = ("prefix", "limit", "start_after")
     PREFIX_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    START_AFTER_FIELD_NUMBER: _ClassVar[int]
     prefix: str
-    def __init__(self, prefix: _Optional[str] = ...) -> None: ...
+    limit: int
+    start_after: str
+    def __init__(self, prefix: _Optional[str] = ..., limit: _Optional[int] = ..., start_after: _Optional[str] = ...) -> None: ...
 
 class ListKeysResponse(_message.Message):
-    __slots__ = ("keys",)
+    __slots__ = ("keys", "next_start_after")
     KEYS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_START_AFTER_FIELD_NUMBER: _ClassVar[int]
     keys: _containers.RepeatedCompositeFieldContainer[KeyId]
-    def __init__(self, keys: _Optional[_Iterable[_Union[KeyId, _Mapping]]] = ...) -> None: ...
+    next_start_after: str
+    def __init__(self, keys: _Optional[_Iterable[_Union[KeyId, _Mapping]]] = ..., next_start_after: _Optional[str] = ...) -> None: ...

@@ -135,6 +135,9 @@ class VStoreServicer:
     def ListKeys(self, request, context):
         """Names and ids of the keys in a branch (all keys without a prefix),
         sorted by name. `Vehicle.Cabin` matches itself and `Vehicle.Cabin.*`.
+        Paged: at most `limit` keys (0 or above the server's page size: the page
+        size, 10000 by default) after `start_after`; `next_start_after` is where
+        the next page starts, empty after the last one.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
