@@ -1,0 +1,136 @@
+"""A client flooding the middleware beyond its rate limit does not take a
+well-behaved client's latency with it.
+
+The middleware, the flooder and the measured client are three processes, as
+in a vehicle. The flooder sends as fast as it can from 16 concurrent calls;
+it is refused (RESOURCE_EXHAUSTED) beyond its rate. The polite client's call
+latency is measured before and during the flood.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import select
+import signal
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+
+import grpc
+
+from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+
+FLOODER = textwrap.dedent("""
+    import asyncio, sys, time, grpc
+    from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+
+    async def main(address, seconds):
+        ok = refused = 0
+        async with grpc.aio.insecure_channel(address) as channel:
+            stub = vstore_pb2_grpc.VStoreStub(channel)
+            md = (("app-id", "flooder"),)
+            deadline = time.monotonic() + seconds
+
+            async def worker():
+                nonlocal ok, refused
+                while time.monotonic() < deadline:
+                    try:
+                        await stub.ListKeys(vstore_pb2.ListKeysRequest(), metadata=md)
+                        ok += 1
+                    except grpc.aio.AioRpcError as e:
+                        assert e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, e
+                        refused += 1
+
+            await asyncio.gather(*(worker() for _ in range(16)))
+        print(ok, refused, flush=True)
+
+    asyncio.run(main(sys.argv[1], float(sys.argv[2])))
+""")
+
+
+def start_middleware() -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "middleware",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--log-level",
+            "WARNING",
+            "--rate-limit-rps",
+            "200",
+            "--rate-limit-burst",
+            "200",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], 30)
+    line = proc.stdout.readline() if ready else ""
+    if not line.startswith("listening on "):
+        proc.kill()
+        raise AssertionError(f"middleware did not start: {line!r}")
+    return proc, line.split()[-1]
+
+
+async def polite_latencies_ms(address: str, calls: int) -> list[float]:
+    out = []
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = vstore_pb2_grpc.VStoreStub(channel)
+        md = (("app-id", "polite"),)
+        await stub.AddKeys(vstore_pb2.AddKeysRequest(names=["Vehicle.Speed"]), metadata=md)
+        for i in range(calls):  # 100 calls/s: well inside its limit
+            t0 = time.perf_counter()
+            await stub.Set(
+                vstore_pb2.SetRequest(
+                    updates=[vstore_pb2.Update(name="Vehicle.Speed", data=i.to_bytes(4, "big"))]
+                ),
+                metadata=md,
+            )
+            out.append((time.perf_counter() - t0) * 1000)
+            await asyncio.sleep(0.01)  # the polite client's own pace, not synchronisation
+    return out
+
+
+def p99(values: list[float]) -> float:
+    return sorted(values)[int(0.99 * (len(values) - 1))]
+
+
+async def test_a_flooding_client_is_refused_and_a_polite_one_keeps_its_latency() -> None:
+    mw, address = start_middleware()
+    flooder = None
+    try:
+        before = await polite_latencies_ms(address, 150)
+        flooder = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            FLOODER,
+            address,
+            "4",
+            stdout=asyncio.subprocess.PIPE,
+            env={**os.environ},
+        )
+        during = await polite_latencies_ms(address, 150)
+        out, _ = await asyncio.wait_for(flooder.communicate(), 30)
+        ok, refused = map(int, out.split())
+    finally:
+        if flooder is not None and flooder.returncode is None:
+            flooder.kill()
+        mw.send_signal(signal.SIGTERM)
+        mw.wait(15)
+    print(
+        f"polite Set latency ms: before p50 {statistics.median(before):.2f} p99 {p99(before):.2f}; "
+        f"during flood p50 {statistics.median(during):.2f} p99 {p99(during):.2f}; "
+        f"flooder ok {ok} refused {refused}"
+    )
+    assert refused > ok  # the flood went far beyond its 200/s
+    assert ok <= 200 * 5 + 200  # its rate (4 s at 200/s) plus its burst, with slack
+    assert statistics.median(during) < max(5 * statistics.median(before), 5.0)
+    assert p99(during) < max(5 * p99(before), 25.0)
