@@ -25,6 +25,17 @@ _Event = ess_pb2.Event
 _Data = ess_pb2.DataUpdated
 
 
+def _batch(seq: int, n: int, keys: int, value: bytes) -> ess_pb2.EventBatch:
+    """``n`` events after ``seq``, built one by one as the middleware builds them."""
+    now = time.time_ns()
+    return ess_pb2.EventBatch(
+        events=[
+            _Event(data_updated=_Data(key=1 + (s % keys), seq=s, time_ns=now, data=value, queue=0))
+            for s in range(seq + 1, seq + n + 1)
+        ]
+    )
+
+
 class BareEventService(ess_pb2_grpc.EventServiceServicer):
     def __init__(self, batch: int, keys: int, value_size: int) -> None:
         self._batch = batch
@@ -35,20 +46,9 @@ class BareEventService(ess_pb2_grpc.EventServiceServicer):
         started = ess_pb2.StreamStarted(boot_id="bare")
         await context.write(ess_pb2.EventBatch(events=[_Event(started=started)]))
         seq = 0
-        keys, value, n = self._keys, self._value, self._batch
         while True:
-            now = time.time_ns()
-            events = []
-            for _ in range(n):
-                seq += 1
-                events.append(
-                    _Event(
-                        data_updated=_Data(
-                            key=1 + (seq % keys), seq=seq, time_ns=now, data=value, queue=0
-                        )
-                    )
-                )
-            await context.write(ess_pb2.EventBatch(events=events))
+            await context.write(_batch(seq, self._batch, self._keys, self._value))
+            seq += self._batch
 
     async def Register(self, request: Any, context: Any) -> Any:
         return ess_pb2.RegisterResponse(
@@ -70,20 +70,9 @@ class SyncBareEventService(ess_pb2_grpc.EventServiceServicer):
     def GetEvents(self, request: Any, context: Any) -> Any:
         yield ess_pb2.EventBatch(events=[_Event(started=ess_pb2.StreamStarted(boot_id="bare"))])
         seq = 0
-        keys, value, n = self._keys, self._value, self._batch
         while context.is_active():
-            now = time.time_ns()
-            events = []
-            for _ in range(n):
-                seq += 1
-                events.append(
-                    _Event(
-                        data_updated=_Data(
-                            key=1 + (seq % keys), seq=seq, time_ns=now, data=value, queue=0
-                        )
-                    )
-                )
-            yield ess_pb2.EventBatch(events=events)
+            yield _batch(seq, self._batch, self._keys, self._value)
+            seq += self._batch
 
     Register = BareEventService.Register  # type: ignore[assignment]
 

@@ -187,10 +187,7 @@ async def measure(
 ) -> tuple[Tally, float]:
     tally = Tally()
     if subscribe:  # the keys must exist before the apps subscribe to them
-        async with grpc.aio.insecure_channel(address) as channel:
-            await vstore_pb2_grpc.VStoreStub(channel).AddKeys(
-                vstore_pb2.AddKeysRequest(names=KEYS), metadata=(("app-id", "bench-setup"),)
-            )
+        await add_keys(address)
     readies = [asyncio.Event() for _ in range(apps)]
     tasks = [
         asyncio.create_task(
@@ -233,6 +230,14 @@ async def measure(
     if provider is not None:
         await provider.communicate()
     return tally, tally.events / elapsed
+
+
+async def add_keys(address: str) -> None:
+    """The benchmark's keys, added before any app subscribes."""
+    async with grpc.aio.insecure_channel(address) as channel:
+        await vstore_pb2_grpc.VStoreStub(channel).AddKeys(
+            vstore_pb2.AddKeysRequest(names=KEYS), metadata=(("app-id", "bench-setup"),)
+        )
 
 
 def pct(values: list[int], q: float) -> float:
@@ -327,10 +332,7 @@ async def stuck(args: argparse.Namespace) -> None:
     """RSS of the middleware while one app never reads and another keeps up."""
     mw, address = spawn("middleware", "serve", "--listen", "127.0.0.1:0", "--log-level", "WARNING")
     try:
-        async with grpc.aio.insecure_channel(address) as channel:
-            await vstore_pb2_grpc.VStoreStub(channel).AddKeys(
-                vstore_pb2.AddKeysRequest(names=KEYS), metadata=(("app-id", "bench-setup"),)
-            )
+        await add_keys(address)
         tally = Tally(measuring=True)
         ready = [asyncio.Event(), asyncio.Event()]
         tasks = [
