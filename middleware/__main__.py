@@ -54,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
         serve.add_argument(
             f"--{f.name.replace('_', '-')}",
             dest=f.name,
-            type=kind,
+            type=str if kind is bool else kind,  # load_settings parses true/false
             default=None,
             help=f"(default {f.default!r}; env VMW_{f.name.upper()})",
         )

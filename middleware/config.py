@@ -66,6 +66,18 @@ class Settings:
     publish_burst: int = 10_000
     claim_grace_s: float = 5.0
     """A key claimed by an app with no open stream is released after this long."""
+    vehicle_id: str = "vehicle"
+    """Written in every journal record."""
+    journal_dir: str = ""
+    """Directory of the telemetry journal (empty: no journal)."""
+    journal_level: str = "drops"
+    """``lifecycle``, ``drops`` or ``full`` (see middleware.journal.records)."""
+    journal_segment_bytes: int = 8 * 1024 * 1024
+    journal_max_bytes: int = 256 * 1024 * 1024
+    """Retention: the oldest segments go when the journal is bigger."""
+    journal_gzip: bool = False
+    journal_buffer: int = 100_000
+    """Records waiting for the writer; beyond it they are dropped and counted."""
 
     def __post_init__(self) -> None:
         positive = (
@@ -82,6 +94,9 @@ class Settings:
             "rate_limit_burst",
             "publish_messages_per_s",
             "publish_burst",
+            "journal_segment_bytes",
+            "journal_max_bytes",
+            "journal_buffer",
         )
         for name in positive:
             if getattr(self, name) < 1:
@@ -95,6 +110,10 @@ class Settings:
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.journal_level not in ("lifecycle", "drops", "full"):
+            raise ValueError(
+                f"journal_level must be lifecycle, drops or full, got {self.journal_level!r}"
+            )
         if self.auth_mode not in ("open", "token"):
             raise ValueError(f"auth_mode must be 'open' or 'token', got {self.auth_mode!r}")
         if self.auth_mode == "token" and not self.token_public_key:
@@ -105,7 +124,17 @@ class Settings:
             raise ValueError("max_message_bytes must exceed max_value_size by at least 1 KiB")
 
 
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
 def _coerce(name: str, raw: Any, kind: type) -> Any:
+    if kind is bool:
+        if isinstance(raw, bool):
+            return raw
+        if isinstance(raw, str) and raw.lower() in _TRUE | _FALSE:
+            return raw.lower() in _TRUE
+        raise ValueError(f"setting {name}: expected true or false, got {raw!r}")
     if isinstance(raw, kind) and not (kind is int and isinstance(raw, bool)):
         return raw
     if isinstance(raw, str):

@@ -11,12 +11,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 from ess import EventSubSystem, QueueConfig
 from middleware.access import Access
 from middleware.config import Settings
 from middleware.errors import LimitExceededError
+from middleware.journal.records import Level
+from middleware.journal.taps import DropJournal, PublishTap
+from middleware.journal.writer import Journal
 from vstore import VStore
 
 __all__ = ["AppStream", "Runtime"]
@@ -71,13 +77,35 @@ class Runtime:
         self.boot_id = uuid.uuid4().hex
         self.access = Access(settings)
         self.store = VStore(max_value_size=settings.max_value_size, max_keys=settings.max_keys)
+        self.journal: Journal | None = None
+        drops: DropJournal | None = None
+        if settings.journal_dir:
+            self.journal = Journal(
+                Path(settings.journal_dir),
+                vehicle_id=settings.vehicle_id,
+                boot_id=self.boot_id,
+                level=Level.parse(settings.journal_level),
+                segment_bytes=settings.journal_segment_bytes,
+                max_bytes=settings.journal_max_bytes,
+                compress=settings.journal_gzip,
+                buffer=settings.journal_buffer,
+            )
+            drops = DropJournal(self.journal, self.store)
+        full = self.journal is not None and self.journal.full
         self.ess = EventSubSystem(
             self.store,
             event_budget=settings.event_budget,
             lifecycle_capacity=settings.lifecycle_capacity,
             read_policy=self.access,
+            observer=drops if self.journal is not None and self.journal.drops else None,
+            on_queued=drops.event_queued if full and drops is not None else None,
         )
-        self.store.set_listener(self.ess)
+        self.publish_tap: PublishTap | None = None
+        if full and self.journal is not None:
+            self.publish_tap = PublishTap(self.journal, self.store, self.ess)
+            self.store.set_listener(self.publish_tap)
+        else:
+            self.store.set_listener(self.ess)
         self._streams: dict[str, AppStream] = {}
         self._expiry: dict[str, asyncio.TimerHandle] = {}
         self._removals = 0
@@ -103,6 +131,24 @@ class Runtime:
             self.keys_version = f"{self.boot_id}.{self._removals}"
         return removed, not_found
 
+    def record(self, kind: str, **fields: Any) -> None:
+        """Journal a record, if there is a journal."""
+        if self.journal is not None:
+            self.journal.record(kind, **fields)
+
+    @contextmanager
+    def writing(self, app: str) -> Iterator[None]:
+        """Writes inside are journaled (at the full level) with ``app`` as the writer."""
+        tap = self.publish_tap
+        if tap is None:
+            yield
+            return
+        tap.writer = app
+        try:
+            yield
+        finally:
+            tap.writer = ""
+
     def has_stream(self, app: str) -> bool:
         """Whether the app has an open event stream now."""
         return app in self._streams
@@ -126,6 +172,15 @@ class Runtime:
             timer.cancel()
         old = self._streams.get(app)
         self._streams[app] = stream
+        self.record(
+            "connect",
+            app=app,
+            stream="events",
+            details={
+                "queues": [[c.queue, c.min_length, c.max_length] for c in stream.effective],
+                "replaces": old is not None,
+            },
+        )
         if old is not None:
             old.replace()
             log.info("app %s: new event stream replaces the previous one", app)
@@ -135,6 +190,16 @@ class Runtime:
 
     def close_stream(self, stream: AppStream) -> None:
         """The stream ended. If it was the app's current one, the app goes (now or after grace)."""
+        self.record(
+            "disconnect",
+            app=stream.app,
+            stream="events",
+            details={
+                "replaced": stream.replaced,
+                "token_expired": stream.expired,
+                "shutdown": stream.ended,
+            },
+        )
         if self._streams.get(stream.app) is not stream:
             return  # replaced: the newer stream owns the app's state
         del self._streams[stream.app]

@@ -7,6 +7,7 @@ a peer that vanished is found and its app removed.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 
@@ -51,6 +52,8 @@ class RunningServer:
         self.runtime.begin_shutdown()
         await self.server.stop(grace)
         self.runtime.shutdown()
+        if self.runtime.journal is not None:
+            self.runtime.journal.close("shutdown")
         log.info("middleware stopped (boot %s)", self.runtime.boot_id)
 
 
@@ -102,6 +105,14 @@ async def start_server(settings: Settings, runtime: Runtime | None = None) -> Ru
         server.add_insecure_port(f"unix:{settings.unix_socket}")
         address = address or f"unix:{settings.unix_socket}"
     await server.start()
+    if runtime.journal is not None:
+        runtime.journal.start(
+            address=address,
+            level=runtime.journal.level.name.lower(),
+            settings={
+                k: v for k, v in dataclasses.asdict(settings).items() if not k.startswith("token")
+            },
+        )
     for name in ("", *SERVICES):
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)
     log.info("middleware listening on %s (boot %s)", address, runtime.boot_id)

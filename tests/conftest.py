@@ -20,3 +20,14 @@ async def eventually(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         await asyncio.sleep(0.005)
+
+
+def wait_until(
+    condition: Callable[[], bool], *, timeout: float = 5.0, what: str = "condition"
+) -> None:
+    """The synchronous twin of :func:`eventually`, for threads (e.g. the journal writer)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.002)

@@ -15,7 +15,7 @@ from typing import Any
 
 import grpc
 
-from ess import NotReadingEventsError
+from ess import DataUpdated, NotReadingEventsError
 from middleware.errors import LimitExceededError
 from middleware.rpc import convert
 from middleware.rpc.identity import caller
@@ -49,6 +49,7 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
             expiry = loop.call_later(max(0.0, who.expires_at - time.time()), stream.expire)
         ess = self._rt.ess
         batch_max = self._rt.settings.batch_max
+        journal = self._rt.journal
         max_bytes = self._rt.settings.max_message_bytes - 1024
         dropped_before = ess.dropped(app)
         struggling = False
@@ -62,9 +63,23 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
                     await doorbell.wait()
                     if stream.replaced or stream.expired or stream.ended:
                         break
-                batch = convert.event_batch(ess.drain(app, batch_max))
+                events = ess.drain(app, batch_max)
+                batch = convert.event_batch(events)
                 for part in convert.split_to_fit(batch, max_bytes):
                     await context.write(part)
+                if journal is not None and journal.full:
+                    sent = time.time_ns()
+                    for e in events:
+                        if type(e) is DataUpdated:
+                            journal.record(
+                                "delivered",
+                                app=app,
+                                key_id=e.key,
+                                seq=e.seq,
+                                queue=e.queue,
+                                write_time_ns=e.time_ns,
+                                sent_ns=sent,
+                            )
                 # One warning per episode of drops, not one per drop.
                 dropped = ess.dropped(app)
                 if dropped != dropped_before and not struggling:
@@ -79,8 +94,8 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
                     )
                     dropped_before = dropped
         except asyncio.CancelledError:
-            if not (stream.replaced or stream.expired or stream.ended):
-                raise
+            if not (stream.replaced or stream.expired or stream.ended) or context.cancelled():
+                raise  # the peer went away (or the server is cancelling it): nothing to say
         finally:
             if expiry is not None:
                 expiry.cancel()
@@ -129,6 +144,16 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
             "ask for them in smaller requests",
         )
         results = self._rt.ess.register(app, requests)
+        for req, res in zip(requests, results, strict=True):
+            self._rt.record(
+                "register",
+                app=app,
+                key=res.key,
+                key_id=res.key_id,
+                queue=req.queue,
+                trigger=req.trigger.name.lower(),
+                status=res.status.name.lower(),
+            )
         return ess_pb2.RegisterResponse(results=convert.register_response(results))
 
     def _check_subscription_limit(self, app: str, keys: list[str]) -> None:
@@ -147,6 +172,10 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
         app = caller(context, self._rt.access).app
         convert.check_count("keys", request.keys, self._rt.settings.max_keys_per_request)
         results = self._rt.ess.deregister(app, list(request.keys))
+        for r in results:
+            self._rt.record(
+                "deregister", app=app, key=r.key, key_id=r.key_id, status=r.status.name.lower()
+            )
         return ess_pb2.DeregisterResponse(results=convert.register_response(results))
 
     @maps_errors()

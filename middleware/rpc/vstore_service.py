@@ -56,12 +56,16 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
                 access.check(who, "provide", name, field=f"names[{i}]")
         if request.claim:
             access.check_claimable(who, names)
-        before = len(store)
+        new = {n for n in names if n not in store}
         ids = store.add_keys(names)
         if request.claim:
             access.claim(who, names)
-        if len(store) != before:
-            log.info("app %s added %d keys", who.app, len(store) - before)
+        if new:
+            log.info("app %s added %d keys", who.app, len(new))
+            for name, key_id in zip(names, ids, strict=True):
+                if name in new:
+                    new.discard(name)
+                    self._rt.record("key_added", app=who.app, key=name, key_id=key_id)
         return vstore_pb2.AddKeysResponse(
             keys=[vstore_pb2.KeyId(name=n, id=i) for n, i in zip(names, ids, strict=True)],
             keys_version=self._rt.keys_version,
@@ -86,6 +90,8 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         removed, not_found = self._rt.remove_keys(names)
         if removed:
             log.info("app %s removed %d keys", who.app, len(removed))
+            for name, key_id in removed:
+                self._rt.record("key_removed", app=who.app, key=name, key_id=key_id)
         return vstore_pb2.RemoveKeysResponse(
             removed=[vstore_pb2.KeyId(name=n, id=i) for n, i in removed], not_found=not_found
         )
@@ -103,7 +109,8 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
             name = u.key if isinstance(u.key, str) else store.name_of(u.key)
             if name is not None and name in store:
                 access.check(who, "provide", name, field=f"updates[{i}]")
-        return convert.set_response(store.set_many(updates))
+        with self._rt.writing(who.app):
+            return convert.set_response(store.set_many(updates))
 
     @maps_errors()
     async def Publish(
@@ -114,10 +121,12 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         who = caller(context, self._rt.access)
         access = self._rt.access
         access.stream_opened(who.app, publish=True)
+        self._rt.record("connect", app=who.app, stream="publish", details={})
         try:
             return await self._publish(who, request_iterator, context)
         finally:
             access.stream_closed(who.app, publish=True)
+            self._rt.record("disconnect", app=who.app, stream="publish", details={})
 
     async def _publish(
         self,
@@ -167,7 +176,8 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
                             access.check(
                                 who, "provide", name, field=f"updates[{i}] (batch {batches})"
                             )
-                store.set_many(batch)
+                with rt.writing(who.app):
+                    store.set_many(batch)
             except VStoreError as e:
                 code, message = status_for(e, field="updates")
                 await context.abort(

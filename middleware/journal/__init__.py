@@ -1,0 +1,24 @@
+"""The telemetry journal: what happened to every event, hash-chained, on disk.
+
+:mod:`records` (kinds and levels), :mod:`chain` (offsets and the hash chain,
+pure), :mod:`writer` (the bounded buffer, the writer thread, segments and
+retention), :mod:`reader` (reading segments back, skipping torn lines, and
+verifying chains).
+"""
+
+from middleware.journal.chain import Chain, OffsetCounter, record_hash
+from middleware.journal.reader import JournalReport, read_journal, verify
+from middleware.journal.records import KINDS, Level
+from middleware.journal.writer import Journal
+
+__all__ = [
+    "KINDS",
+    "Chain",
+    "Journal",
+    "JournalReport",
+    "Level",
+    "OffsetCounter",
+    "read_journal",
+    "record_hash",
+    "verify",
+]

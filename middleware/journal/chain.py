@@ -1,0 +1,67 @@
+"""Record offsets and the hash chain. Pure: no I/O, no clock.
+
+Offsets follow the "logged event offsets" scheme: the first record after a
+start gets a random offset in 0..2^32-1, each next one the previous + 1 modulo
+2^32. A reader that sees a new ``boot_id`` knows of a restart; a gap in the
+offsets within a boot is a lost record.
+
+The chain: each record carries the ``hash`` of the record written before it
+in the same boot as ``prev_hash`` (empty for the first), and its own ``hash``
+is SHA-256 over its canonical JSON without the ``hash`` field. Editing,
+reordering or deleting a written record breaks a link.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import secrets
+from typing import Any, Final
+
+__all__ = ["OFFSET_MOD", "Chain", "OffsetCounter", "canonical", "record_hash"]
+
+OFFSET_MOD: Final = 2**32
+
+
+class OffsetCounter:
+    """Hands out record offsets: random start, +1 modulo 2^32.
+
+    Safe to share between the event loop and the writer thread: ``take`` is
+    one call into ``itertools.count``, which the GIL makes atomic.
+    """
+
+    __slots__ = ("_count",)
+
+    def __init__(self, start: int | None = None) -> None:
+        first = secrets.randbelow(OFFSET_MOD) if start is None else start % OFFSET_MOD
+        self._count = itertools.count(first)
+
+    def take(self) -> int:
+        return next(self._count) % OFFSET_MOD
+
+
+def canonical(record: dict[str, Any]) -> bytes:
+    """The bytes a record's hash is computed over: sorted keys, no spaces, no ``hash``."""
+    body = {k: v for k, v in record.items() if k != "hash"}
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def record_hash(record: dict[str, Any]) -> str:
+    """SHA-256 hex of :func:`canonical`."""
+    return hashlib.sha256(canonical(record)).hexdigest()
+
+
+class Chain:
+    """Links records in the order they are written."""
+
+    __slots__ = ("last",)
+
+    def __init__(self) -> None:
+        self.last = ""
+
+    def link(self, record: dict[str, Any]) -> dict[str, Any]:
+        """Set ``prev_hash`` and ``hash`` on ``record`` (in place) and return it."""
+        record["prev_hash"] = self.last
+        record["hash"] = self.last = record_hash(record)
+        return record

@@ -1,0 +1,141 @@
+"""The journal: offsets, the hash chain, segments, retention, torn lines, drops."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+from middleware.journal import Journal, JournalReport, Level, OffsetCounter, read_journal, verify
+from middleware.journal.chain import Chain
+from middleware.journal.writer import segment_files
+from tests.conftest import wait_until
+
+
+def make(tmp_path: Path, **kw: object) -> Journal:
+    ticks = itertools.count(1)
+    return Journal(tmp_path, vehicle_id="car-1", boot_id="boot-a", clock=lambda: next(ticks), **kw)  # type: ignore[arg-type]
+
+
+def test_offsets_start_where_told_and_wrap_modulo_2_to_the_32() -> None:
+    c = OffsetCounter(2**32 - 2)
+    assert [c.take() for _ in range(4)] == [2**32 - 2, 2**32 - 1, 0, 1]
+    assert OffsetCounter().take() != OffsetCounter().take()  # random starts (2^-32 to fail)
+
+
+def chained(n: int) -> list[dict[str, object]]:
+    chain = Chain()
+    return [
+        chain.link({"kind": "publish", "boot_id": "b", "offset": i, "key": f"K{i}"})
+        for i in range(n)
+    ]
+
+
+def test_an_untouched_chain_verifies() -> None:
+    report = verify(chained(5))
+    assert report.intact
+    assert report.boots["b"].records == 5
+    assert report.boots["b"].offset_gaps == 0
+
+
+def test_an_edited_record_breaks_the_chain_at_that_record() -> None:
+    records = chained(5)
+    records[2]["key"] = "Tampered"
+    report = verify(records)
+    assert report.boots["b"].first_broken_link == 2
+    assert "hash does not match" in report.boots["b"].broken_reason
+
+
+def test_a_deleted_record_shows_as_a_broken_link_and_an_offset_gap() -> None:
+    records = chained(5)
+    del records[2]
+    b = verify(records).boots["b"]
+    assert b.first_broken_link == 3
+    assert b.offset_gaps == 1
+
+
+def test_reordered_records_break_the_chain() -> None:
+    records = chained(5)
+    records[1], records[2] = records[2], records[1]
+    assert verify(records).boots["b"].first_broken_link == 2
+
+
+def test_records_are_written_chained_and_stamped(tmp_path: Path) -> None:
+    j = make(tmp_path, offset_start=7)
+    j.start(version="test")
+    j.record("key_added", app="p", key="Vehicle.Speed", key_id=1)
+    j.record(
+        "publish", key="Vehicle.Speed", key_id=1, version=1, changed=True, size=2, writer="p"
+    )  # FULL: not at the default level
+    j.record("lost", app="a", key="Vehicle.Speed", key_id=1, queue=0, seq=3, reason="full")
+    j.close()
+    records = read_journal([tmp_path])
+    assert [r["kind"] for r in records] == ["start", "key_added", "lost", "stop"]
+    assert [r["offset"] for r in records] == [7, 8, 9, 10]
+    assert {r["vehicle_id"] for r in records} == {"car-1"}
+    assert records[0]["prev_hash"] == ""
+    assert verify(records).intact
+
+
+def test_lifecycle_level_records_no_drops(tmp_path: Path) -> None:
+    j = make(tmp_path, level=Level.LIFECYCLE)
+    j.start()
+    j.record("evicted", app="a", key="K", key_id=1, queue=0, seq=1, reason="full")
+    j.close()
+    assert [r["kind"] for r in read_journal([tmp_path])] == ["start", "stop"]
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_segments_rotate_by_size_and_retention_removes_the_oldest(
+    tmp_path: Path, compress: bool
+) -> None:
+    j = make(tmp_path, level=Level.FULL, segment_bytes=2_000, max_bytes=6_000, compress=compress)
+    j.start()
+    for i in range(200):
+        j.record("queued", app="a", key_id=i, queue=0, seq=i + 1)
+    j.close()
+    files = segment_files(tmp_path)
+    assert len(files) >= 2
+    assert all(f.name.endswith(".jsonl.gz" if compress else ".jsonl") for f in files)
+    assert sum(f.stat().st_size for f in files) <= 6_000 + 2_000
+    records = read_journal([tmp_path])
+    assert records[-1]["kind"] == "stop"
+    # Retention removed the oldest segments: what is left still chains, from its first record.
+    assert records[0]["kind"] != "start"
+    kept = verify(records).boots["boot-a"]
+    assert kept.first_broken_link == records[0]["offset"]  # its prev_hash points at a removed one
+    assert kept.offset_gaps == 0
+
+
+def test_a_torn_last_line_is_skipped_and_reported(tmp_path: Path) -> None:
+    j = make(tmp_path)
+    j.start()
+    j.close()
+    [segment] = segment_files(tmp_path)
+    with segment.open("ab") as fh:
+        fh.write(b'{"kind":"lost","offset":99')  # the crash came mid-write
+    report = JournalReport()
+    records = read_journal([tmp_path], report)
+    assert [r["kind"] for r in records] == ["start", "stop"]
+    assert report.torn_lines == [f"{segment.name}:3"]
+
+
+def test_a_full_buffer_drops_records_counts_them_and_says_so(tmp_path: Path) -> None:
+    j = make(tmp_path, level=Level.FULL, buffer=10)
+    # The writer is not running yet: the buffer fills as if the disk stalled.
+    for i in range(25):
+        j.record("queued", app="a", key_id=1, queue=0, seq=i + 1)
+    assert j.dropped_total == 15
+    j.start()  # the writer catches up (its own start record may find the buffer still full)
+    wait_until(lambda: not j.pending(), what="the writer to drain the buffer")
+    j.record("queued", app="a", key_id=1, queue=0, seq=26)
+    j.close()
+    records = read_journal([tmp_path])
+    dropped = [r for r in records if r["kind"] == "journal_dropped"]
+    assert [r["cause"] for r in dropped] == ["buffer full"]
+    assert dropped[0]["count"] == j.dropped_total >= 15
+    report = verify(records)
+    boot = report.boots["boot-a"]
+    assert report.intact
+    assert boot.offset_gaps == boot.reported_dropped == j.dropped_total
