@@ -25,6 +25,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 
@@ -262,6 +263,7 @@ async def bench(args: argparse.Namespace) -> None:
             "WARNING",
             "--event-budget",
             "100000",
+            *journal_args(args),
         )
         try:
             tally, rate = await measure(
@@ -384,6 +386,13 @@ async def stuck(args: argparse.Namespace) -> None:
     )
 
 
+def journal_args(args: argparse.Namespace) -> list[str]:
+    if not args.journal:
+        return []
+    directory = tempfile.mkdtemp(prefix="vmw-bench-journal-")
+    return ["--journal-dir", directory, "--journal-level", args.journal]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="mode")
@@ -396,6 +405,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--latency-rate", type=float, default=10_000)
     parser.add_argument("--stuck-seconds", type=float, default=0.0)
+    parser.add_argument(
+        "--journal",
+        choices=("lifecycle", "drops", "full"),
+        default=None,
+        help="run the middleware with its journal at this level",
+    )
     parser.add_argument(
         "--compare-sync",
         action="store_true",

@@ -41,6 +41,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     mint.add_argument("--aud", default=None, help="audience (the middleware's token_audience)")
     mint.add_argument("--ttl", type=float, default=3600.0, help="seconds until it expires")
+    journal = sub.add_parser("journal", help="check a telemetry journal")
+    journal_sub = journal.add_subparsers(dest="journal_command", required=True)
+    verify_p = journal_sub.add_parser(
+        "verify", help="offsets, restarts, dropped records, torn lines and the hash chain"
+    )
+    verify_p.add_argument("paths", type=Path, nargs="+", help="journal directories or segments")
     serve = sub.add_parser("serve", help="run the middleware")
     serve.add_argument("--config", type=Path, help="TOML settings file")
     serve.add_argument(
@@ -106,10 +112,34 @@ def _token(args: argparse.Namespace) -> int:
     return 0
 
 
+def _journal(args: argparse.Namespace) -> int:
+    from middleware.journal import JournalReport, read_journal, verify
+
+    report = JournalReport()
+    records = read_journal(args.paths, report)
+    verify(records, report)
+    print(f"{len(records)} records, {len(report.boots)} boots, {len(report.torn_lines)} torn lines")
+    for line in report.torn_lines:
+        print(f"  torn line skipped: {line}")
+    for boot in report.boots.values():
+        link = (
+            "chain intact"
+            if boot.first_broken_link is None
+            else f"CHAIN BROKEN at offset {boot.first_broken_link}: {boot.broken_reason}"
+        )
+        print(
+            f"  boot {boot.boot_id}: {boot.records} records, {boot.offset_gaps} missing by "
+            f"offset ({boot.reported_dropped} reported dropped), {link}"
+        )
+    return 0 if report.intact else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "token":
         return _token(args)
+    if args.command == "journal":
+        return _journal(args)
     overrides = {f.name: getattr(args, f.name) for f in fields(Settings)}
     try:
         settings = load_settings(toml_path=args.config, env=os.environ, overrides=overrides)

@@ -139,3 +139,20 @@ def test_a_full_buffer_drops_records_counts_them_and_says_so(tmp_path: Path) -> 
     boot = report.boots["boot-a"]
     assert report.intact
     assert boot.offset_gaps == boot.reported_dropped == j.dropped_total
+
+
+def test_the_verify_command_reports_a_tampered_journal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from middleware.__main__ import main
+
+    j = make(tmp_path)
+    j.start()
+    j.record("key_added", app="p", key="Vehicle.Speed", key_id=1)
+    j.close()
+    assert main(["journal", "verify", str(tmp_path)]) == 0
+    assert "chain intact" in capsys.readouterr().out
+    [segment] = segment_files(tmp_path)
+    segment.write_text(segment.read_text().replace("Vehicle.Speed", "Vehicle.Spoof"))
+    assert main(["journal", "verify", str(tmp_path)]) == 1
+    assert "CHAIN BROKEN at offset" in capsys.readouterr().out
