@@ -345,7 +345,7 @@ class EventSubSystem:
         results: list[RegisterResult] = []
         state = self._apps.get(app)
         for name in keys:
-            resolved = self._resolve(app, name, check_policy=False)
+            resolved = self._resolve(app, name)
             if isinstance(resolved, RegisterResult):
                 results.append(resolved)
                 continue
@@ -462,16 +462,15 @@ class EventSubSystem:
             check_key_name(name)
         except InvalidKeyNameError as e:
             return RegisterResult(e.name, 0, Status.INVALID_ARGUMENT, detail=str(e))
+        # The policy first, by name: whether a key the app may not read exists
+        # is none of its business.
+        if check_policy and not self._policy.may_read(app, name):
+            return RegisterResult(
+                name, 0, Status.PERMISSION_DENIED, detail=f"app {app!r} may not read key {name!r}"
+            )
         key_id = self._source.id_of(name)
         if key_id is None:
             return RegisterResult(name, 0, Status.NOT_FOUND, detail=f"key {name!r} does not exist")
-        if check_policy and not self._policy.may_read(app, name):
-            return RegisterResult(
-                name,
-                key_id,
-                Status.PERMISSION_DENIED,
-                detail=f"app {app!r} may not read key {name!r}",
-            )
         return key_id
 
     def _purge(self, state: _App, key_id: int, *, keep: EventQueue | None = None) -> None:

@@ -23,14 +23,15 @@ import asyncio
 import logging
 import re
 import time
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from middleware.auth.scopes import ALL, Grants
-from middleware.auth.tokens import TokenError, TokenVerifier
+from middleware.auth.tokens import Claims, TokenError, TokenVerifier
 from middleware.config import Settings
 from middleware.errors import LimitExceededError, PermissionDeniedError, UnauthenticatedError
 
@@ -42,6 +43,7 @@ APP_ID_HEADER: Final = "app-id"
 AUTH_HEADER: Final = "authorization"
 _APP_ID: Final = re.compile(r"[A-Za-z0-9_.\-]{1,64}", re.ASCII)
 _MAX_BUCKETS: Final = 10_000
+_MAX_TOKEN_BYTES: Final = 8192
 
 
 @dataclass(frozen=True)
@@ -91,10 +93,15 @@ class Access:
         self._verifier: TokenVerifier | None = None
         if settings.auth_mode == "token":
             self._verifier = TokenVerifier.from_file(
-                Path(settings.token_public_key), audience=settings.token_audience or None
+                Path(settings.token_public_key),
+                audience=settings.token_audience or None,
+                leeway_s=settings.token_leeway_s,
             )
-        self._grants: dict[str, Grants] = {}
+        self._stream_grants: dict[str, Grants] = {}  # app -> grants of its event stream's token
+        self._calling: Caller | None = None  # set around ESS.register
         self._buckets: dict[str, TokenBucket] = {}
+        self._peer_buckets: dict[str, TokenBucket] = {}
+        self._tokens: OrderedDict[str, Claims] = OrderedDict()  # verified tokens, LRU
         self._claims: dict[str, str] = {}  # key name -> claiming app
         self._streams: Counter[str] = Counter()  # open streams per app
         self._publish_streams: Counter[str] = Counter()
@@ -106,13 +113,17 @@ class Access:
 
     # -- identity ------------------------------------------------------------------
 
-    def authenticate(self, metadata: Sequence[tuple[str, str | bytes]]) -> Caller:
-        """The caller of a call with this metadata, admitted by its rate limit.
+    def authenticate(self, metadata: Sequence[tuple[str, str | bytes]], peer: str = "") -> Caller:
+        """The caller of a call with this metadata, admitted by its rate limits.
+
+        A connection's requests are limited before its identity is checked
+        (so floods of bad tokens cost little), then the app's.
 
         Raises:
             UnauthenticatedError: missing, malformed or refused identity.
-            LimitExceededError: the app's request rate is exceeded.
+            LimitExceededError: the connection's or the app's request rate is exceeded.
         """
+        self._admit_peer(peer)
         app_ids = [v for k, v in metadata if k == APP_ID_HEADER]
         if len(app_ids) > 1:
             raise UnauthenticatedError(f"'{APP_ID_HEADER}' metadata given {len(app_ids)} times")
@@ -131,9 +142,29 @@ class Access:
             caller = Caller(app_id, ALL)
         else:
             caller = self._from_token(metadata, app_id)
-        self._grants[caller.app] = caller.grants
         self.admit(caller.app)
         return caller
+
+    def _admit_peer(self, peer: str) -> None:
+        if not peer:
+            return
+        bucket = self._peer_buckets.get(peer)
+        if bucket is None:
+            if len(self._peer_buckets) >= _MAX_BUCKETS:
+                for name in [n for n, b in self._peer_buckets.items() if b.full]:
+                    del self._peer_buckets[name]
+            s = self._settings
+            bucket = self._peer_buckets[peer] = TokenBucket(
+                s.rate_limit_rps * 2, s.rate_limit_burst * 2, self._clock
+            )
+        if not bucket.take():
+            s = self._settings
+            raise LimitExceededError(
+                "rate limit",
+                s.rate_limit_rps * 2,
+                f"connection {peer} sent more than {s.rate_limit_rps * 2:g} requests/s; "
+                "slow down and retry",
+            )
 
     def _from_token(
         self, metadata: Sequence[tuple[str, str | bytes]], app_id: str | None
@@ -147,10 +178,23 @@ class Access:
         scheme, _, token = values[0].partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise UnauthenticatedError(f"'{AUTH_HEADER}' metadata must be 'Bearer <token>'")
-        try:
-            claims = self._verifier.verify(token.strip())
-        except TokenError as e:
-            raise UnauthenticatedError(f"token refused: {e}") from e
+        token = token.strip()
+        if len(token) > _MAX_TOKEN_BYTES:
+            raise UnauthenticatedError(f"token refused: longer than {_MAX_TOKEN_BYTES} bytes")
+        claims = self._tokens.get(token)
+        if claims is not None and claims.expires_at <= time.time():
+            claims = None
+            del self._tokens[token]
+        if claims is None:
+            try:
+                claims = self._verifier.verify(token)
+            except TokenError as e:
+                raise UnauthenticatedError(f"token refused: {e}") from e
+            self._tokens[token] = claims  # the same Grants object: its match cache lasts
+            if len(self._tokens) > 1024:
+                self._tokens.popitem(last=False)
+        else:
+            self._tokens.move_to_end(token)
         if _APP_ID.fullmatch(claims.subject) is None:
             raise UnauthenticatedError("token subject is not a valid app id ([A-Za-z0-9_.-]{1,64})")
         if app_id is not None and app_id != claims.subject:
@@ -189,11 +233,34 @@ class Access:
     # -- authorization -------------------------------------------------------------
 
     def may_read(self, app: str, key: str) -> bool:
-        """The ESS's read policy: register and lifecycle broadcast consult it."""
-        grants = self._grants.get(app)
+        """The ESS's read policy: register and lifecycle broadcast consult it.
+
+        What the token of the app's event stream allows; during a Register call,
+        also what the token of that call allows (both must).
+        """
+        grants = self._stream_grants.get(app)
         if grants is None:
             return self.open_mode
-        return grants.allows("read", key)
+        if not grants.allows("read", key):
+            return False
+        calling = self._calling
+        return calling is None or calling.app != app or calling.grants.allows("read", key)
+
+    @contextmanager
+    def calling(self, caller: Caller) -> Iterator[None]:
+        """Inside, ``may_read`` also requires ``caller``'s own grants."""
+        self._calling = caller
+        try:
+            yield
+        finally:
+            self._calling = None
+
+    def stream_grants(self, app: str, grants: Grants | None) -> None:
+        """The grants of the app's event stream (None: the stream is gone)."""
+        if grants is None:
+            self._stream_grants.pop(app, None)
+        else:
+            self._stream_grants[app] = grants
 
     def check(self, caller: Caller, action: str, key: str, *, field: str = "") -> None:
         """Raise PermissionDeniedError unless ``caller`` may ``action`` the key.

@@ -54,6 +54,8 @@ class Settings:
     """PEM file of the RS256/ES256 public key that verifies tokens (token mode)."""
     token_audience: str = ""
     """Required ``aud`` of tokens (empty: not checked)."""
+    token_leeway_s: float = 5.0
+    """Clock skew tolerated on ``exp``, ``nbf`` and ``iat``."""
     max_apps: int = 256
     """Apps with an open event stream at once."""
     max_subscriptions_per_app: int = 10_000
@@ -107,6 +109,7 @@ class Settings:
             "keepalive_time_s",
             "keepalive_timeout_s",
             "claim_grace_s",
+            "token_leeway_s",
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")

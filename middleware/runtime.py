@@ -18,6 +18,7 @@ from typing import Any
 
 from ess import EventSubSystem, QueueConfig
 from middleware.access import Access
+from middleware.auth.scopes import ALL, Grants
 from middleware.config import Settings
 from middleware.errors import LimitExceededError
 from middleware.journal.records import Level
@@ -153,7 +154,9 @@ class Runtime:
         """Whether the app has an open event stream now."""
         return app in self._streams
 
-    def open_stream(self, app: str, queues: Sequence[QueueConfig]) -> AppStream:
+    def open_stream(
+        self, app: str, queues: Sequence[QueueConfig], grants: Grants = ALL
+    ) -> AppStream:
         """Open the app's stream, replacing an older one; configure its queues.
 
         Raises:
@@ -167,6 +170,17 @@ class Runtime:
             )
         stream = AppStream(app)
         stream.effective = self.ess.open_stream(app, queues, wake=stream.doorbell.set)
+        # What the app may read is what this stream's token allows; subscriptions
+        # kept from an earlier stream (another token) must pass it too.
+        self.access.stream_grants(app, grants)
+        denied = [
+            s.key for s in self.ess.subscriptions(app) if not self.access.may_read(app, s.key)
+        ]
+        if denied:
+            self.ess.deregister(app, denied)
+            log.info(
+                "app %s: %d subscriptions ended: its new token may not read them", app, len(denied)
+            )
         timer = self._expiry.pop(app, None)
         if timer is not None:
             timer.cancel()
@@ -219,6 +233,7 @@ class Runtime:
     def _remove(self, app: str) -> None:
         subs = len(self.ess.subscriptions(app))
         self.ess.remove_app(app)
+        self.access.stream_grants(app, None)
         log.info("app %s: event stream ended; removed it and its %d subscriptions", app, subs)
 
     def begin_shutdown(self) -> None:

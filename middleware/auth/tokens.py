@@ -45,14 +45,20 @@ class TokenVerifier:
         self, public_key_pem: bytes, *, audience: str | None = None, leeway_s: float = 0.0
     ) -> None:
         self._key = serialization.load_pem_public_key(public_key_pem)
-        if not isinstance(self._key, rsa.RSAPublicKey | ec.EllipticCurvePublicKey):
+        if isinstance(self._key, rsa.RSAPublicKey):
+            self._algorithms = ["RS256"]
+        elif isinstance(self._key, ec.EllipticCurvePublicKey):
+            self._algorithms = ["ES256"]
+        else:
             raise ValueError("the token public key must be RSA (RS256) or EC P-256 (ES256)")
         self._audience = audience
         self._leeway = leeway_s
 
     @classmethod
-    def from_file(cls, path: Path, *, audience: str | None = None) -> TokenVerifier:
-        return cls(path.read_bytes(), audience=audience)
+    def from_file(
+        cls, path: Path, *, audience: str | None = None, leeway_s: float = 0.0
+    ) -> TokenVerifier:
+        return cls(path.read_bytes(), audience=audience, leeway_s=leeway_s)
 
     def verify(self, token: str) -> Claims:
         """The token's claims, or TokenError saying what is wrong."""
@@ -60,7 +66,7 @@ class TokenVerifier:
             payload = jwt.decode(
                 token,
                 self._key,  # type: ignore[arg-type]
-                algorithms=list(ALGORITHMS),
+                algorithms=self._algorithms,  # only the key's own: no algorithm confusion
                 audience=self._audience,
                 leeway=self._leeway,
                 options={"require": ["exp", "sub"], "verify_aud": self._audience is not None},
@@ -77,7 +83,11 @@ class TokenVerifier:
             raise TokenError(
                 f"token algorithm not allowed; use one of {', '.join(ALGORITHMS)}"
             ) from e
+        except jwt.ImmatureSignatureError as e:
+            raise TokenError("token not valid yet (its 'nbf' or 'iat' is in the future)") from e
         except jwt.PyJWTError as e:
+            raise TokenError(f"malformed token ({type(e).__name__})") from e
+        except Exception as e:
             raise TokenError(f"malformed token ({type(e).__name__})") from e
         subject = payload.get("sub")
         if not isinstance(subject, str) or not subject:
@@ -89,7 +99,10 @@ class TokenVerifier:
             grants = parse_scopes(scope)
         except ScopeError as e:
             raise TokenError(str(e)) from e
-        return Claims(subject, grants, float(payload["exp"]))
+        exp = payload["exp"]
+        if not isinstance(exp, int | float) or not 0 < exp < 2**40:
+            raise TokenError("token 'exp' is not a plausible time")
+        return Claims(subject, grants, float(exp))
 
 
 def generate_key_pair(algorithm: str = "ES256") -> tuple[bytes, bytes]:

@@ -41,7 +41,7 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
     ) -> None:
         who = caller(context, self._rt.access)
         app = who.app
-        stream = self._rt.open_stream(app, convert.queue_configs(request.queues))
+        stream = self._rt.open_stream(app, convert.queue_configs(request.queues), who.grants)
         self._rt.access.stream_opened(app)
         expiry = None
         if who.expires_at is not None:
@@ -123,7 +123,8 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
     async def Register(
         self, request: ess_pb2.RegisterRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> ess_pb2.RegisterResponse:
-        app = caller(context, self._rt.access).app
+        who = caller(context, self._rt.access)
+        app = who.app
         convert.check_count(
             "subscriptions", request.subscriptions, self._rt.settings.max_keys_per_request
         )
@@ -133,9 +134,15 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
         self._check_subscription_limit(app, [r.key for r in requests])
         store = self._rt.store
         current = 0
+        counted: set[str] = set()
+        access = self._rt.access
         for r in requests:
-            key_id = store.id_of(r.key) if r.want_current else None
-            if key_id is not None:
+            # Only keys the app may read, each once: the check must not measure secrets.
+            if not r.want_current or r.key in counted or not who.grants.allows("read", r.key):
+                continue
+            counted.add(r.key)
+            key_id = store.id_of(r.key)
+            if key_id is not None and access.may_read(app, r.key):
                 current += len(store.peek(key_id)[0] or b"")
         convert.check_fits(
             "the current values asked for",
@@ -143,7 +150,8 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
             self._rt.settings.max_message_bytes - 64 * 1024,
             "ask for them in smaller requests",
         )
-        results = self._rt.ess.register(app, requests)
+        with self._rt.access.calling(who):
+            results = self._rt.ess.register(app, requests)
         for req, res in zip(requests, results, strict=True):
             self._rt.record(
                 "register",

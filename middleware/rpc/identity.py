@@ -17,4 +17,4 @@ def caller(context: grpc.aio.ServicerContext[Any, Any], access: Access) -> Calle
     Raises:
         UnauthenticatedError, LimitExceededError.
     """
-    return access.authenticate(tuple(context.invocation_metadata() or ()))
+    return access.authenticate(tuple(context.invocation_metadata() or ()), context.peer() or "")
