@@ -335,17 +335,22 @@ class EventSubSystem:
             results.append(RegisterResult(req.key, key_id, Status.OK, current, seq=sub.seq))
         return results
 
-    def deregister(self, app: str, keys: Sequence[str]) -> list[RegisterResult]:
+    def deregister(
+        self, app: str, keys: Sequence[str], *, check_policy: bool = True
+    ) -> list[RegisterResult]:
         """Remove subscriptions by key name; one result per key, in order.
 
         Deregistering a key the app does not subscribe to is OK (a no-op), so
         deregistering twice is harmless; an app without a stream has nothing
-        to deregister. The subscription's undelivered events are discarded.
+        to deregister. The subscription's undelivered events are discarded. A
+        key the app may not read is PERMISSION_DENIED (its existence is not
+        told) unless ``check_policy`` is False (the middleware ending
+        subscriptions a new policy forbids).
         """
         results: list[RegisterResult] = []
         state = self._apps.get(app)
         for name in keys:
-            resolved = self._resolve(app, name)
+            resolved = self._resolve(app, name, check_policy=check_policy)
             if isinstance(resolved, RegisterResult):
                 results.append(resolved)
                 continue

@@ -177,7 +177,7 @@ class Runtime:
             s.key for s in self.ess.subscriptions(app) if not self.access.may_read(app, s.key)
         ]
         if denied:
-            self.ess.deregister(app, denied)
+            self.ess.deregister(app, denied, check_policy=False)
             log.info(
                 "app %s: %d subscriptions ended: its new token may not read them", app, len(denied)
             )

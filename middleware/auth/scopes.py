@@ -19,50 +19,68 @@ import re
 from dataclasses import dataclass, field
 from typing import Final
 
-__all__ = ["ACTIONS", "ALL", "Grants", "ScopeError", "compile_glob", "parse_scopes"]
+__all__ = ["ACTIONS", "ALL", "Glob", "Grants", "ScopeError", "compile_glob", "parse_scopes"]
 
 ACTIONS: Final = ("read", "provide", "create")
 _SEGMENT: Final = re.compile(r"[A-Za-z0-9_]+|\*\*?", re.ASCII)
-_NAME: Final = r"[A-Za-z0-9_]+"
 
 
 class ScopeError(ValueError):
     """A scope string is malformed."""
 
 
-def compile_glob(glob: str) -> re.Pattern[str]:
-    """A regex matching exactly the key names ``glob`` matches.
+class Glob:
+    """A compiled key pattern. Matching is linear in the pattern and name lengths
+    (segment by segment, no regex backtracking), whatever the ``**``s."""
+
+    __slots__ = ("_parts", "text")
+
+    def __init__(self, text: str) -> None:
+        parts = text.split(".")
+        if not text or any(_SEGMENT.fullmatch(p) is None for p in parts):
+            raise ScopeError(f"bad key pattern {text!r}: use dot-separated names, '*' or '**'")
+        collapsed: list[str] = []
+        for p in parts:
+            if not (p == "**" and collapsed and collapsed[-1] == "**"):
+                collapsed.append(p)
+        self.text = text
+        self._parts = tuple(collapsed)
+
+    def matches(self, name: str) -> bool:
+        segments = name.split(".")
+        n = len(segments)
+        reachable = {0}  # how many segments the pattern so far can have consumed
+        for part in self._parts:
+            if part == "**":
+                reachable = set(range(min(reachable), n + 1))
+            else:
+                reachable = {
+                    i + 1 for i in reachable if i < n and (part == "*" or segments[i] == part)
+                }
+            if not reachable:
+                return False
+        return n in reachable
+
+    def __repr__(self) -> str:
+        return f"Glob({self.text!r})"
+
+
+def compile_glob(glob: str) -> Glob:
+    """The matcher of ``glob``.
 
     Raises:
         ScopeError: a segment is neither a name, ``*`` nor ``**``.
     """
-    parts = glob.split(".")
-    if not glob or any(_SEGMENT.fullmatch(p) is None for p in parts):
-        raise ScopeError(f"bad key pattern {glob!r}: use dot-separated names, '*' or '**'")
-    pattern = ""
-    for i, part in enumerate(parts):
-        dot = r"\." if i else ""
-        if part == "**" and i == 0 and len(parts) > 1:
-            # Leading: zero or more segments, each with the dot that follows it.
-            pattern += rf"(?:{_NAME}\.)*"
-            continue
-        if part == "**":
-            # Zero or more segments; the dot before them goes with them.
-            pattern += rf"(?:{dot}{_NAME}(?:\.{_NAME})*)?"
-        elif part == "*":
-            pattern += ("" if i == 1 and parts[0] == "**" else dot) + _NAME
-        else:
-            pattern += ("" if i == 1 and parts[0] == "**" else dot) + re.escape(part)
-    return re.compile(pattern, re.ASCII)
+    return Glob(glob)
 
 
 @dataclass(frozen=True)
 class Grants:
     """What one identity may do, from its scopes."""
 
-    read: tuple[re.Pattern[str], ...] = ()
-    provide: tuple[re.Pattern[str], ...] = ()
-    create: tuple[re.Pattern[str], ...] = ()
+    read: tuple[Glob, ...] = ()
+    provide: tuple[Glob, ...] = ()
+    create: tuple[Glob, ...] = ()
     everything: bool = False
     """Open mode: every action on every key."""
     _cache: dict[tuple[str, str], bool] = field(default_factory=dict, compare=False, repr=False)
@@ -79,7 +97,7 @@ class Grants:
                 patterns = self.provide
             else:
                 patterns = self.create
-            hit = any(p.fullmatch(key) for p in patterns)
+            hit = any(p.matches(key) for p in patterns)
             if len(self._cache) < 100_000:
                 self._cache[(action, key)] = hit
         return hit
@@ -95,7 +113,7 @@ def parse_scopes(scope: str) -> Grants:
         ScopeError: an entry is not ``read:``, ``provide:`` or ``create:``
             followed by a valid key pattern.
     """
-    found: dict[str, list[re.Pattern[str]]] = {a: [] for a in ACTIONS}
+    found: dict[str, list[Glob]] = {a: [] for a in ACTIONS}
     for entry in scope.split():
         action, sep, glob = entry.partition(":")
         if not sep or action not in found:

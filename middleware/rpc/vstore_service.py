@@ -49,7 +49,10 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         access = self._rt.access
         store = self._rt.store
         for i, name in enumerate(names):
-            if name not in store:  # adding an existing key changes nothing: no create needed
+            # A new key needs create; an existing one (nothing changes, but its id
+            # is returned) needs create or read, judged by name so that the answer
+            # tells nothing about keys the caller may not see.
+            if name not in store or not who.grants.allows("read", name):
                 access.check(who, "create", name, field=f"names[{i}]")
         if request.claim:
             for i, name in enumerate(names):
@@ -106,8 +109,9 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         store = self._rt.store
         access = self._rt.access
         for i, u in enumerate(updates):
+            # By name: refused whether or not the key exists (existence is not told).
             name = u.key if isinstance(u.key, str) else store.name_of(u.key)
-            if name is not None and name in store:
+            if name is not None:
                 access.check(who, "provide", name, field=f"updates[{i}]")
         with self._rt.writing(who.app):
             return convert.set_response(store.set_many(updates))
@@ -122,9 +126,31 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         access = self._rt.access
         access.stream_opened(who.app, publish=True)
         self._rt.record("connect", app=who.app, stream="publish", details={})
+        expired = False
+        expiry = None
+        if who.expires_at is not None:
+            task = asyncio.current_task()
+
+            def expire() -> None:
+                nonlocal expired
+                expired = True
+                if task is not None:
+                    task.cancel()
+
+            loop = asyncio.get_running_loop()
+            expiry = loop.call_later(max(0.0, who.expires_at - time.time()), expire)
         try:
             return await self._publish(who, request_iterator, context)
+        except asyncio.CancelledError:
+            if not expired or context.cancelled():
+                raise
+            # The token expired on an idle stream: end it (and the claims it holds).
+            raise UnauthenticatedError(
+                f"the token of app {who.app!r} expired: its Publish stream ends"
+            ) from None
         finally:
+            if expiry is not None:
+                expiry.cancel()
             access.stream_closed(who.app, publish=True)
             self._rt.record("disconnect", app=who.app, stream="publish", details={})
 
@@ -223,18 +249,24 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         who = caller(context, self._rt.access)
         page = min(self._page_size, request.limit or self._page_size)
         keys: list[tuple[str, int]] = []
-        more = False
+        # One call looks at a bounded number of keys, readable or not, so an app
+        # that may read few keys of a large store cannot hold the loop for long:
+        # it gets a short page and a cursor to go on from.
+        budget = page * 4
+        cursor = ""
         for name, key_id in self._rt.store.iter_keys(
             request.prefix, start_after=request.start_after
         ):
+            if len(keys) == page or budget == 0:
+                break
+            budget -= 1
+            cursor = name
             if who.grants.allows("read", name):
-                if len(keys) == page:
-                    more = True
-                    break
                 keys.append((name, key_id))
+        else:
+            cursor = ""  # the store has nothing more in this branch
         return vstore_pb2.ListKeysResponse(
-            keys=[vstore_pb2.KeyId(name=n, id=i) for n, i in keys],
-            next_start_after=keys[-1][0] if more else "",
+            keys=[vstore_pb2.KeyId(name=n, id=i) for n, i in keys], next_start_after=cursor
         )
 
     @staticmethod

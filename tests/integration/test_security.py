@@ -395,3 +395,164 @@ async def test_an_expired_token_ends_the_stream_and_removes_the_app(
     await fails(asyncio.wait_for(read_to_the_end(), 10), Code.UNAUTHENTICATED, "token", "expired")
     assert not secure.runtime.ess.has_stream("short-lived")
     assert secure.runtime.ess.watched_keys() == []
+
+
+# -- found in review -------------------------------------------------------------------
+
+
+async def test_a_stronger_token_on_a_side_call_does_not_widen_an_open_stream(
+    client: Any, secure: RunningServer
+) -> None:
+    weak = client("dash", "read:Vehicle.Cabin.**")
+    stream = await weak.open()
+    strong = client("dash", "read:**")
+    await strong.vstore.ListKeys(vstore_pb2.ListKeysRequest(), metadata=strong.md)
+    reply = await strong.events.Register(
+        ess_pb2.RegisterRequest(subscriptions=[ess_pb2.Subscription(key=SPEED)]), metadata=strong.md
+    )
+    assert reply.results[0].status in (ess_pb2.STATUS_PERMISSION_DENIED, ess_pb2.STATUS_NOT_FOUND)
+    admin = client("admin", "create:**")
+    await admin.vstore.AddKeys(vstore_pb2.AddKeysRequest(names=[SPEED, CABIN]), metadata=admin.md)
+    batch = await asyncio.wait_for(stream.read(), 5)
+    assert [e.key_added.name for e in batch.events] == [CABIN]  # never Vehicle.Speed
+    stream.cancel()
+
+
+async def test_a_stream_reopened_with_a_weaker_token_loses_what_it_may_no_longer_read(
+    client: Any, secure: RunningServer
+) -> None:
+    await admin_setup(client)
+    strong = client("dash", "read:**")
+    first = await strong.open()
+    await strong.events.Register(
+        ess_pb2.RegisterRequest(
+            subscriptions=[ess_pb2.Subscription(key=SPEED), ess_pb2.Subscription(key=CABIN)]
+        ),
+        metadata=strong.md,
+    )
+    weak = client("dash", "read:Vehicle.Cabin.**")
+    second = await weak.open()  # replaces the first stream
+    subs = await weak.events.GetSubscriptions(ess_pb2.GetSubscriptionsRequest(), metadata=weak.md)
+    assert [s.key for s in subs.subscriptions] == [CABIN]
+    writer = client("w", "provide:**")
+    await writer.vstore.Set(
+        vstore_pb2.SetRequest(
+            updates=[
+                vstore_pb2.Update(name=SPEED, data=b"secret"),
+                vstore_pb2.Update(name=CABIN, data=b"21"),
+            ]
+        ),
+        metadata=writer.md,
+    )
+    batch = await asyncio.wait_for(second.read(), 5)
+    assert [e.data_updated.data for e in batch.events] == [b"21"]
+    first.cancel()
+    second.cancel()
+
+
+@pytest.mark.parametrize("kind", ["rs256_header_on_ec_key", "absurd_exp", "huge"])
+async def test_hostile_tokens_are_unauthenticated_never_internal(
+    client: Any, keys: dict[str, bytes], kind: str
+) -> None:
+    import jwt
+
+    if kind == "rs256_header_on_ec_key":
+        header = base64.urlsafe_b64encode(b'{"alg":"RS256","typ":"JWT"}').rstrip(b"=").decode()
+        body = (
+            base64.urlsafe_b64encode(
+                json.dumps({"sub": "x", "exp": int(time.time()) + 60, "aud": AUD}).encode()
+            )
+            .rstrip(b"=")
+            .decode()
+        )
+        token = f"{header}.{body}.c2lnbmF0dXJl"
+    elif kind == "absurd_exp":
+        from cryptography.hazmat.primitives import serialization
+
+        key = serialization.load_pem_private_key(keys["private"], None)
+        token = jwt.encode(
+            {"sub": "x", "aud": AUD, "exp": 10**30},
+            key,  # type: ignore[arg-type]
+            algorithm="ES256",
+        )
+    else:
+        token = "a" * 7_000  # near gRPC's own header limit (8 KiB), which would answer first
+    c = client(None, raw=token)
+    await fails(
+        c.vstore.ListKeys(vstore_pb2.ListKeysRequest(), metadata=c.md),
+        Code.UNAUTHENTICATED,
+        "token refused",
+    )
+
+
+async def test_an_expired_token_ends_an_idle_publish_stream_and_its_claims(
+    client: Any, secure: RunningServer
+) -> None:
+    owner = client("owner", "create:** provide:**", ttl=2)
+    publish = owner.vstore.Publish(metadata=owner.md)
+    await owner.vstore.AddKeys(
+        vstore_pb2.AddKeysRequest(names=[SPEED], claim=True), metadata=owner.md
+    )
+    assert secure.runtime.access.claimed_by(SPEED) == "owner"
+    await fails(publish, Code.UNAUTHENTICATED, "expired")
+    assert secure.runtime.access.claimed_by(SPEED) is None
+
+
+async def test_denials_do_not_tell_whether_a_key_exists(client: Any, secure: RunningServer) -> None:
+    await admin_setup(client)  # SPEED exists; Vehicle.Ghost does not
+    app = client("nosy", "read:Vehicle.Cabin.** provide:Vehicle.Cabin.**")
+    stream = await app.open()
+    reply = await app.events.Register(
+        ess_pb2.RegisterRequest(
+            subscriptions=[
+                ess_pb2.Subscription(key=SPEED),
+                ess_pb2.Subscription(key="Vehicle.Ghost"),
+            ]
+        ),
+        metadata=app.md,
+    )
+    assert [(r.status, r.key_id) for r in reply.results] == [
+        (ess_pb2.STATUS_PERMISSION_DENIED, 0),
+        (ess_pb2.STATUS_PERMISSION_DENIED, 0),
+    ]
+    dereg = await app.events.Deregister(ess_pb2.DeregisterRequest(keys=[SPEED]), metadata=app.md)
+    assert (dereg.results[0].status, dereg.results[0].key_id) == (
+        ess_pb2.STATUS_PERMISSION_DENIED,
+        0,
+    )
+    for name in (SPEED, "Vehicle.Ghost"):
+        await fails(
+            app.vstore.Set(
+                vstore_pb2.SetRequest(updates=[vstore_pb2.Update(name=name, data=b"x")]),
+                metadata=app.md,
+            ),
+            Code.PERMISSION_DENIED,
+        )
+        await fails(
+            app.vstore.AddKeys(vstore_pb2.AddKeysRequest(names=[name]), metadata=app.md),
+            Code.PERMISSION_DENIED,
+        )
+    stream.cancel()
+
+
+async def test_list_keys_pages_stay_short_for_a_narrow_scope_and_find_everything(
+    client: Any, secure: RunningServer
+) -> None:
+    admin = client("admin", "create:**")
+    names = [f"Vehicle.Other{i:03d}" for i in range(300)] + [CABIN]
+    for chunk in (names[:150], names[150:]):
+        await admin.vstore.AddKeys(vstore_pb2.AddKeysRequest(names=chunk), metadata=admin.md)
+    app = client("hvac", "read:Vehicle.Cabin.**")
+    found: list[str] = []
+    start, calls = "", 0
+    while True:
+        page = await app.vstore.ListKeys(
+            vstore_pb2.ListKeysRequest(limit=10, start_after=start), metadata=app.md
+        )
+        found += [k.name for k in page.keys]
+        calls += 1
+        start = page.next_start_after
+        if not start:
+            break
+    assert found == [CABIN]
+    assert calls > 1  # each call scanned a bounded number of keys

@@ -137,7 +137,9 @@ class VStoreServicer:
         sorted by name. `Vehicle.Cabin` matches itself and `Vehicle.Cabin.*`.
         Paged: at most `limit` keys (0 or above the server's page size: the page
         size, 10000 by default) after `start_after`; `next_start_after` is where
-        the next page starts, empty after the last one.
+        the next page starts, empty after the last one. A page may hold fewer keys
+        (even none) before the end, when the keys scanned were not readable: go on
+        while `next_start_after` is not empty.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
