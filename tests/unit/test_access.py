@@ -1,0 +1,76 @@
+"""Authentication never fails any other way than saying who is refused and why."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import hypothesis.strategies as st
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from middleware.access import Access
+from middleware.auth.tokens import generate_key_pair, mint
+from middleware.config import Settings
+from middleware.errors import LimitExceededError, UnauthenticatedError
+
+
+@pytest.fixture(scope="module")
+def token_access(tmp_path_factory: pytest.TempPathFactory) -> tuple[Access, bytes]:
+    private, public = generate_key_pair("ES256")
+    pub: Path = tmp_path_factory.mktemp("keys") / "k.pub"
+    pub.write_bytes(public)
+    s = dataclasses.replace(
+        Settings(),
+        auth_mode="token",
+        token_public_key=str(pub),
+        token_audience="vmw",
+        rate_limit_rps=1e9,
+        rate_limit_burst=10**9,
+    )
+    return Access(s), private
+
+
+header_values = st.one_of(
+    st.text(max_size=200),
+    st.binary(max_size=50),
+    st.sampled_from(
+        [
+            "Bearer ",
+            "Bearer",
+            "bearer x.y.z",
+            "Basic abc",
+            "Bearer a.b.c.d",
+            "Bearer eyJhbGciOiJub25lIn0.e30.",
+            "Bearer " + "A" * 5000,
+        ]
+    ),
+)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    md=st.lists(
+        st.tuples(st.sampled_from(["authorization", "app-id", "x-other"]), header_values),
+        max_size=4,
+    )
+)
+def test_random_metadata_is_refused_as_unauthenticated_or_admitted(
+    token_access: tuple[Access, bytes], md: list[tuple[str, str | bytes]]
+) -> None:
+    access, _ = token_access
+    try:
+        caller = access.authenticate(md, peer="ipv4:127.0.0.1:1")
+    except (UnauthenticatedError, LimitExceededError):
+        return
+    raise AssertionError(f"admitted {caller} from {md!r}")
+
+
+def test_a_valid_token_is_admitted_and_cached(token_access: tuple[Access, bytes]) -> None:
+    access, private = token_access
+    token = mint(private, subject="dash", scope="read:Vehicle.**", ttl_s=60, audience="vmw")
+    md = [("authorization", f"Bearer {token}")]
+    first = access.authenticate(md)
+    second = access.authenticate(md)
+    assert first.app == "dash"
+    assert first.grants is second.grants  # the verified token is cached with its grants
