@@ -19,7 +19,15 @@ import json
 import secrets
 from typing import Any, Final
 
-__all__ = ["OFFSET_MOD", "Chain", "OffsetCounter", "canonical", "record_hash"]
+__all__ = [
+    "HASH_PREFIX_LEN",
+    "OFFSET_MOD",
+    "Chain",
+    "OffsetCounter",
+    "canonical",
+    "line_of",
+    "record_hash",
+]
 
 OFFSET_MOD: Final = 2**32
 
@@ -52,6 +60,24 @@ def record_hash(record: dict[str, Any]) -> str:
     return hashlib.sha256(canonical(record)).hexdigest()
 
 
+HASH_PREFIX_LEN: Final = len('{"hash":"",') + 64
+"""Characters before a line's body: ``{"hash":"<64 hex>",``."""
+
+
+def line_of(record: dict[str, Any]) -> bytes:
+    """A record as its journal line: the hash first, then the canonical body.
+
+    The line is ``{"hash":"H",`` + the canonical JSON of the record without
+    ``hash`` minus its opening brace, so a reader can check the hash over the
+    line's own bytes (``"{" + line[HASH_PREFIX_LEN:]``) without re-encoding:
+    what Spark's ``sha2`` does at scale.
+    """
+    body = canonical(record)
+    digest = hashlib.sha256(body).hexdigest()
+    record["hash"] = digest
+    return b'{"hash":"' + digest.encode() + b'",' + body[1:] + b"\n"
+
+
 class Chain:
     """Links records in the order they are written."""
 
@@ -65,3 +91,10 @@ class Chain:
         record["prev_hash"] = self.last
         record["hash"] = self.last = record_hash(record)
         return record
+
+    def line(self, record: dict[str, Any]) -> bytes:
+        """Link ``record`` and return its journal line (one JSON encoding, one hash)."""
+        record["prev_hash"] = self.last
+        line = line_of(record)
+        self.last = record["hash"]
+        return line

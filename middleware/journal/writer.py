@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import json
 import logging
 import threading
 import time
@@ -164,15 +163,16 @@ class Journal:
                 "count": self._write_failed,
                 "cause": "write failed",
             }
-            if not self._append(self._chain.link(note)):
+            if not self._append(note):
                 self._write_failed += 1
                 return
             self._write_failed = 0
-        if not self._append(self._chain.link(rec)):
+        if not self._append(rec):
             self._write_failed += 1
 
     def _append(self, rec: dict[str, Any]) -> bool:
-        line = json.dumps(rec, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+        previous = self._chain.last
+        line = self._chain.line(rec)
         try:
             if self._file is None or self._file_bytes + len(line) > self._segment_bytes:
                 self._rotate()
@@ -182,7 +182,7 @@ class Journal:
             if self._write_failed == 0:
                 log.error("journal write failed (%s); dropping records until it works again", e)
             # The record is not in the file: the chain must go on from the last written one.
-            self._chain.last = rec["prev_hash"]
+            self._chain.last = previous
             return False
         self._file_bytes += len(line)
         self.written += 1

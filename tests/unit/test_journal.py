@@ -156,3 +156,19 @@ def test_the_verify_command_reports_a_tampered_journal(
     segment.write_text(segment.read_text().replace("Vehicle.Speed", "Vehicle.Spoof"))
     assert main(["journal", "verify", str(tmp_path)]) == 1
     assert "CHAIN BROKEN at offset" in capsys.readouterr().out
+
+
+def test_each_line_carries_its_hash_first_over_its_own_bytes(tmp_path: Path) -> None:
+    import hashlib
+
+    from middleware.journal.chain import HASH_PREFIX_LEN
+
+    j = make(tmp_path, level=Level.FULL)
+    j.start(note="ünïcödé and \"quotes\"")
+    j.record("queued", app="a", key_id=1, queue=0, seq=1)
+    j.close()
+    [segment] = segment_files(tmp_path)
+    for line in segment.read_bytes().splitlines():
+        assert line.startswith(b'{"hash":"')
+        body = b"{" + line[HASH_PREFIX_LEN:]
+        assert hashlib.sha256(body).hexdigest().encode() == line[9:73]
