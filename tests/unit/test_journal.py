@@ -164,7 +164,7 @@ def test_each_line_carries_its_hash_first_over_its_own_bytes(tmp_path: Path) -> 
     from middleware.journal.chain import HASH_PREFIX_LEN
 
     j = make(tmp_path, level=Level.FULL)
-    j.start(note="ünïcödé and \"quotes\"")
+    j.start(note='ünïcödé and "quotes"')
     j.record("queued", app="a", key_id=1, queue=0, seq=1)
     j.close()
     [segment] = segment_files(tmp_path)

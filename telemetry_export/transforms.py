@@ -1,0 +1,266 @@
+"""Pure transforms: DataFrame in, DataFrame out, explicit parameters, no I/O.
+
+Every finding is computed per vehicle and boot (a boot is one middleware
+process: ``boot_id``), then per app / key / queue where it applies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from telemetry_export.schema import HASH_PREFIX_LEN, RECORD, REQUIRED
+
+__all__ = [
+    "boots",
+    "chain_breaks",
+    "drop_rates",
+    "journal_gaps",
+    "order_in_boot",
+    "parse_lines",
+    "seq_gaps",
+    "seq_reconciliation",
+    "stale_intervals",
+    "threshold_for",
+]
+
+OFFSET_MOD = 2**32
+BOOT = ["vehicle_id", "boot_id"]
+DROP_KINDS = ["evicted", "lost"]
+
+
+def parse_lines(lines: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """Journal lines (``value``, ``source``) -> (records, bad lines).
+
+    A record gets ``hash_ok`` (its hash checks over its own bytes) and
+    ``date`` (UTC, from ``time_ns``). A line that is not JSON, or lacks a
+    required field, is bad: returned with its ``source`` and a ``problem``.
+    """
+    parsed = lines.select(
+        F.from_json("value", RECORD).alias("r"),
+        F.expr("json_object_keys(value)").isNotNull().alias("_is_json"),
+        "value",
+        "source",
+    )
+    not_json = ~F.col("_is_json") | F.col("r").isNull()
+    bad_cond = not_json
+    for c in REQUIRED:
+        bad_cond = bad_cond | F.col(f"r.{c}").isNull()
+    bad = parsed.where(bad_cond).select(
+        "source",
+        "value",
+        F.when(not_json, F.lit("not a JSON record"))
+        .otherwise(F.lit("missing a required field"))
+        .alias("problem"),
+    )
+    body = F.concat(F.lit("{"), F.expr(f"substring(value, {HASH_PREFIX_LEN + 1}, 2147483647)"))
+    good = parsed.where(~bad_cond).select(
+        "r.*",
+        (F.sha2(body, 256) == F.col("r.hash")).alias("hash_ok"),
+        F.to_date(F.timestamp_micros(F.floor(F.col("r.time_ns") / 1000))).alias("date"),
+    )
+    return good, bad
+
+
+def order_in_boot(records: DataFrame) -> DataFrame:
+    """Add ``pos``: the record's place in its boot, from its wrapping offset.
+
+    Offsets start at a random value and wrap modulo 2^32; ``pos`` is the offset
+    relative to the boot's ``start`` record (or, if retention removed it, its
+    earliest record), so it orders without a wrap.
+    """
+    first = records.groupBy(*BOOT).agg(
+        F.coalesce(
+            F.min(F.when(F.col("kind") == "start", F.col("offset"))),
+            F.min_by("offset", "time_ns"),
+        ).alias("_first")
+    )
+    return (
+        records.join(F.broadcast(first), BOOT)
+        .withColumn("pos", F.pmod(F.col("offset") - F.col("_first"), F.lit(OFFSET_MOD)))
+        .drop("_first")
+    )
+
+
+def chain_breaks(ordered: DataFrame) -> DataFrame:
+    """Per boot: records, and the first record whose link does not hold.
+
+    A link holds when the record's hash checks over its bytes and its
+    ``prev_hash`` is the previous record's ``hash`` (empty for a boot's first).
+    """
+    w = Window.partitionBy(*BOOT).orderBy("pos")
+    prev = F.lag("hash").over(w)
+    linked = ordered.withColumn(
+        "broken",
+        ~F.col("hash_ok")
+        | F.when(prev.isNull(), (F.col("pos") == 0) & (F.col("prev_hash") != "")).otherwise(
+            F.col("prev_hash") != prev
+        ),
+    )
+    return linked.groupBy(*BOOT).agg(
+        F.count(F.lit(1)).alias("records"),
+        F.sum(F.col("broken").cast("long")).alias("broken_links"),
+        F.min(F.when(F.col("broken"), F.col("pos"))).alias("first_broken_pos"),
+        F.min_by("offset", F.when(F.col("broken"), F.col("pos"))).alias("first_broken_offset"),
+    )
+
+
+def journal_gaps(ordered: DataFrame) -> DataFrame:
+    """Per boot: records missing by offset, and what ``journal_dropped`` records said."""
+    w = Window.partitionBy(*BOOT).orderBy("pos")
+    gap = F.lead("pos").over(w) - F.col("pos") - 1
+    return (
+        ordered.withColumn("gap", F.when(gap > 0, gap).otherwise(0))
+        .groupBy(*BOOT)
+        .agg(
+            F.sum("gap").alias("missing_records"),
+            F.sum(F.when(F.col("kind") == "journal_dropped", F.col("count")).otherwise(0)).alias(
+                "reported_dropped"
+            ),
+        )
+    )
+
+
+def boots(records: DataFrame) -> DataFrame:
+    """Per vehicle, its boots in time order: a restart is every boot after the first.
+
+    ``clean_stop`` is whether the boot ended with a ``stop`` record (else it
+    crashed, or its journal is cut).
+    """
+    per_boot = records.groupBy(*BOOT).agg(
+        F.min("time_ns").alias("first_ns"),
+        F.max("time_ns").alias("last_ns"),
+        F.count(F.lit(1)).alias("records"),
+        F.max((F.col("kind") == "stop").cast("int")).cast("boolean").alias("clean_stop"),
+    )
+    w = Window.partitionBy("vehicle_id").orderBy("first_ns")
+    return per_boot.withColumn("boot_number", F.row_number().over(w)).withColumn(
+        "restart", F.col("boot_number") > 1
+    )
+
+
+def seq_gaps(records: DataFrame) -> DataFrame:
+    """Jumps in ``seq`` between consecutive deliveries of one (app, key).
+
+    One row per gap: ``from_seq``..``to_seq`` were never delivered.
+    """
+    delivered = records.where(F.col("kind") == "delivered").select(
+        *BOOT, "app", "key_id", "queue", "seq", "time_ns"
+    )
+    w = Window.partitionBy(*BOOT, "app", "key_id").orderBy("seq")
+    prev = F.lag("seq").over(w)
+    return (
+        delivered.withColumn("_prev", F.coalesce(prev, F.lit(0)))
+        .where(F.col("seq") > F.col("_prev") + 1)
+        .select(
+            *BOOT,
+            "app",
+            "key_id",
+            "queue",
+            (F.col("_prev") + 1).alias("from_seq"),
+            (F.col("seq") - 1).alias("to_seq"),
+            (F.col("seq") - F.col("_prev") - 1).alias("missing"),
+            "time_ns",
+        )
+    )
+
+
+def seq_reconciliation(records: DataFrame, gaps: DataFrame) -> DataFrame:
+    """Per (boot, app, key): missing seqs, those a drop record explains, and the rest.
+
+    ``unexplained`` > 0 means a gap no ``evicted``/``lost`` record accounts for:
+    the journal or the middleware is wrong. ``drops_after_last_delivery``
+    are drops after the last delivered event (no gap shows them yet).
+    """
+    keys = [*BOOT, "app", "key_id"]
+    drops = records.where(F.col("kind").isin(DROP_KINDS)).select(*keys, "seq").distinct()
+    missing = gaps.select(*keys, F.explode(F.sequence("from_seq", "to_seq")).alias("seq"))
+    explained = missing.join(drops, [*keys, "seq"], "left_semi")
+    last = (
+        records.where(F.col("kind") == "delivered")
+        .groupBy(*keys)
+        .agg(F.max("seq").alias("last_delivered"))
+    )
+    after = (
+        drops.join(last, keys, "left")
+        .where(F.col("last_delivered").isNull() | (F.col("seq") > F.col("last_delivered")))
+        .groupBy(*keys)
+        .agg(F.count(F.lit(1)).alias("drops_after_last_delivery"))
+    )
+    m = missing.groupBy(*keys).agg(F.count(F.lit(1)).alias("missing"))
+    e = explained.groupBy(*keys).agg(F.count(F.lit(1)).alias("explained"))
+    return (
+        m.join(e, keys, "left")
+        .join(after, keys, "full")
+        .fillna(0, ["missing", "explained", "drops_after_last_delivery"])
+        .withColumn("unexplained", F.col("missing") - F.col("explained"))
+    )
+
+
+def threshold_for(key: Column, thresholds: Sequence[tuple[str, int]], default_ns: int) -> Column:
+    """The staleness threshold of a key: the longest matching prefix's, else the default."""
+    expr = F.lit(default_ns)
+    for prefix, ns in sorted(thresholds, key=lambda t: len(t[0])):  # longest wins: applied last
+        expr = F.when(key.startswith(prefix), F.lit(ns)).otherwise(expr)
+    return expr
+
+
+def stale_intervals(
+    records: DataFrame, *, thresholds: Sequence[tuple[str, int]], default_ns: int
+) -> DataFrame:
+    """Intervals between consecutive writes (``publish``) of a key, and between
+    consecutive deliveries of a key to an app, longer than the key's threshold.
+    """
+    pub = records.where(F.col("kind") == "publish").select(
+        *BOOT,
+        F.lit("write").alias("what"),
+        F.lit(None).cast("string").alias("app"),
+        "key",
+        "key_id",
+        "time_ns",
+    )
+    names = records.where(F.col("kind") == "publish").select(*BOOT, "key_id", "key").distinct()
+    dele = (
+        records.where(F.col("kind") == "delivered")
+        .select(*BOOT, F.lit("delivery").alias("what"), "app", "key_id", "time_ns")
+        .join(names, [*BOOT, "key_id"], "left")
+        .select(*BOOT, "what", "app", "key", "key_id", "time_ns")
+    )
+    both = pub.unionByName(dele)
+    w = Window.partitionBy(*BOOT, "what", "app", "key_id").orderBy("time_ns")
+    interval = F.col("time_ns") - F.lag("time_ns").over(w)
+    limit = threshold_for(F.coalesce(F.col("key"), F.lit("")), thresholds, default_ns)
+    return (
+        both.withColumn("interval_ns", interval)
+        .withColumn("threshold_ns", limit)
+        .where(F.col("interval_ns") > F.col("threshold_ns"))
+        .select(
+            *BOOT,
+            "what",
+            "app",
+            "key",
+            "key_id",
+            (F.col("time_ns") - F.col("interval_ns")).alias("from_ns"),
+            F.col("time_ns").alias("to_ns"),
+            "interval_ns",
+            "threshold_ns",
+        )
+    )
+
+
+def drop_rates(records: DataFrame, *, window_ns: int) -> DataFrame:
+    """Per (vehicle, app, queue, time window): deliveries, drops and the drop rate."""
+    events = records.where(F.col("kind").isin(["delivered", *DROP_KINDS])).select(
+        "vehicle_id",
+        "app",
+        "queue",
+        (F.floor(F.col("time_ns") / window_ns) * window_ns).alias("window_start_ns"),
+        (F.col("kind") != "delivered").cast("long").alias("dropped"),
+    )
+    return (
+        events.groupBy("vehicle_id", "app", "queue", "window_start_ns")
+        .agg(F.count(F.lit(1)).alias("events"), F.sum("dropped").alias("dropped"))
+        .withColumn("drop_rate", F.col("dropped") / F.col("events"))
+    )
