@@ -1,0 +1,155 @@
+"""The same job, unchanged, on a real standalone Spark cluster (master and worker
+on loopback, started from the installed pyspark)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyspark
+import pytest
+
+from telemetry_export.synth import write_fleet
+
+SPARK_HOME = Path(pyspark.__file__).parent
+MASTER_URL = re.compile(r"Starting Spark master at (spark://\S+)")
+
+
+def _env(log_dir: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "SPARK_HOME": str(SPARK_HOME),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "SPARK_LOG_DIR": str(log_dir),
+        "PYSPARK_PYTHON": sys.executable,
+        "SPARK_NO_DAEMONIZE": "1",
+    }
+
+
+def _wait_for(path: Path, pattern: re.Pattern[str], timeout: float) -> re.Match[str]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = pattern.search(path.read_text(errors="replace")) if path.exists() else None
+        if found:
+            return found
+        time.sleep(0.2)  # polling another process's log: there is nothing to await
+    raise AssertionError(f"{pattern.pattern!r} not in {path} after {timeout} s")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    logs = tmp_path_factory.mktemp("spark-logs")
+    spark_class = str(SPARK_HOME / "bin" / "spark-class")
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        master_log = logs / "master.log"
+        with master_log.open("wb") as out:
+            procs.append(
+                subprocess.Popen(
+                    [
+                        spark_class,
+                        "org.apache.spark.deploy.master.Master",
+                        "--host",
+                        "127.0.0.1",
+                        "--port",
+                        "0",
+                        "--webui-port",
+                        "0",
+                    ],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=_env(logs),
+                )
+            )
+        url = _wait_for(master_log, MASTER_URL, 60).group(1)
+        worker_log = logs / "worker.log"
+        with worker_log.open("wb") as out:
+            procs.append(
+                subprocess.Popen(
+                    [
+                        spark_class,
+                        "org.apache.spark.deploy.worker.Worker",
+                        url,
+                        "--host",
+                        "127.0.0.1",
+                        "--cores",
+                        "1",
+                        "--memory",
+                        "1g",
+                        "--webui-port",
+                        "0",
+                        "--work-dir",
+                        str(logs / "work"),
+                    ],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=_env(logs),
+                )
+            )
+        _wait_for(master_log, re.compile(r"Registering worker"), 60)
+        yield url
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def _run(master: str, *args: str, log_dir: Path) -> dict[str, object]:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "telemetry_export",
+            "--master",
+            master,
+            "--shuffle-partitions",
+            "2",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_env(log_dir),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    start = result.stdout.index("{")
+    return json.loads(result.stdout[start:])  # type: ignore[no-any-return]
+
+
+def test_the_job_runs_unchanged_on_a_standalone_cluster(cluster: str, tmp_path: Path) -> None:
+    facts = write_fleet(str(tmp_path / "fleet"), vehicles=2, records=5_000, seed=5)
+    counts = _run(
+        cluster,
+        "ingest",
+        "--input",
+        str(tmp_path / "fleet"),
+        "--output",
+        str(tmp_path / "dataset"),
+        log_dir=tmp_path,
+    )
+    assert counts == {"records": facts["records"], "bad_lines": 0}
+    summary = _run(
+        cluster,
+        "analyze",
+        "--input",
+        str(tmp_path / "dataset"),
+        "--output",
+        str(tmp_path / "report"),
+        log_dir=tmp_path,
+    )
+    assert summary["vehicles"] == 2
+    assert summary["restarts"] == facts["restarts"]
+    assert summary["dropped"] == facts["dropped"]
+    assert summary["unexplained_seqs"] == 0
+    assert summary["broken_chains"] == 0
