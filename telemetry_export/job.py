@@ -20,12 +20,12 @@ def ingest(spark: SparkSession, inputs: Sequence[str], output: str) -> dict[str,
     Bad lines go to ``OUTPUT/_bad`` (JSON lines with source and problem);
     returns the counts.
     """
-    good, bad = transforms.parse_lines(extract.read_lines(spark, inputs))
-    good = good.cache()
+    parsed = transforms.parse_lines(extract.read_lines(spark, inputs)).cache()
+    good = transforms.good_records(parsed)
     load.write_table(good, f"{output}/records", partition_by=["vehicle_id", "date"])
-    bad.write.mode("overwrite").json(f"{output}/_bad")
+    transforms.bad_lines(parsed).write.mode("overwrite").json(f"{output}/_bad")
     counts = {"records": good.count(), "bad_lines": _bad_lines(spark, output).count()}
-    good.unpersist()
+    parsed.unpersist()
     return counts
 
 
@@ -46,23 +46,25 @@ def analyze(
     window_ns: int = 1_000_000_000,
 ) -> dict[str, Any]:
     """The findings of a dataset written by ``ingest``; returns the summary."""
-    records = extract.read_dataset(spark, f"{dataset}/records").cache()
-    ordered = transforms.order_in_boot(records)
+    records = extract.read_dataset(spark, f"{dataset}/records")
+    # One shuffle: every finding is per boot (or per app/key within a boot), so
+    # hash-partitioning by boot once satisfies every window and aggregation after.
+    ordered = transforms.order_in_boot(records).repartition(*transforms.BOOT).cache()
+    gaps = transforms.seq_gaps(ordered).cache()
     tables: dict[str, DataFrame] = {
-        "chain": transforms.chain_breaks(ordered),
-        "journal_gaps": transforms.journal_gaps(ordered),
-        "boots": transforms.boots(records),
+        "boot_integrity": transforms.boot_integrity(ordered),
+        "boots": transforms.boots(ordered),
+        "seq_gaps": gaps,
+        "reconciliation": transforms.seq_reconciliation(ordered, gaps),
+        "stale": transforms.stale_intervals(
+            ordered, thresholds=thresholds, default_ns=default_stale_ns
+        ),
+        "drop_rates": transforms.drop_rates(ordered, window_ns=window_ns),
     }
-    gaps = transforms.seq_gaps(records).cache()
-    tables["seq_gaps"] = gaps
-    tables["reconciliation"] = transforms.seq_reconciliation(records, gaps)
-    tables["stale"] = transforms.stale_intervals(
-        records, thresholds=thresholds, default_ns=default_stale_ns
-    )
-    tables["drop_rates"] = transforms.drop_rates(records, window_ns=window_ns)
     for name, df in tables.items():
         load.write_table(df, f"{output}/{name}")
     written = {name: spark.read.parquet(f"{output}/{name}") for name in tables}
+    records = ordered
 
     kinds = {
         r["kind"]: r["n"] for r in records.groupBy("kind").agg(F.count("*").alias("n")).collect()
@@ -77,7 +79,7 @@ def analyze(
         .first()
     )
     jg = (
-        written["journal_gaps"]
+        written["boot_integrity"]
         .agg(
             F.coalesce(F.sum("missing_records"), F.lit(0)).alias("m"),
             F.coalesce(F.sum("reported_dropped"), F.lit(0)).alias("r"),
@@ -98,7 +100,7 @@ def analyze(
         "missing_seqs": int(totals["missing"]),
         "unexplained_seqs": int(totals["unexplained"]),
         "stale_intervals": int(written["stale"].count()),
-        "broken_chains": int(written["chain"].where("broken_links > 0").count()),
+        "broken_chains": int(written["boot_integrity"].where("broken_links > 0").count()),
         "missing_journal_records": int(jg["m"]),
         "reported_journal_drops": int(jg["r"]),
     }
@@ -107,7 +109,7 @@ def analyze(
         rows = {
             "drop_rates": [r.asDict() for r in written["drop_rates"].limit(5000).collect()],
             "stale": [r.asDict() for r in written["stale"].limit(5000).collect()],
-            "chain": [r.asDict() for r in written["chain"].collect()],
+            "chain": [r.asDict() for r in written["boot_integrity"].collect()],
         }
         load.write_report(local, summary, rows)
     gaps.unpersist()

@@ -14,10 +14,11 @@ from pyspark.sql import functions as F
 from telemetry_export.schema import HASH_PREFIX_LEN, RECORD, REQUIRED
 
 __all__ = [
+    "bad_lines",
+    "boot_integrity",
     "boots",
-    "chain_breaks",
     "drop_rates",
-    "journal_gaps",
+    "good_records",
     "order_in_boot",
     "parse_lines",
     "seq_gaps",
@@ -28,40 +29,70 @@ __all__ = [
 
 OFFSET_MOD = 2**32
 BOOT = ["vehicle_id", "boot_id"]
+ANALYSED = [
+    "vehicle_id",
+    "boot_id",
+    "kind",
+    "offset",
+    "time_ns",
+    "hash",
+    "prev_hash",
+    "hash_ok",
+    "app",
+    "key",
+    "key_id",
+    "queue",
+    "seq",
+    "count",
+]
+"""The columns the analysis reads; the rest stay in the dataset for people."""
 DROP_KINDS = ["evicted", "lost"]
 
 
-def parse_lines(lines: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """Journal lines (``value``, ``source``) -> (records, bad lines).
+def parse_lines(lines: DataFrame) -> DataFrame:
+    """Journal lines (``value``, ``source``) -> one row per line, parsed once.
 
-    A record gets ``hash_ok`` (its hash checks over its own bytes) and
-    ``date`` (UTC, from ``time_ns``). A line that is not JSON, or lacks a
-    required field, is bad: returned with its ``source`` and a ``problem``.
+    A good line becomes its record's columns with ``hash_ok`` (its hash checks
+    over its own bytes) and ``date`` (UTC, from ``time_ns``); ``problem`` is
+    null. A line that is not JSON, or lacks a required field, keeps ``value``
+    and ``source`` and says its ``problem``. Split them with
+    :func:`good_records` and :func:`bad_lines`.
     """
-    parsed = lines.select(
-        F.from_json("value", RECORD).alias("r"),
-        F.expr("json_object_keys(value)").isNotNull().alias("_is_json"),
-        "value",
-        "source",
-    )
-    not_json = ~F.col("_is_json") | F.col("r").isNull()
-    bad_cond = not_json
-    for c in REQUIRED:
-        bad_cond = bad_cond | F.col(f"r.{c}").isNull()
-    bad = parsed.where(bad_cond).select(
-        "source",
-        "value",
-        F.when(not_json, F.lit("not a JSON record"))
-        .otherwise(F.lit("missing a required field"))
-        .alias("problem"),
+    parsed = lines.select(F.from_json("value", RECORD).alias("r"), "value", "source")
+    present = [F.col(f"r.{c}").isNotNull() for c in REQUIRED]
+    all_missing = ~present[0]
+    for p in present[1:]:
+        all_missing = all_missing & ~p
+    complete = present[0]
+    for p in present[1:]:
+        complete = complete & p
+    problem = F.when(F.col("r").isNull() | all_missing, F.lit("not a JSON record")).when(
+        ~complete, F.lit("missing a required field")
     )
     body = F.concat(F.lit("{"), F.expr(f"substring(value, {HASH_PREFIX_LEN + 1}, 2147483647)"))
-    good = parsed.where(~bad_cond).select(
-        "r.*",
+    # Hashes are kept as 32 bytes, not 64 hex characters: they dominate the
+    # row size otherwise, and do not compress.
+    fields = [c for c in RECORD.fieldNames() if c not in ("hash", "prev_hash")]
+    return parsed.select(
+        *(F.col(f"r.{c}").alias(c) for c in fields),
+        F.unhex("r.hash").alias("hash"),
+        F.unhex("r.prev_hash").alias("prev_hash"),
         (F.sha2(body, 256) == F.col("r.hash")).alias("hash_ok"),
         F.to_date(F.timestamp_micros(F.floor(F.col("r.time_ns") / 1000))).alias("date"),
+        problem.alias("problem"),
+        "value",
+        "source",
     )
-    return good, bad
+
+
+def good_records(parsed: DataFrame) -> DataFrame:
+    """The records of :func:`parse_lines`' output, without the line itself."""
+    return parsed.where(F.col("problem").isNull()).drop("problem", "value", "source")
+
+
+def bad_lines(parsed: DataFrame) -> DataFrame:
+    """The lines :func:`parse_lines` could not take, with where they came from and why."""
+    return parsed.where(F.col("problem").isNotNull()).select("source", "value", "problem")
 
 
 def order_in_boot(records: DataFrame) -> DataFrame:
@@ -71,6 +102,7 @@ def order_in_boot(records: DataFrame) -> DataFrame:
     relative to the boot's ``start`` record (or, if retention removed it, its
     earliest record), so it orders without a wrap.
     """
+    records = records.select(*ANALYSED)
     first = records.groupBy(*BOOT).agg(
         F.coalesce(
             F.min(F.when(F.col("kind") == "start", F.col("offset"))),
@@ -84,42 +116,42 @@ def order_in_boot(records: DataFrame) -> DataFrame:
     )
 
 
-def chain_breaks(ordered: DataFrame) -> DataFrame:
-    """Per boot: records, and the first record whose link does not hold.
+def boot_integrity(ordered: DataFrame) -> DataFrame:
+    """Per boot, in one pass over the records in offset order:
 
-    A link holds when the record's hash checks over its bytes and its
-    ``prev_hash`` is the previous record's ``hash`` (empty for a boot's first).
+    * ``records``, and the hash chain: ``broken_links`` and where the first
+      is (``first_broken_offset``). A link holds when the record's hash checks
+      over its bytes and its ``prev_hash`` is the previous record's ``hash``
+      (empty for a boot's first record).
+    * ``missing_records``: records missing by offset (lost, or dropped by the
+      journal's buffer), and ``reported_dropped``: what ``journal_dropped``
+      records said.
     """
     w = Window.partitionBy(*BOOT).orderBy("pos")
     prev = F.lag("hash").over(w)
-    linked = ordered.withColumn(
-        "broken",
-        ~F.col("hash_ok")
-        | F.when(prev.isNull(), (F.col("pos") == 0) & (F.col("prev_hash") != "")).otherwise(
-            F.col("prev_hash") != prev
-        ),
+    gap = F.lead("pos").over(w) - F.col("pos") - 1
+    linked = ordered.select(
+        *BOOT,
+        "pos",
+        "offset",
+        "kind",
+        "count",
+        (
+            ~F.col("hash_ok")
+            | F.when(prev.isNull(), (F.col("pos") == 0) & (F.length("prev_hash") != 0)).otherwise(
+                F.col("prev_hash") != prev
+            )
+        ).alias("broken"),
+        F.when(gap > 0, gap).otherwise(0).alias("gap"),
     )
     return linked.groupBy(*BOOT).agg(
         F.count(F.lit(1)).alias("records"),
         F.sum(F.col("broken").cast("long")).alias("broken_links"),
-        F.min(F.when(F.col("broken"), F.col("pos"))).alias("first_broken_pos"),
         F.min_by("offset", F.when(F.col("broken"), F.col("pos"))).alias("first_broken_offset"),
-    )
-
-
-def journal_gaps(ordered: DataFrame) -> DataFrame:
-    """Per boot: records missing by offset, and what ``journal_dropped`` records said."""
-    w = Window.partitionBy(*BOOT).orderBy("pos")
-    gap = F.lead("pos").over(w) - F.col("pos") - 1
-    return (
-        ordered.withColumn("gap", F.when(gap > 0, gap).otherwise(0))
-        .groupBy(*BOOT)
-        .agg(
-            F.sum("gap").alias("missing_records"),
-            F.sum(F.when(F.col("kind") == "journal_dropped", F.col("count")).otherwise(0)).alias(
-                "reported_dropped"
-            ),
-        )
+        F.sum("gap").alias("missing_records"),
+        F.sum(F.when(F.col("kind") == "journal_dropped", F.col("count")).otherwise(0)).alias(
+            "reported_dropped"
+        ),
     )
 
 

@@ -89,7 +89,9 @@ def test_a_synthetic_fleet_shows_restarts_lost_records_staleness_and_tampering(
     assert summary["missing_journal_records"] == facts["missing_journal_records"]
     assert summary["reported_journal_drops"] == facts["missing_journal_records"]
     assert summary["broken_chains"] == 1
-    chain = spark.read.parquet(str(tmp_path / "report" / "chain")).where("broken_links > 0")
+    chain = spark.read.parquet(str(tmp_path / "report" / "boot_integrity")).where(
+        "broken_links > 0"
+    )
     [broken] = chain.collect()
     assert broken.first_broken_offset == facts["tampered"]["offset"]
     stale = spark.read.parquet(str(tmp_path / "report" / "stale")).where("what = 'write'")

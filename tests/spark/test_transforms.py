@@ -31,7 +31,8 @@ def test_parse_lines_checks_each_hash_and_sets_bad_lines_aside(spark: SparkSessi
         [(good_line, "s"), (tampered, "s"), ("{not json", "s"), ('{"kind":"x"}', "s")],
         "value string, source string",
     )
-    good, bad = transforms.parse_lines(df2)
+    parsed = transforms.parse_lines(df2)
+    good, bad = transforms.good_records(parsed), transforms.bad_lines(parsed)
     assert [(r.kind, r.hash_ok) for r in good.orderBy("offset").collect()] == [
         ("start", True),
         ("stop", False),
@@ -62,9 +63,11 @@ def test_order_in_boot_survives_the_offset_wrap(spark: SparkSession) -> None:
             {"kind": "publish", "offset": 3},  # 1 and 2 are missing
         ],
     )
-    ordered = transforms.order_in_boot(df)
+    ordered = transforms.order_in_boot(df.withColumn("hash_ok", F.lit(True)))
     assert [r.pos for r in ordered.orderBy("pos").collect()] == [0, 1, 2, 5]
-    gaps = transforms.journal_gaps(ordered)
+    gaps = transforms.boot_integrity(ordered).select(
+        *transforms.BOOT, "missing_records", "reported_dropped"
+    )
     assertDataFrameEqual(
         gaps,
         spark.createDataFrame(
@@ -120,7 +123,7 @@ def test_chain_breaks_find_the_first_bad_link(spark: SparkSession) -> None:
         ],
     )
     df = raw.withColumn("hash_ok", F.col("offset") != 13)
-    breaks = transforms.chain_breaks(transforms.order_in_boot(df)).collect()
+    breaks = transforms.boot_integrity(transforms.order_in_boot(df)).collect()
     assert [(b.records, b.broken_links, b.first_broken_offset) for b in breaks] == [(4, 2, 12)]
 
 

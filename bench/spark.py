@@ -1,0 +1,165 @@
+"""Spark benchmark of the telemetry analysis: ``make bench-spark``.
+
+For 1M and 10M synthetic journal records (``telemetry_export synth``), prints
+rows/s of ``ingest`` and ``analyze`` beside, from the same run, the floor: a
+Spark scan of the same Parquet dataset reading every column the analysis uses
+and aggregating each; and the same analysis written plainly in pandas, the
+single-machine alternative. Local mode, ``local[*]`` on this machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+USED = [
+    "kind",
+    "vehicle_id",
+    "boot_id",
+    "offset",
+    "time_ns",
+    "prev_hash",
+    "hash",
+    "hash_ok",
+    "app",
+    "key",
+    "key_id",
+    "queue",
+    "seq",
+    "count",
+]
+
+
+def timed(fn):  # type: ignore[no-untyped-def]
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def scan_floor(spark, dataset: str) -> float:  # type: ignore[no-untyped-def]
+    from pyspark.sql import functions as F
+
+    df = spark.read.parquet(f"{dataset}/records").select(*USED)
+    # Every column read, and each aggregated: strings counted, numbers' maximum.
+    text = ("kind", "vehicle_id", "boot_id", "prev_hash", "hash", "app", "key", "hash_ok")
+    aggs = [F.count(c) if c in text else F.max(c) for c in USED]
+    _, seconds = timed(lambda: df.agg(*aggs).collect())
+    return seconds
+
+
+def pandas_analysis(dataset: str, window_ns: int, stale_ns: int) -> dict[str, int]:
+    import numpy as np
+    import pandas as pd
+
+    df = pd.read_parquet(f"{dataset}/records", columns=USED)
+    boot = ["vehicle_id", "boot_id"]
+    starts = df[df.kind == "start"].groupby(boot)["offset"].min().rename("_first")
+    df = df.join(starts, on=boot)
+    df["pos"] = (df["offset"] - df["_first"]) % 2**32
+    df = df.sort_values([*boot, "pos"])
+    prev = df.groupby(boot)["hash"].shift()
+    broken = ~df["hash_ok"] | (prev.notna() & (df["prev_hash"] != prev))
+    chain = broken.groupby([df.vehicle_id, df.boot_id]).sum()
+    gaps = (df.groupby(boot)["pos"].shift(-1) - df["pos"] - 1).clip(lower=0).fillna(0)
+    missing_records = int(gaps.sum())
+    d = df[df.kind == "delivered"].sort_values([*boot, "app", "key_id", "seq"])
+    d_prev = d.groupby([*boot, "app", "key_id"])["seq"].shift().fillna(0)
+    jumps = d[d["seq"] > d_prev + 1].assign(from_seq=d_prev + 1)
+    seqs = (
+        np.concatenate([np.arange(a, b) for a, b in zip(jumps.from_seq, jumps.seq, strict=True)])
+        if len(jumps)
+        else np.array([])
+    )
+    missing = pd.DataFrame(
+        {
+            "vehicle_id": np.repeat(
+                jumps.vehicle_id.values, (jumps.seq - jumps.from_seq).astype(int)
+            ),
+            "boot_id": np.repeat(jumps.boot_id.values, (jumps.seq - jumps.from_seq).astype(int)),
+            "app": np.repeat(jumps.app.values, (jumps.seq - jumps.from_seq).astype(int)),
+            "key_id": np.repeat(jumps.key_id.values, (jumps.seq - jumps.from_seq).astype(int)),
+            "seq": seqs,
+        }
+    )
+    drops = df[df.kind.isin(["evicted", "lost"])][[*boot, "app", "key_id", "seq"]]
+    explained = missing.merge(drops.drop_duplicates(), on=[*boot, "app", "key_id", "seq"])
+    pub = df[df.kind == "publish"].sort_values([*boot, "key_id", "time_ns"])
+    interval = pub.groupby([*boot, "key_id"])["time_ns"].diff()
+    stale = int((interval > stale_ns).sum())
+    ev = df[df.kind.isin(["delivered", "evicted", "lost"])]
+    rates = ev.groupby(["vehicle_id", "app", "queue", ev.time_ns // window_ns]).size()
+    return {
+        "broken_chains": int((chain > 0).sum()),
+        "missing_journal_records": missing_records,
+        "missing_seqs": len(missing),
+        "unexplained_seqs": len(missing) - len(explained),
+        "stale_intervals": stale,
+        "rate_windows": len(rates),
+    }
+
+
+def run(n: int, work: Path, spark) -> None:  # type: ignore[no-untyped-def]
+    from telemetry_export import job
+    from telemetry_export.synth import write_fleet
+
+    fleet = work / f"fleet-{n}"
+    if not fleet.exists():
+        _, s = timed(
+            lambda: write_fleet(
+                str(fleet), vehicles=max(1, n // 100_000), records=min(n, 100_000), seed=11
+            )
+        )
+        print(f"  synth {n:,} records: {s:.1f} s (not part of the figures)", flush=True)
+    dataset, report = str(work / f"dataset-{n}"), str(work / f"report-{n}")
+    counts, t_ingest = timed(lambda: job.ingest(spark, [str(fleet)], dataset))
+    rows = counts["records"]
+    summary, t_analyze = timed(
+        lambda: job.analyze(spark, dataset, report, default_stale_ns=5 * 10**9)
+    )
+    t_scan = scan_floor(spark, dataset)
+    pd_out, t_pandas = timed(lambda: pandas_analysis(dataset, 10**9, 5 * 10**9))
+    assert pd_out["missing_seqs"] == summary["missing_seqs"], (pd_out, summary)
+    assert pd_out["unexplained_seqs"] == summary["unexplained_seqs"]
+    print(
+        f"{rows:>12,} {rows / t_ingest:>12,.0f} {rows / t_analyze:>12,.0f} "
+        f"{rows / t_scan:>12,.0f} {rows / t_pandas:>12,.0f} "
+        f"{t_analyze / t_scan:>9.1f}x {t_pandas / t_analyze:>9.1f}x",
+        flush=True,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, nargs="+", default=[1_000_000, 10_000_000])
+    parser.add_argument("--work", default=None, help="where the data goes (default: a temp dir)")
+    parser.add_argument("--keep", action="store_true", help="keep the generated data")
+    args = parser.parse_args(argv)
+    work = Path(args.work or tempfile.mkdtemp(prefix="vmw-bench-spark-"))
+    from telemetry_export.session import build_session
+
+    spark = build_session("local[*]", shuffle_partitions=16, extra={"spark.driver.memory": "6g"})
+    spark.sparkContext.setLogLevel("ERROR")
+    print(
+        f"{'records':>12} {'ingest/s':>12} {'analyze/s':>12} {'scan/s':>12} {'pandas/s':>12} "
+        f"{'vs scan':>10} {'pandas/spark':>10}"
+    )
+    try:
+        for n in args.records:
+            run(n, work, spark)
+    finally:
+        spark.stop()
+        if not args.keep and args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
