@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo serve proto test lint typecheck unit bench bench-core bench-e2e clean
+.PHONY: install demo serve proto test lint typecheck unit bench bench-core bench-e2e bench-spark clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -41,7 +41,7 @@ unit: $(STAMP)
 	$(PY) -m pytest
 
 ## Benchmarks (not part of `make test`): see BENCHMARKS.md.
-bench: bench-core bench-e2e
+bench: bench-core bench-e2e bench-spark
 
 bench-core: $(STAMP)
 	$(PY) -m bench.core
@@ -50,6 +50,10 @@ bench-core: $(STAMP)
 ## stuck app for a minute; the aio-vs-threads measurement. About 4 minutes.
 bench-e2e: $(STAMP)
 	$(PY) -m bench.e2e --stuck-seconds 60 --compare-sync
+
+## 1M and 10M synthetic journal records: ingest and analyze beside a scan floor and pandas.
+bench-spark: $(STAMP)
+	SPARK_LOCAL_IP=127.0.0.1 $(PY) -m bench.spark
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info
