@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -20,8 +21,13 @@ def ingest(spark: SparkSession, inputs: Sequence[str], output: str) -> dict[str,
     Bad lines go to ``OUTPUT/_bad`` (JSON lines with source and problem);
     returns the counts.
     """
-    parsed = transforms.parse_lines(extract.read_lines(spark, inputs)).cache()
-    good = transforms.good_records(parsed)
+    # Parsed once, kept on local disk (the raw lines are too big to keep in memory
+    # at fleet scale), read twice: the records and the bad lines.
+    parsed = transforms.parse_lines(extract.read_lines(spark, inputs)).persist(
+        StorageLevel.DISK_ONLY
+    )
+    # Each task then writes its own vehicles' files, one open file at a time.
+    good = transforms.good_records(parsed).repartition("vehicle_id", "date")
     load.write_table(good, f"{output}/records", partition_by=["vehicle_id", "date"])
     transforms.bad_lines(parsed).write.mode("overwrite").json(f"{output}/_bad")
     counts = {"records": good.count(), "bad_lines": _bad_lines(spark, output).count()}
