@@ -92,10 +92,10 @@ def pandas_analysis(dataset: str, window_ns: int, stale_ns: int) -> dict[str, in
     drops = df[df.kind.isin(["evicted", "lost"])][[*boot, "app", "key_id", "seq"]]
     explained = missing.merge(drops.drop_duplicates(), on=[*boot, "app", "key_id", "seq"])
     pub = df[df.kind == "publish"].sort_values([*boot, "key_id", "time_ns"])
-    interval = pub.groupby([*boot, "key_id"])["time_ns"].diff()
+    interval = pub.groupby([*boot, "key_id"], observed=True)["time_ns"].diff()
     stale = int((interval > stale_ns).sum())
     ev = df[df.kind.isin(["delivered", "evicted", "lost"])]
-    rates = ev.groupby(["vehicle_id", "app", "queue", ev.time_ns // window_ns]).size()
+    rates = ev.groupby(["vehicle_id", "app", "queue", ev.time_ns // window_ns], observed=True).size()
     return {
         "broken_chains": int((chain > 0).sum()),
         "missing_journal_records": missing_records,
