@@ -95,7 +95,9 @@ def pandas_analysis(dataset: str, window_ns: int, stale_ns: int) -> dict[str, in
     interval = pub.groupby([*boot, "key_id"], observed=True)["time_ns"].diff()
     stale = int((interval > stale_ns).sum())
     ev = df[df.kind.isin(["delivered", "evicted", "lost"])]
-    rates = ev.groupby(["vehicle_id", "app", "queue", ev.time_ns // window_ns], observed=True).size()
+    rates = ev.groupby(
+        ["vehicle_id", "app", "queue", ev.time_ns // window_ns], observed=True
+    ).size()
     return {
         "broken_chains": int((chain > 0).sum()),
         "missing_journal_records": missing_records,
