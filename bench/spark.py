@@ -20,22 +20,7 @@ from pathlib import Path
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
-USED = [
-    "kind",
-    "vehicle_id",
-    "boot_id",
-    "offset",
-    "time_ns",
-    "prev_hash",
-    "hash",
-    "hash_ok",
-    "app",
-    "key",
-    "key_id",
-    "queue",
-    "seq",
-    "count",
-]
+from telemetry_export.transforms import ANALYSED as USED
 
 
 def timed(fn):  # type: ignore[no-untyped-def]

@@ -146,25 +146,10 @@ class Access:
         return caller
 
     def _admit_peer(self, peer: str) -> None:
-        if not peer:
-            return
-        bucket = self._peer_buckets.get(peer)
-        if bucket is None:
-            if len(self._peer_buckets) >= _MAX_BUCKETS:
-                for name in [n for n, b in self._peer_buckets.items() if b.full]:
-                    del self._peer_buckets[name]
+        if peer:
             s = self._settings
-            bucket = self._peer_buckets[peer] = TokenBucket(
-                s.rate_limit_rps * 2, s.rate_limit_burst * 2, self._clock
-            )
-        if not bucket.take():
-            s = self._settings
-            raise LimitExceededError(
-                "rate limit",
-                s.rate_limit_rps * 2,
-                f"connection {peer} sent more than {s.rate_limit_rps * 2:g} requests/s; "
-                "slow down and retry",
-            )
+            rate = s.rate_limit_rps * 2  # several apps may share a connection
+            self._take(self._peer_buckets, peer, rate, s.rate_limit_burst * 2, f"connection {peer}")
 
     def _from_token(
         self, metadata: Sequence[tuple[str, str | bytes]], app_id: str | None
@@ -206,22 +191,23 @@ class Access:
 
     def admit(self, app: str) -> None:
         """Take one request from the app's bucket, or raise LimitExceededError."""
-        bucket = self._buckets.get(app)
+        s = self._settings
+        self._take(self._buckets, app, s.rate_limit_rps, s.rate_limit_burst, f"app {app!r}")
+
+    def _take(
+        self, buckets: dict[str, TokenBucket], name: str, rate: float, burst: int, who: str
+    ) -> None:
+        bucket = buckets.get(name)
         if bucket is None:
-            if len(self._buckets) >= _MAX_BUCKETS:
-                for name in [n for n, b in self._buckets.items() if b.full]:
-                    del self._buckets[name]
-            s = self._settings
-            bucket = self._buckets[app] = TokenBucket(
-                s.rate_limit_rps, s.rate_limit_burst, self._clock
-            )
+            if len(buckets) >= _MAX_BUCKETS:  # forget the idle ones: their buckets are full
+                for idle in [n for n, b in buckets.items() if b.full]:
+                    del buckets[idle]
+            bucket = buckets[name] = TokenBucket(rate, burst, self._clock)
         if not bucket.take():
-            s = self._settings
             raise LimitExceededError(
                 "rate limit",
-                s.rate_limit_rps,
-                f"app {app!r} sent more than {s.rate_limit_rps:g} requests/s "
-                f"(burst {s.rate_limit_burst}); slow down and retry",
+                rate,
+                f"{who} sent more than {rate:g} requests/s (burst {burst}); slow down and retry",
             )
 
     def publish_bucket(self) -> TokenBucket:

@@ -10,11 +10,11 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from middleware.client import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
 from middleware.config import Settings
 from middleware.server import start_server
 from telemetry_export import job
 from telemetry_export.synth import write_fleet
+from tests.integration.scenarios import slow_app
 
 
 async def slow_app_journal(journal_dir: Path, n: int) -> dict[str, int]:
@@ -26,20 +26,8 @@ async def slow_app_journal(journal_dir: Path, n: int) -> dict[str, int]:
         vehicle_id="car-real",
     )
     server = await start_server(settings)
-    received: list[DataEvent] = []
     try:
-        async with ProviderClient(server.address, "sim") as provider:
-            await provider.add_keys(["Vehicle.Speed"])
-            async with AppClient(server.address, "slow", queues=[QueueSpec(0, 0, 5)]) as slow:
-                await slow.subscribe([Sub("Vehicle.Speed")])
-                for i in range(n):
-                    await provider.publish({"Vehicle.Speed": i.to_bytes(4, "big") + bytes(4096)})
-                await provider.flush()
-                async for e in slow.events():
-                    if isinstance(e, DataEvent):
-                        received.append(e)
-                        if e.seq == n:
-                            break
+        received = await slow_app(server.address, n)
     finally:
         await server.stop(0)
     return {"received": len(received), "missed": sum(e.missed for e in received)}
