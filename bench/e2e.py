@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -386,10 +387,15 @@ async def stuck(args: argparse.Namespace) -> None:
     )
 
 
+_JOURNAL_DIRS: list[str] = []
+
+
 def journal_args(args: argparse.Namespace) -> list[str]:
+    """Middleware flags for ``--journal LEVEL``: a fresh directory, removed at exit."""
     if not args.journal:
         return []
     directory = tempfile.mkdtemp(prefix="vmw-bench-journal-")
+    _JOURNAL_DIRS.append(directory)
     return ["--journal-dir", directory, "--journal-level", args.journal]
 
 
@@ -420,7 +426,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.mode == "provider":
         asyncio.run(provider_main(args.address, args.rate, args.seconds, args.batch_max))
     else:
-        asyncio.run(bench(args))
+        try:
+            asyncio.run(bench(args))
+        finally:
+            for directory in _JOURNAL_DIRS:
+                shutil.rmtree(directory, ignore_errors=True)
     return 0
 
 
