@@ -281,20 +281,7 @@ async def bench(args: argparse.Namespace) -> None:
             )
         finally:
             stop(mw)
-        bare, bare_address = spawn(
-            "bench.bare_server", "--batch", str(max(1, round(batch))), "--keys", str(len(KEYS))
-        )
-        try:
-            _, ceiling = await measure(
-                bare_address,
-                apps,
-                provider_rate=None,
-                seconds=args.seconds,
-                latency=False,
-                subscribe=False,
-            )
-        finally:
-            stop(bare)
+        ceiling = await bare_rate(apps, max(1, round(batch)), args.seconds)
         print(
             f"{apps:5d} {rate:12,.0f} {ceiling:12,.0f} {rate / ceiling:6.2f} {batch:6.1f}"
             f"   {lat_rate:10,.0f}  {pct(lat.latencies_ns, 0.5):.2f} / "
@@ -307,27 +294,25 @@ async def bench(args: argparse.Namespace) -> None:
         await stuck(args)
 
 
+async def bare_rate(apps: int, batch: int, seconds: float, *extra: str) -> float:
+    """Events/s the bare ceiling server streams to ``apps`` apps in batches of ``batch``."""
+    proc, address = spawn(
+        "bench.bare_server", "--batch", str(batch), "--keys", str(len(KEYS)), *extra
+    )
+    try:
+        _, rate = await measure(
+            address, apps, provider_rate=None, seconds=seconds, latency=False, subscribe=False
+        )
+    finally:
+        stop(proc)
+    return rate
+
+
 async def compare_sync(args: argparse.Namespace) -> None:
     """The measurement behind choosing grpc.aio: the same bare streaming, aio vs threads."""
     print(f"{'apps':>5} {'aio bare/s':>12} {'sync bare/s':>12}")
     for apps in args.apps:
-        rates = []
-        for extra in ((), ("--sync",)):
-            proc, address = spawn(
-                "bench.bare_server", "--batch", "10", "--keys", str(len(KEYS)), *extra
-            )
-            try:
-                _, rate = await measure(
-                    address,
-                    apps,
-                    provider_rate=None,
-                    seconds=args.seconds,
-                    latency=False,
-                    subscribe=False,
-                )
-            finally:
-                stop(proc)
-            rates.append(rate)
+        rates = [await bare_rate(apps, 10, args.seconds, *extra) for extra in ((), ("--sync",))]
         print(f"{apps:5d} {rates[0]:12,.0f} {rates[1]:12,.0f}", flush=True)
 
 

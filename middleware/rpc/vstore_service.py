@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import grpc
@@ -42,10 +42,7 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
     async def AddKeys(
         self, request: vstore_pb2.AddKeysRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> vstore_pb2.AddKeysResponse:
-        who = caller(context, self._rt.access)
-        convert.check_count("names", request.names, self._limit)
-        names = list(request.names)
-        self._check_names("names", names)
+        who, names = self._names_request(request.names, context)
         access = self._rt.access
         store = self._rt.store
         for i, name in enumerate(names):
@@ -57,8 +54,7 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         if request.claim:
             for i, name in enumerate(names):
                 access.check(who, "provide", name, field=f"names[{i}]")
-        if request.claim:
-            access.check_claimable(who, names)
+            access.check_claimable(who, names)  # before adding: a refusal changes nothing
         new = {n for n in names if n not in store}
         ids = store.add_keys(names)
         if request.claim:
@@ -78,10 +74,7 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
     async def RemoveKeys(
         self, request: vstore_pb2.RemoveKeysRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> vstore_pb2.RemoveKeysResponse:
-        who = caller(context, self._rt.access)
-        convert.check_count("names", request.names, self._limit)
-        names = list(request.names)
-        self._check_names("names", names)
+        who, names = self._names_request(request.names, context)
         access = self._rt.access
         for i, name in enumerate(names):
             access.check(who, "create", name, field=f"names[{i}]")
@@ -221,13 +214,11 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
     async def Get(
         self, request: vstore_pb2.GetRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> vstore_pb2.GetResponse:
-        who = caller(context, self._rt.access)
-        convert.check_count("names", request.names, self._limit)
-        self._check_names("names", list(request.names))
+        who, names = self._names_request(request.names, context)
         store = self._rt.store
         entries: list[Entry] = []
         not_found: list[str] = []
-        for name in request.names:
+        for name in names:
             # A key the caller may not read is as good as absent: its existence leaks nothing.
             if name in store and who.grants.allows("read", name):
                 entries.append(store.get(name))
@@ -269,8 +260,18 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
             keys=[vstore_pb2.KeyId(name=n, id=i) for n, i in keys], next_start_after=cursor
         )
 
+    def _names_request(
+        self, field_value: Sequence[str], context: grpc.aio.ServicerContext[Any, Any]
+    ) -> tuple[Caller, list[str]]:
+        """The caller, and the ``names`` of a request: counted and syntax-checked."""
+        who = caller(context, self._rt.access)
+        convert.check_count("names", field_value, self._limit)
+        names = list(field_value)
+        self._check_names(names)
+        return who, names
+
     @staticmethod
-    def _check_names(field: str, names: list[str]) -> None:
+    def _check_names(names: list[str]) -> None:
         for i, name in enumerate(names):
             try:
                 check_key_name(name)

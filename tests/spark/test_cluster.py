@@ -8,7 +8,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pyspark
 import pytest
 
 from telemetry_export.synth import write_fleet
+from tests.conftest import wait_until
 
 SPARK_HOME = Path(pyspark.__file__).parent
 MASTER_URL = re.compile(r"Starting Spark master at (spark://\S+)")
@@ -33,13 +33,15 @@ def _env(log_dir: Path) -> dict[str, str]:
 
 
 def _wait_for(path: Path, pattern: re.Pattern[str], timeout: float) -> re.Match[str]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = pattern.search(path.read_text(errors="replace")) if path.exists() else None
-        if found:
-            return found
-        time.sleep(0.2)  # polling another process's log: there is nothing to await
-    raise AssertionError(f"{pattern.pattern!r} not in {path} after {timeout} s")
+    """The first match of ``pattern`` in another process's log, within ``timeout``."""
+
+    def found() -> re.Match[str] | None:
+        return pattern.search(path.read_text(errors="replace")) if path.exists() else None
+
+    wait_until(lambda: found() is not None, timeout=timeout, what=f"{pattern.pattern!r} in {path}")
+    match = found()
+    assert match is not None
+    return match
 
 
 @pytest.fixture(scope="module")
