@@ -1,4 +1,4 @@
 """providers: processes that publish vehicle signals into the middleware.
 
-Empty until the providers issue lands.
+Simulated vehicle (`sim`), replay of recordings (`replay`), VSS catalogs: `python -m providers`.
 """

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import random
-from typing import Final
+from collections.abc import Sequence
+from typing import Any, Final
 
 import grpc
 
@@ -42,9 +43,9 @@ def metadata(app_id: str, token: str | None) -> tuple[tuple[str, str], ...]:
     return md
 
 
-def open_channel(target: str) -> grpc.aio.Channel:
-    """An insecure channel to the middleware (access control comes later)."""
-    return grpc.aio.insecure_channel(target, options=_OPTIONS)
+def open_channel(target: str, extra: Sequence[tuple[str, Any]] = ()) -> grpc.aio.Channel:
+    """An insecure channel to the middleware, with the SDK's options and ``extra`` ones."""
+    return grpc.aio.insecure_channel(target, options=[*_OPTIONS, *extra])
 
 
 class Backoff:

@@ -21,7 +21,7 @@ import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import grpc
 
@@ -87,6 +87,7 @@ class AppClient:
         reconnect: bool = True,
         on_reconnect: Callable[[ReconnectedEvent], Awaitable[None] | None] | None = None,
         token: str | None = None,
+        channel_options: Sequence[tuple[str, Any]] = (),
     ) -> None:
         """Args:
         target: the middleware's address, e.g. ``127.0.0.1:50051`` or ``unix:/path``.
@@ -97,6 +98,8 @@ class AppClient:
             every reconnection, before the ``ReconnectedEvent`` is yielded: the
             app's cue to refresh its state.
             token: a JWT for a middleware in token mode (sent as a Bearer token).
+            channel_options: more gRPC channel arguments (e.g.
+                ``("grpc.http2.bdp_probe", 0)`` keeps the receive window at 64 KiB).
         """
         self.app_id = app_id
         self._on_reconnect = on_reconnect
@@ -107,7 +110,7 @@ class AppClient:
         ]
         self._reconnect_enabled = reconnect
         self._md = metadata(app_id, token)
-        self._channel = open_channel(target)
+        self._channel = open_channel(target, channel_options)
         self._events = ess_pb2_grpc.EventServiceStub(self._channel)
         self._vstore = vstore_pb2_grpc.VStoreStub(self._channel)
         self._call: (
@@ -202,12 +205,40 @@ class AppClient:
         )
         return list(response.subscriptions)
 
+    async def list_keys(self, prefix: str = "") -> dict[str, int]:
+        """Name -> id of every key under ``prefix`` this app may see (paged for it).
+
+        ``prefix`` is a name prefix as given (``Vehicle.Cabin`` also matches
+        ``Vehicle.CabinX``; end it with a dot for a whole branch).
+        """
+        keys: dict[str, int] = {}
+        start = ""
+        while True:
+            page = await self._vstore.ListKeys(
+                vstore_pb2.ListKeysRequest(prefix=prefix, start_after=start), metadata=self._md
+            )
+            keys.update({k.name: k.id for k in page.keys})
+            start = page.next_start_after
+            if not start:
+                return keys
+
     async def events(self) -> AsyncIterator[ClientEvent]:
         """Yield events forever, reconnecting and re-registering as needed.
 
         Raises:
             grpc.aio.AioRpcError: a non-retryable failure, or any failure with
                 ``reconnect=False``.
+        """
+        async for batch in self.batches():
+            for event in batch:
+                yield event
+
+    async def batches(self) -> AsyncIterator[list[ClientEvent]]:
+        """Like :meth:`events`, a batch at a time: the events of one message of
+        the stream (never empty; a reconnection is a batch of its own).
+
+        An app that takes one batch and then works on it reads at its own pace:
+        while it does not read, the middleware's queues for it fill and drop.
         """
         if self._call is None:
             raise RuntimeError("connect() first")
@@ -224,10 +255,11 @@ class AppClient:
                     if not isinstance(batch, ess_pb2.EventBatch):
                         break  # EOF: the middleware ended the stream
                     self._backoff.reset()  # the stream works again
-                    for pb in batch.events:
-                        event = await self._convert(pb)
-                        if event is not None:
-                            yield event
+                    events = [
+                        e for pb in batch.events if (e := await self._convert(pb)) is not None
+                    ]
+                    if events:
+                        yield events
                 code = grpc.StatusCode.UNAVAILABLE  # the middleware ended the stream
             except grpc.aio.AioRpcError as e:
                 code = e.code()
@@ -240,6 +272,8 @@ class AppClient:
                     raise StreamReplacedError(self.app_id) from e
                 if not self._reconnect_enabled or code not in RETRYABLE:
                     raise
+            if self._closed:
+                return
             if not self._reconnect_enabled:
                 raise RuntimeError("the middleware ended the event stream")
             log.info("app %s: event stream ended (%s); reconnecting", self.app_id, code.name)
@@ -248,7 +282,7 @@ class AppClient:
                 result = self._on_reconnect(back)
                 if inspect.isawaitable(result):
                     await result
-            yield back
+            yield [back]
 
     # -- internals ---------------------------------------------------------------
 
@@ -326,17 +360,7 @@ class AppClient:
         return None  # `started` appears only first, handled by connect()
 
     async def _refresh_after_resync(self) -> None:
-        names: dict[int, str] = {}
-        start = ""
-        while True:  # paged
-            page = await self._vstore.ListKeys(
-                vstore_pb2.ListKeysRequest(start_after=start), metadata=self._md
-            )
-            names.update({k.id: k.name for k in page.keys})
-            start = page.next_start_after
-            if not start:
-                break
-        self.names = names
+        self.names = {i: name for name, i in (await self.list_keys()).items()}
         active = {s.key for s in await self.subscriptions()}
         for name in self._wanted:
             if name not in active:

@@ -1,0 +1,1 @@
+"""Sample in-car apps over the app SDK: ``python -m middleware.apps dashboard|logger|slow``."""

@@ -1,0 +1,210 @@
+"""``python -m providers sim|replay|catalog``: providers for a running middleware.
+
+    python -m providers sim                      # the simulated car, ~270 keys
+    python -m providers replay drive.jsonl --speed 4
+    python -m providers catalog                  # what sim would publish
+
+SIGINT or SIGTERM stop a provider cleanly: it flushes what it wrote, writes
+its status file one last time and exits 0. A middleware restart is survived:
+the provider waits for it, adds its keys again and goes on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import signal
+import sys
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+from middleware.client import ProviderClient
+from middleware.status_file import write_periodically
+from providers.catalog import DEFAULT_CATALOG, CatalogError, Signal, load_catalog
+from providers.recording import RecordingError, read_recording
+from providers.runner import ProviderStatus, replay, simulate
+from providers.simulation import Simulation, Stall, extra_signals
+
+__all__ = ["main"]
+
+log = logging.getLogger("providers")
+
+
+def _stall(text: str) -> Stall:
+    prefix, sep, window = text.partition("=")
+    start, sep2, seconds = window.partition(":")
+    try:
+        if not (sep and sep2 and prefix):
+            raise ValueError
+        return Stall(prefix, float(start), float(seconds))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: use PREFIX=START:SECONDS, e.g. Vehicle.Cabin.HVAC.Zone=5:10"
+        ) from None
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m providers", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p: argparse.ArgumentParser, app_id: str) -> None:
+        p.add_argument("--target", default="127.0.0.1:50051", help="middleware address")
+        p.add_argument("--app-id", default=app_id, help=f"provider identity (default {app_id})")
+        p.add_argument("--token", default=None, help="a JWT, for a middleware in token mode")
+        p.add_argument("--status", type=Path, default=None, help="write counters here (JSON)")
+        p.add_argument("-v", "--verbose", action="store_true")
+
+    def catalog_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--catalog",
+            type=Path,
+            default=DEFAULT_CATALOG,
+            help="a VSS JSON file (vss-tools' export); default: the project's own",
+        )
+        p.add_argument("--extra-keys", type=int, default=0, help="this many more synthetic keys")
+
+    sim = sub.add_parser("sim", help="a simulated car: a drive cycle and its signals")
+    common(sim, "vehicle-sim")
+    catalog_options(sim)
+    sim.add_argument("--rate-scale", type=float, default=1.0, help="every rate times this")
+    sim.add_argument("--seed", type=int, default=0)
+    sim.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    sim.add_argument(
+        "--stall",
+        type=_stall,
+        action="append",
+        default=[],
+        metavar="PREFIX=START:SECONDS",
+        help="a fault: keys under PREFIX go quiet at START for SECONDS (repeatable)",
+    )
+    rep = sub.add_parser("replay", help="replay a recorded signal file (CSV or JSON lines)")
+    common(rep, "replay")
+    rep.add_argument("recording", type=Path)
+    rep.add_argument(
+        "--speed", type=float, default=1.0, help="1 is real time, 4 four times faster, 0 no waits"
+    )
+    rep.add_argument(
+        "--source-time",
+        action="store_true",
+        help="publish each sample with its recorded time (default: the middleware's clock)",
+    )
+    cat = sub.add_parser("catalog", help="list the signals a catalog gives the simulation")
+    catalog_options(cat)
+    cat.add_argument("--json", action="store_true", help="one JSON object per signal")
+    return parser
+
+
+def _signals(args: argparse.Namespace) -> list[Signal]:
+    signals = load_catalog(args.catalog)
+    if args.extra_keys < 0:
+        raise SystemExit("--extra-keys must be 0 or more")
+    return signals + extra_signals(args.extra_keys)
+
+
+async def _run(
+    args: argparse.Namespace,
+    work: Callable[[ProviderClient, ProviderStatus, asyncio.Event], Coroutine[Any, Any, None]],
+) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    status = ProviderStatus(args.app_id)
+    writer = asyncio.create_task(write_periodically(args.status, status.snapshot, stop))
+    try:
+        async with ProviderClient(args.target, args.app_id, token=args.token) as client:
+            worker = asyncio.create_task(work(client, status, stop))
+            stopped = asyncio.create_task(stop.wait())
+            await asyncio.wait({worker, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            stopped.cancel()
+            if not worker.done():
+                # Stop asked for: let the loop end between two batches (a write
+                # blocked on an absent middleware is cancelled instead).
+                try:
+                    await asyncio.wait_for(asyncio.shield(worker), 2.0)
+                except TimeoutError:
+                    worker.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await worker
+            if not worker.cancelled():
+                worker.result()  # raises what the loop raised
+    finally:
+        if status.state == "publishing":
+            status.state = "stopped"
+        stop.set()
+        await writer
+    log.info(
+        "%s: %d updates published, %d reconnects", status.state, status.published, status.reconnects
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if getattr(args, "verbose", False) else logging.INFO,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+    try:
+        if args.command == "catalog":
+            return _catalog(args)
+        if args.command == "sim":
+            sim = Simulation(
+                _signals(args), seed=args.seed, rate_scale=args.rate_scale, stalls=args.stall
+            )
+            for reason in sim.skipped:
+                log.warning("not simulated: %s", reason)
+
+            async def run_sim(c: ProviderClient, s: ProviderStatus, stop: asyncio.Event) -> None:
+                await simulate(c, sim, s, stop, duration=args.duration)
+
+            asyncio.run(_run(args, run_sim))
+        else:
+            samples = read_recording(args.recording)
+
+            async def run_replay(c: ProviderClient, s: ProviderStatus, stop: asyncio.Event) -> None:
+                await replay(c, samples, s, stop, speed=args.speed, source_time=args.source_time)
+
+            asyncio.run(_run(args, run_replay))
+    except (CatalogError, RecordingError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _catalog(args: argparse.Namespace) -> int:
+    signals = _signals(args)
+    sim = Simulation(signals)
+    driven = set(sim.names)
+    for s in signals:
+        if args.json:
+            print(
+                json.dumps(
+                    {
+                        **{
+                            k: getattr(s, k)
+                            for k in ("name", "type", "datatype", "unit", "min", "max")
+                        },
+                        "allowed": list(s.allowed),
+                        "hz": s.sim.get("hz"),
+                        "simulated": s.name in driven,
+                    }
+                )
+            )
+        else:
+            hz = s.sim.get("hz", 0.1 if s.type == "attribute" else 1.0)
+            print(f"{s.name:<62} {s.datatype:<8} {s.unit or '':<9} {hz:>5} Hz")
+    for reason in sim.skipped:
+        print(f"not simulated: {reason}", file=sys.stderr)
+    print(
+        f"{len(signals)} signals, {len(driven)} simulated, about {sim.rate:.0f} updates/s",
+        file=sys.stderr,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
