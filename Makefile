@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo serve proto test lint typecheck unit bench bench-core bench-e2e bench-spark clean
+.PHONY: install demo serve sim dashboard proto test lint typecheck unit bench bench-core bench-e2e bench-spark clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -14,13 +14,22 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-## The main job: until the gRPC middleware lands, an in-process V-Store + ESS run.
+## The main job: a middleware, the simulated car, apps (one too slow), then the
+## Spark gap analysis of the journal. About a minute. DURATION=60 runs longer.
+DURATION ?= 20
 demo: $(STAMP)
-	$(PY) -m middleware.demo
+	$(PY) -m middleware.demo --duration $(DURATION) --out demo-out
 
 ## Run the middleware on 127.0.0.1:50051 (Ctrl-C stops it).
 serve: $(STAMP)
 	$(PY) -m middleware serve
+
+## The simulated car and a live dashboard, against `make serve` (each in its own terminal).
+sim: $(STAMP)
+	$(PY) -m providers sim
+
+dashboard: $(STAMP)
+	$(PY) -m middleware.apps dashboard
 
 ## Regenerate vehicle/ (the Python code of the gRPC contract) from proto/.
 proto: $(STAMP)
@@ -56,4 +65,4 @@ bench-spark: $(STAMP)
 	SPARK_LOCAL_IP=127.0.0.1 $(PY) -m bench.spark
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info demo-out

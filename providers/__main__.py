@@ -114,7 +114,8 @@ async def _run(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     status = ProviderStatus(args.app_id)
-    writer = asyncio.create_task(write_periodically(args.status, status.snapshot, stop))
+    finished = asyncio.Event()  # the status writer's own stop: after the final state is set
+    writer = asyncio.create_task(write_periodically(args.status, status.snapshot, finished))
     try:
         async with ProviderClient(args.target, args.app_id, token=args.token) as client:
             worker = asyncio.create_task(work(client, status, stop))
@@ -135,7 +136,7 @@ async def _run(
     finally:
         if status.state == "publishing":
             status.state = "stopped"
-        stop.set()
+        finished.set()
         await writer
     log.info(
         "%s: %d updates published, %d reconnects", status.state, status.published, status.reconnects

@@ -269,11 +269,11 @@ def coerce(signal: Signal, value: Any, resolution: float | None = None) -> Scala
         return str(value)
     x = float(value)
     if resolution:
-        x = round(round(x / resolution) * resolution, _decimals(resolution))
+        x = float(round(round(x / resolution) * resolution, _decimals(resolution)))
     if signal.min is not None:
-        x = max(x, signal.min)
+        x = max(x, float(signal.min))
     if signal.max is not None:
-        x = min(x, signal.max)
+        x = min(x, float(signal.max))
     if dt in _INT_RANGES:
         lo, hi = _INT_RANGES[dt]
         return min(hi, max(lo, round(x)))

@@ -35,17 +35,27 @@ def main(argv: list[str] | None = None) -> int:
     ana = sub.add_parser("analyze", help="dataset -> findings, summary.json, report.md")
     ana.add_argument("--input", required=True, help="the dataset written by ingest")
     ana.add_argument("--output", required=True, help="report directory (tables, summary, report)")
-    ana.add_argument(
-        "--stale",
-        action="append",
-        default=[],
-        metavar="PREFIX=SECONDS",
-        help="staleness threshold for keys under PREFIX (repeatable)",
+    rep = sub.add_parser(
+        "report", help="ingest then analyze in one go: OUTPUT/dataset and OUTPUT/report"
     )
-    ana.add_argument("--stale-default", type=float, default=5.0, metavar="SECONDS")
-    ana.add_argument(
-        "--window", type=float, default=1.0, metavar="SECONDS", help="time window of the drop rates"
-    )
+    rep.add_argument("--input", required=True, nargs="+", help="journal files or directories")
+    rep.add_argument("--output", required=True, help="directory for the dataset and the report")
+    for p in (ana, rep):
+        p.add_argument(
+            "--stale",
+            action="append",
+            default=[],
+            metavar="PREFIX=SECONDS",
+            help="staleness threshold for keys under PREFIX (repeatable)",
+        )
+        p.add_argument("--stale-default", type=float, default=5.0, metavar="SECONDS")
+        p.add_argument(
+            "--window",
+            type=float,
+            default=1.0,
+            metavar="SECONDS",
+            help="time window of the drop rates",
+        )
     syn = sub.add_parser("synth", help="write a synthetic fleet of journals")
     syn.add_argument("--output", required=True)
     syn.add_argument("--vehicles", type=int, default=3)
@@ -76,10 +86,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "ingest":
             print(json.dumps(job.ingest(spark, args.input, args.output)))
         else:
+            dataset, report = args.input, args.output
+            if args.command == "report":
+                dataset, report = f"{args.output}/dataset", f"{args.output}/report"
+                job.ingest(spark, args.input, dataset)
             summary = job.analyze(
                 spark,
-                args.input,
-                args.output,
+                dataset,
+                report,
                 thresholds=_thresholds(args.stale),
                 default_stale_ns=int(args.stale_default * 1e9),
                 window_ns=int(args.window * 1e9),

@@ -36,6 +36,49 @@ def ingest(spark: SparkSession, inputs: Sequence[str], output: str) -> dict[str,
 
 
 _BAD_SCHEMA = "source string, value string, problem string"
+_STALE_KEYS_SHOWN = 100
+
+
+def _per_app(drop_rates: DataFrame, reconciliation: DataFrame) -> dict[str, dict[str, Any]]:
+    """Per app, over the whole fleet: deliveries, drops per queue, and its seq gaps."""
+    apps: dict[str, dict[str, Any]] = {}
+    for r in (
+        drop_rates.groupBy("app", "queue")
+        .agg(F.sum("events").alias("events"), F.sum("dropped").alias("dropped"))
+        .collect()
+    ):
+        a = apps.setdefault(r["app"], {"delivered": 0, "dropped": 0, "dropped_per_queue": {}})
+        a["delivered"] += int(r["events"] - r["dropped"])
+        a["dropped"] += int(r["dropped"])
+        a["dropped_per_queue"][str(r["queue"])] = int(r["dropped"])
+    for r in (
+        reconciliation.groupBy("app")
+        .agg(
+            *(
+                F.sum(c).alias(c)
+                for c in ("missing", "explained", "unexplained", "drops_after_last_delivery")
+            )
+        )
+        .collect()
+    ):
+        a = apps.setdefault(r["app"], {"delivered": 0, "dropped": 0, "dropped_per_queue": {}})
+        a["missing_seqs"] = int(r["missing"])
+        a["explained_seqs"] = int(r["explained"])
+        a["unexplained_seqs"] = int(r["unexplained"])
+        a["drops_after_last_delivery"] = int(r["drops_after_last_delivery"])
+    return apps
+
+
+def _stale_keys(stale: DataFrame) -> dict[str, int]:
+    """The keys that went quiet, with their longest interval (ns), longest first (at most 100)."""
+    rows = (
+        stale.groupBy("key")
+        .agg(F.max("interval_ns").alias("longest"))
+        .orderBy(F.desc("longest"))
+        .limit(_STALE_KEYS_SHOWN)
+        .collect()
+    )
+    return {r["key"] or "?": int(r["longest"]) for r in rows}
 
 
 def _bad_lines(spark: SparkSession, dataset: str) -> DataFrame:
@@ -109,6 +152,8 @@ def analyze(
         "broken_chains": int(written["boot_integrity"].where("broken_links > 0").count()),
         "missing_journal_records": int(jg["m"]),
         "reported_journal_drops": int(jg["r"]),
+        "apps": _per_app(written["drop_rates"], written["reconciliation"]),
+        "stale_keys": _stale_keys(written["stale"]),
     }
     if "://" not in output or output.startswith("file://"):
         local = Path(output.removeprefix("file://"))

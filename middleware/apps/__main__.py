@@ -123,7 +123,9 @@ async def _dashboard(options: AppOptions, refresh: float) -> AppStats:
 
     painter = asyncio.create_task(redraw())
     try:
-        return await run_app(options, consume)
+        return await run_app(
+            options, consume, ready=lambda client: view.connected(client.boot_id or "")
+        )
     finally:
         painter.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -158,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr,
     )
     options = _options(args)
+    if args.command == "dashboard" and sys.stdout.isatty():
+        logging.getLogger().setLevel(logging.WARNING)  # INFO lines would scribble on the view
     if args.command == "dashboard":
         stats = asyncio.run(_dashboard(options, args.refresh))
     elif args.command == "logger":

@@ -53,6 +53,10 @@ class DashboardView:
         self._total = 0
         self._total_counted = 0
 
+    def connected(self, boot_id: str) -> None:
+        """The event stream is open, to the middleware process ``boot_id``."""
+        self.boot_id = boot_id
+
     def update(self, batch: Sequence[ClientEvent]) -> None:
         for e in batch:
             if isinstance(e, DataEvent):

@@ -201,6 +201,7 @@ async def run_app(
     stats: AppStats | None = None,
     ready: Callable[[AppClient], None] | None = None,
     on_current: Callable[[str, bytes], None] | None = None,
+    stop: asyncio.Event | None = None,
 ) -> AppStats:
     """Connect, subscribe, read batches into ``consume`` until stopped, drain, return the counts.
 
@@ -210,12 +211,15 @@ async def run_app(
         ready: called once subscribed.
         on_current: given the current value of each key subscribed to
             (with ``options.want_current``).
+        stop: set it to stop the app (then it drains); by default SIGINT and
+            SIGTERM stop it.
     """
     stats = stats or AppStats(options.app_id)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    if stop is None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
     finished = asyncio.Event()  # the status writer's stop
     writer = asyncio.create_task(write_periodically(options.status, stats.snapshot, finished))
     queues = []

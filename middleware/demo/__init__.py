@@ -1,0 +1,1 @@
+"""The main job a newcomer runs: ``make demo`` (``python -m middleware.demo``)."""

@@ -1,0 +1,162 @@
+"""Child processes the demo starts, and always stops.
+
+Each child runs in its own session (so a Ctrl-C at the terminal reaches the
+demo only, which then stops the children in order), with its output in a log
+file. :meth:`Supervisor.stop_all` ends every child still running, last
+started first: SIGINT, then SIGTERM, then SIGKILL, each after a deadline.
+Only the processes started here are ever signalled, by their own pid.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+__all__ = ["Child", "DemoError", "Supervisor"]
+
+
+class DemoError(RuntimeError):
+    """Something the demo started failed; the message says what and where its log is."""
+
+
+@dataclass
+class Child:
+    name: str
+    process: subprocess.Popen[str]
+    log: Path
+    lines: queue.Queue[str] = field(default_factory=queue.Queue)
+
+    def tail(self, n: int = 15) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+
+def _pump(stream: IO[str], log: IO[str], lines: queue.Queue[str]) -> None:
+    for line in stream:
+        log.write(line)
+        log.flush()
+        lines.put(line)
+    log.close()
+
+
+class Supervisor:
+    """Starts named children, waits for them, stops them all."""
+
+    def __init__(self, logs: Path, env: Mapping[str, str]) -> None:
+        self._logs = logs
+        self._env = dict(env)
+        self.children: dict[str, Child] = {}
+
+    def start(self, name: str, argv: Sequence[str]) -> Child:
+        """Start ``argv`` as ``name``; stdout and stderr go to ``LOGS/name.log``."""
+        log_path = self._logs / f"{name}.log"
+        log = log_path.open("w", encoding="utf-8")
+        process = subprocess.Popen(
+            list(argv),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=self._env,
+            start_new_session=True,
+        )
+        child = Child(name, process, log_path)
+        assert process.stdout is not None
+        threading.Thread(target=_pump, args=(process.stdout, log, child.lines), daemon=True).start()
+        self.children[name] = child
+        return child
+
+    def wait_for_line(self, name: str, pattern: str, timeout: float) -> re.Match[str]:
+        """The first output line of ``name`` matching ``pattern``.
+
+        Raises:
+            DemoError: the child exited, or ``timeout`` passed, first.
+        """
+        child = self.children[name]
+        deadline = time.monotonic() + timeout
+        regex = re.compile(pattern)
+        while time.monotonic() < deadline:
+            try:
+                line = child.lines.get(timeout=0.1)
+            except queue.Empty:
+                if child.process.poll() is not None:
+                    self._died(child)
+                continue
+            m = regex.search(line)
+            if m:
+                return m
+        raise DemoError(f"{name} did not print {pattern!r} within {timeout:.0f} s; see {child.log}")
+
+    def check_running(self) -> None:
+        """Raises DemoError if a child has exited."""
+        for child in self.children.values():
+            if child.process.poll() is not None:
+                self._died(child)
+
+    def _died(self, child: Child) -> None:
+        raise DemoError(
+            f"{child.name} exited with status {child.process.returncode}; "
+            f"the end of {child.log}:\n{child.tail()}"
+        )
+
+    def stop(self, name: str, timeout: float = 10.0) -> int:
+        """Stop ``name`` (SIGINT, then SIGTERM, then SIGKILL); returns its exit status."""
+        child = self.children.pop(name)
+        p = child.process
+        for sig, wait in ((signal.SIGINT, timeout), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+            if p.poll() is not None:
+                break
+            os.kill(p.pid, sig)  # our own child, by its pid
+            try:
+                p.wait(wait)
+            except subprocess.TimeoutExpired:
+                continue
+        return p.wait()
+
+    def run(self, name: str, argv: Sequence[str], timeout: float) -> str:
+        """Run ``argv`` to its end (stopped like the others if interrupted); its stdout.
+
+        Its stderr goes to ``LOGS/name.log``, its stdout to ``LOGS/name.out``.
+
+        Raises:
+            DemoError: it failed, or took longer than ``timeout``.
+        """
+        log_path = self._logs / f"{name}.log"
+        out_path = self._logs / f"{name}.out"
+        with log_path.open("w", encoding="utf-8") as log, out_path.open("w") as out:
+            process = subprocess.Popen(
+                list(argv),
+                stdout=out,
+                stderr=log,
+                stdin=subprocess.DEVNULL,
+                text=True,
+                env=self._env,
+                start_new_session=True,
+            )
+        child = Child(name, process, log_path)
+        self.children[name] = child
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.stop(name)
+            raise DemoError(f"{name} took longer than {timeout:.0f} s; see {log_path}") from None
+        if process.returncode != 0:
+            self._died(child)
+        self.children.pop(name)
+        return out_path.read_text(encoding="utf-8")
+
+    def stop_all(self) -> None:
+        """Stop every child still running, last started first."""
+        for name in reversed(list(self.children)):
+            self.stop(name, timeout=5.0)

@@ -1,0 +1,196 @@
+"""The demo's verdict: what the apps saw against what the journal's analysis found. Pure.
+
+Inputs are the status files of the provider and the apps (their own counts,
+written when they stopped) and the ``summary.json`` of the Spark analysis of
+the middleware's journal. The demo is OK when, for every app, the seq gaps
+it saw are exactly the gaps the analysis found in the journal, every one of
+them explained by a drop record, and the journal itself is intact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["AppVerdict", "Verdict", "judge", "render"]
+
+
+@dataclass(frozen=True, slots=True)
+class AppVerdict:
+    app: str
+    received: int
+    """Data events the app read (its own count)."""
+    missed: int
+    """Events the app saw missing (seq gaps, its own count)."""
+    delivered: int
+    """Deliveries to the app in the journal."""
+    dropped: dict[str, int]
+    """Drops of the app's events in the journal, per queue."""
+    journal_gaps: int
+    """Missing seqs the analysis found in the app's deliveries."""
+    unexplained: int
+    """...of which no drop record accounts for."""
+    unseen: int
+    """Drops after the app's last delivery of the key: no later event showed them to it."""
+
+    @property
+    def dropped_total(self) -> int:
+        return sum(self.dropped.values())
+
+    @property
+    def matches(self) -> bool:
+        """The app and the journal agree: same deliveries, same gaps, all explained."""
+        return (
+            self.received == self.delivered
+            and self.missed == self.journal_gaps
+            and self.unexplained == 0
+            and self.dropped_total == self.journal_gaps + self.unseen
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    published: int
+    keys: int
+    apps: dict[str, AppVerdict]
+    analysis: Mapping[str, Any]
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "problems": self.problems,
+            "published": self.published,
+            "keys": self.keys,
+            "apps": {
+                name: {
+                    "received": a.received,
+                    "missed": a.missed,
+                    "delivered": a.delivered,
+                    "dropped": a.dropped,
+                    "journal_gaps": a.journal_gaps,
+                    "unexplained": a.unexplained,
+                    "unseen": a.unseen,
+                    "matches": a.matches,
+                }
+                for name, a in self.apps.items()
+            },
+            "analysis": dict(self.analysis),
+        }
+
+
+def judge(
+    provider: Mapping[str, Any], apps: Mapping[str, Mapping[str, Any]], analysis: Mapping[str, Any]
+) -> Verdict:
+    """Compare each app's own counts with the analysis of the journal."""
+    per_app: Mapping[str, Mapping[str, Any]] = analysis.get("apps", {})
+    verdicts: dict[str, AppVerdict] = {}
+    problems: list[str] = []
+    for name, status in apps.items():
+        found = per_app.get(name, {})
+        v = AppVerdict(
+            app=name,
+            received=int(status.get("received", 0)),
+            missed=int(status.get("missed", 0)),
+            delivered=int(found.get("delivered", 0)),
+            dropped={str(q): int(n) for q, n in found.get("dropped_per_queue", {}).items()},
+            journal_gaps=int(found.get("missing_seqs", 0)),
+            unexplained=int(found.get("unexplained_seqs", 0)),
+            unseen=int(found.get("drops_after_last_delivery", 0)),
+        )
+        verdicts[name] = v
+        if status.get("state") != "stopped":
+            problems.append(f"{name} did not stop cleanly (state {status.get('state')!r})")
+        if v.received != v.delivered:
+            problems.append(
+                f"{name} read {v.received} events but the journal shows {v.delivered} deliveries"
+            )
+        if v.missed != v.journal_gaps:
+            problems.append(
+                f"{name} saw {v.missed} events missing but the journal shows {v.journal_gaps}"
+            )
+        if v.unexplained:
+            problems.append(f"{v.unexplained} of {name}'s missing events have no drop record")
+        if v.dropped_total != v.journal_gaps + v.unseen:
+            problems.append(
+                f"{name}: {v.dropped_total} drop records, but {v.journal_gaps} gaps "
+                f"+ {v.unseen} after the last delivery"
+            )
+    if analysis.get("broken_chains", 0):
+        problems.append("the journal's hash chain is broken")
+    if analysis.get("missing_journal_records", 0):
+        problems.append(f"{analysis['missing_journal_records']} journal records are missing")
+    if analysis.get("bad_lines", 0):
+        problems.append(f"{analysis['bad_lines']} journal lines could not be read")
+    if analysis.get("unexplained_seqs", 0):
+        problems.append(f"{analysis['unexplained_seqs']} missing events are unexplained overall")
+    return Verdict(
+        published=int(provider.get("published", 0)),
+        keys=int(provider.get("keys", 0)),
+        apps=verdicts,
+        analysis=analysis,
+        problems=problems,
+    )
+
+
+def render(verdict: Verdict, *, report: str) -> str:
+    """The summary a person reads at the end of ``make demo``."""
+    a = verdict.analysis
+    lines = [
+        f"provider    {verdict.keys} keys, {verdict.published:,} updates published",
+        "",
+        "            what the app counted    what the journal says",
+        f"{'app':<10} {'read':>8} {'gaps seen':>10}  {'delivered':>10} {'dropped q0/q1/q2':>17} "
+        f"{'in gaps':>8} {'unseen':>7}  agree",
+    ]
+    for v in verdict.apps.values():
+        dropped = "/".join(f"{v.dropped.get(str(q), 0):,}" for q in range(3))
+        lines.append(
+            f"{v.app:<10} {v.received:>8,} {v.missed:>10,}  {v.delivered:>10,} {dropped:>17} "
+            f"{v.journal_gaps:>8,} {v.unseen:>7,}  {'yes' if v.matches else 'NO'}"
+        )
+    lines.append(
+        "(unseen: dropped after the app's last event of the key, so no seq gap shows them)"
+    )
+    lines += [
+        "",
+        f"journal     {a.get('records', 0):,} records, {a.get('boots', 0)} boot(s), "
+        f"{a.get('restarts', 0)} restart(s); hash chain "
+        f"{'intact' if not a.get('broken_chains') else 'BROKEN'}; "
+        f"{a.get('missing_journal_records', 0)} records lost",
+    ]
+    stale = a.get("stale_keys", {})
+    if stale:
+        shown = ", ".join(
+            f"{k} {ns / 1e9:.1f} s" for k, ns in sorted(stale.items(), key=lambda kv: -kv[1])[:4]
+        )
+        more = f" and {len(stale) - 4} more" if len(stale) > 4 else ""
+        lines.append(f"stale       {len(stale)} key(s) went quiet: {shown}{more}")
+    else:
+        lines.append("stale       no key went quiet beyond its threshold")
+    lines.append(f"report      {report}")
+    lines.append("")
+    if verdict.ok:
+        lossy = {n: v for n, v in verdict.apps.items() if v.dropped_total}
+        clean = [n for n, v in verdict.apps.items() if not v.dropped_total]
+        said = (
+            ", ".join(
+                f"{n} lost {v.dropped_total:,} events ({v.missed:,} seen as seq gaps)"
+                for n, v in lossy.items()
+            )
+            or "no app lost events"
+        )
+        lines.append(
+            f"demo OK: {said}"
+            + (f", {' and '.join(clean)} none" if clean and lossy else "")
+            + "; the journal explains every gap the apps saw."
+        )
+    else:
+        lines.append("demo FAILED:")
+        lines += [f"  - {p}" for p in verdict.problems]
+    return "\n".join(lines)

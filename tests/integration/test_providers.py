@@ -1,0 +1,88 @@
+"""The simulated vehicle provider as a real process against a real middleware process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from middleware.client import AppClient, DataEvent, ReconnectedEvent, Sub
+from middleware.client.values import decode
+from middleware.status_file import read_status
+from tests.conftest import eventually
+from tests.integration.test_process import start, stop
+
+SPEED = "Vehicle.Speed"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def speeds(app: AppClient, n: int) -> list[float]:
+    """The next ``n`` speed values (reconnections pass by)."""
+    out: list[float] = []
+    async for e in app.events():
+        if isinstance(e, DataEvent) and e.name == SPEED and e.data is not None:
+            value = decode(e.data)
+            assert isinstance(value, float)
+            out.append(value)
+            if len(out) == n:
+                return out
+    return out
+
+
+async def test_the_simulated_car_survives_a_middleware_restart(tmp_path: Path) -> None:
+    address = f"127.0.0.1:{free_port()}"
+    status = tmp_path / "sim.json"
+    middleware, _ = start("--listen", address)
+    provider = subprocess.Popen(
+        [sys.executable, "-m", "providers", "sim", "--target", address, "--status", str(status)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        await eventually(
+            lambda: (read_status(status) or {}).get("state") == "publishing",
+            timeout=30,
+            what="the provider publishing",
+        )
+        assert (read_status(status) or {})["keys"] == 270
+        async with AppClient(address, "watcher") as app:
+            [result] = await app.subscribe([Sub(SPEED, want_current=True)])
+            assert result.ok
+            assert len(await asyncio.wait_for(speeds(app, 5), 10)) == 5
+
+            code, _ = stop(middleware)
+            assert code == 0
+            middleware, _ = start("--listen", address)  # a new process, same address
+
+            restarted = False
+            async for e in app.events():
+                if isinstance(e, ReconnectedEvent):
+                    restarted = e.middleware_restarted
+                    break
+            assert restarted
+            # The provider added its keys again (the app's subscription waited for
+            # it) and values flow again, from the same provider process.
+            assert len(await asyncio.wait_for(speeds(app, 5), 30)) == 5
+        assert provider.poll() is None
+        await eventually(
+            lambda: (read_status(status) or {}).get("reconnects", 0) >= 1,
+            timeout=5,
+            what="the provider's status to count the reconnection",
+        )
+    finally:
+        provider.terminate()
+        _, err = provider.communicate(timeout=15)
+        stop(middleware)
+    assert provider.returncode == 0, err
+    final = json.loads(status.read_text())
+    assert final["state"] == "stopped"
+    assert final["published"] > 0

@@ -1,0 +1,131 @@
+"""The sample apps' pure parts, and the demo's verdict."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+
+from middleware.apps.dashboard import DashboardView, format_value
+from middleware.apps.harness import AppStats
+from middleware.apps.logger import EventLogger
+from middleware.client import DataEvent, ReconnectedEvent, SubscriptionResult
+from middleware.client.values import encode
+from middleware.demo.summary import judge, render
+
+SPEED = "Vehicle.Speed"
+
+
+def data(seq: int, value: object | None, *, missed: int = 0, name: str = SPEED) -> DataEvent:
+    raw = None if value is None else encode(value)  # type: ignore[arg-type]
+    return DataEvent(1, name, seq, 1_000 + seq, raw, 0, missed)
+
+
+def test_dashboard_shows_latest_values_rates_and_gaps_per_key() -> None:
+    view = DashboardView("dash", clock=0.0)
+    view.update([data(1, 12.345), data(2, None), data(5, 50.0, missed=2)])
+    view.update([data(1, "ECO", name="Vehicle.Mode"), data(1, True, name="Vehicle.IsMoving")])
+    view.tick(2.0)
+    screen = view.render(100, 10)
+    assert view.rate == 2.5  # 5 events over 2 s
+    assert "2 missed" in screen.splitlines()[0]
+    row = next(line for line in screen.splitlines() if line.startswith(SPEED))
+    assert row.split()[1:] == ["50.00", "1.5", "2"]
+    assert "ECO" in screen
+    assert "true" in screen
+    small = view.render(80, 5)
+    assert len(small.splitlines()) <= 5
+    assert "more keys" in small
+
+
+def test_dashboard_forgets_values_when_the_middleware_restarts() -> None:
+    view = DashboardView("dash")
+    view.update([data(1, 3.0)])
+    view.update([ReconnectedEvent("boot-2", True, ())])
+    assert view.rows[SPEED].value == "?"
+    assert view.boot_id == "boot-2"
+    assert format_value(b"\xff\xff") == "<2 bytes>"
+
+
+def test_the_logger_writes_unchanged_writes_with_the_last_value_and_skips_unknown_ones() -> None:
+    out = io.StringIO()
+    log = EventLogger(out)
+    asyncio.run(log([data(1, None), data(2, 7), data(3, None), data(6, 8, missed=2)]))
+    lines = [json.loads(x) for x in out.getvalue().splitlines()]
+    assert [(x["seq"], x["value"], x["changed"], x["missed"]) for x in lines] == [
+        (2, 7, True, 0),
+        (3, 7, False, 0),
+        (6, 8, True, 2),
+    ]
+    log.seed(SPEED, encode(1))
+    asyncio.run(
+        log(
+            [
+                ReconnectedEvent("b", True, (SubscriptionResult(SPEED, 1, True, "OK", encode(9)),)),
+                data(7, None),
+            ]
+        )
+    )
+    assert json.loads(out.getvalue().splitlines()[-1])["value"] == 9
+    asyncio.run(log([DataEvent(1, SPEED, 8, 0, b"\xff\xff", 0)]))
+    assert json.loads(out.getvalue().splitlines()[-1])["raw"] == "ffff"
+    assert log.undecodable == 1
+
+
+def test_app_stats_count_per_key_and_queue() -> None:
+    stats = AppStats("a")
+    stats.count([data(1, 1), data(4, 2, missed=2), ReconnectedEvent("b", True, ())])
+    snap = stats.snapshot()
+    assert (snap["received"], snap["missed"], snap["reconnects"], snap["restarts"]) == (2, 2, 1, 1)
+    assert snap["per_key"][SPEED] == {"received": 2, "missed": 2, "last_seq": 4}
+    assert snap["per_queue"]["0"] == {"received": 2, "missed": 2}
+
+
+def _analysis(**slow: int) -> dict[str, object]:
+    return {
+        "records": 100,
+        "boots": 1,
+        "apps": {
+            "logger": {"delivered": 50, "dropped_per_queue": {"0": 0}, "missing_seqs": 0},
+            "slow": {
+                "delivered": slow.get("delivered", 20),
+                "dropped_per_queue": {"0": 30},
+                "missing_seqs": slow.get("missing", 10),
+                "unexplained_seqs": slow.get("unexplained", 0),
+                "drops_after_last_delivery": 20,
+            },
+        },
+    }
+
+
+_APPS = {
+    "logger": {"state": "stopped", "received": 50, "missed": 0},
+    "slow": {"state": "stopped", "received": 20, "missed": 10},
+}
+
+
+def test_the_verdict_holds_when_apps_and_journal_agree() -> None:
+    verdict = judge({"published": 70, "keys": 3}, _APPS, _analysis())
+    assert verdict.ok, verdict.problems
+    text = render(verdict, report="r.md")
+    assert "demo OK: slow lost 30 events (10 seen as seq gaps), logger none" in text
+
+
+def test_the_verdict_names_every_disagreement() -> None:
+    verdict = judge(
+        {"published": 70},
+        {**_APPS, "logger": {"state": "failed", "received": 49, "missed": 0}},
+        {**_analysis(missing=9, unexplained=1), "broken_chains": 1},
+    )
+    assert not verdict.ok
+    problems = "\n".join(verdict.problems)
+    for expected in (
+        "logger did not stop cleanly",
+        "logger read 49 events but the journal shows 50",
+        "slow saw 10 events missing but the journal shows 9",
+        "1 of slow's missing events have no drop record",
+        "slow: 30 drop records, but 9 gaps + 20 after the last delivery",
+        "hash chain is broken",
+    ):
+        assert expected in problems
+    assert "demo FAILED" in render(verdict, report="r.md")

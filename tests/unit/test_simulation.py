@@ -1,0 +1,129 @@
+"""The simulated car: schedule, determinism, plausible typed values, faults."""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter, defaultdict
+
+import pytest
+
+from providers.catalog import Signal, default_catalog
+from providers.models import cycle_speed
+from providers.simulation import Simulation, Stall, extra_signals
+
+_INT_BOUNDS = {
+    "uint8": (0, 255),
+    "int8": (-128, 127),
+    "uint16": (0, 65535),
+    "int16": (-32768, 32767),
+}
+
+
+def drive(sim: Simulation, seconds: float, step: float = 0.01) -> list[tuple[float, str, object]]:
+    out = []
+    t = 0.0
+    while t <= seconds:
+        out += [(t, name, value) for name, value in sim.step(t)]
+        t = round(t + step, 6)
+    return out
+
+
+def test_the_same_seed_gives_the_same_drive() -> None:
+    a = drive(Simulation(default_catalog(), seed=7), 5)
+    b = drive(Simulation(default_catalog(), seed=7), 5)
+    c = drive(Simulation(default_catalog(), seed=8), 5)
+    assert a == b
+    assert a != c
+
+
+def test_each_signal_ticks_at_its_own_rate() -> None:
+    signals = {s.name: s for s in default_catalog()}
+    sim = Simulation(list(signals.values()))
+    counts = Counter(name for _, name, _ in drive(sim, 20))
+    for name, n in counts.items():
+        hz = float(signals[name].sim.get("hz", 0.1 if signals[name].type == "attribute" else 1.0))
+        # Once at 0, then once per period from a phase within the first period.
+        assert hz * 20 - 1 <= n <= hz * 20 + 2, (name, hz, n)
+    assert set(counts) == set(signals)
+    assert 600 < sim.rate < 800
+
+
+def test_a_late_caller_gets_each_due_signal_once_not_a_burst() -> None:
+    sim = Simulation(default_catalog())
+    first = sim.step(0.0)
+    late = sim.step(100.0)
+    assert len(first) == len(late) == len({n for n, _ in late}) == len(sim.names)
+    assert sim.next_due() > 100.0
+
+
+def test_values_have_their_datatype_and_stay_within_bounds() -> None:
+    signals = {s.name: s for s in default_catalog()}
+    for _, name, value in drive(Simulation(list(signals.values()), seed=3), 130, step=0.05):
+        s = signals[name]
+        if s.datatype == "boolean":
+            assert isinstance(value, bool)
+        elif s.datatype == "string":
+            assert isinstance(value, str)
+            assert not s.allowed or value in s.allowed
+        elif s.datatype in ("float", "double"):
+            assert isinstance(value, float)
+        else:
+            assert isinstance(value, int)
+            assert not isinstance(value, bool)
+            lo, hi = _INT_BOUNDS.get(s.datatype, (-(2**63), 2**63 - 1))
+            assert lo <= value <= hi
+        if s.min is not None and not isinstance(value, str):
+            assert value >= s.min, (name, value)
+        if s.max is not None and not isinstance(value, str):
+            assert value <= s.max, (name, value)
+
+
+def test_speed_follows_the_drive_cycle_windows_step_and_temperatures_repeat_as_heartbeats() -> None:
+    seen: dict[str, list[object]] = defaultdict(list)
+    for _, name, value in drive(Simulation(default_catalog(), seed=1), 130, step=0.05):
+        seen[name].append(value)
+    speed = seen["Vehicle.Speed"]
+    assert max(speed) == pytest.approx(100.0)
+    assert min(speed) == 0.0
+    assert cycle_speed(60.0) == 100.0
+    assert cycle_speed(120.0 + 60.0) == 100.0
+    window = seen["Vehicle.Body.Windows.Row2.Right.Level"]
+    assert set(window) <= set(range(0, 101, 10))
+    assert len(set(window)) > 1
+    temperature = seen["Vehicle.Cabin.HVAC.Zone.Row1.Left.Temperature"]
+    repeats = sum(a == b for a, b in itertools.pairwise(temperature))
+    assert repeats > len(temperature) // 2  # mostly re-published unchanged
+
+
+def test_a_stall_silences_only_its_prefix_and_only_for_its_window() -> None:
+    stall = Stall("Vehicle.Cabin.HVAC.Zone", start=5.0, seconds=4.0)
+    events = drive(Simulation(default_catalog(), stalls=[stall]), 12)
+    zone = [t for t, name, _ in events if name.startswith("Vehicle.Cabin.HVAC.Zone.")]
+    assert not [t for t in zone if 5.0 <= t < 9.0]
+    assert [t for t in zone if t >= 9.0]
+    assert [t for t in zone if t < 5.0]
+    others = [t for t, name, _ in events if name == "Vehicle.Cabin.HVAC.AmbientAirTemperature"]
+    assert [t for t in others if 5.0 <= t < 9.0]
+
+
+def test_signals_the_models_cannot_drive_are_skipped_with_a_reason() -> None:
+    odd = [
+        Signal("Vehicle.A", "sensor", "float[]"),
+        Signal("Vehicle.B", "sensor", "float", sim={"model": "follow", "source": "warp"}),
+        Signal("Vehicle.C", "sensor", "float", sim={"model": "teleport"}),
+        Signal("Vehicle.D", "sensor", "uint8"),
+    ]
+    sim = Simulation(odd)
+    assert sim.names == ["Vehicle.D"]
+    assert len(sim.skipped) == 3
+    assert "float[]" in sim.skipped[0]
+    assert "warp" in sim.skipped[1]
+    assert "teleport" in sim.skipped[2]
+
+
+def test_more_keys_on_request() -> None:
+    sim = Simulation(default_catalog() + extra_signals(1000))
+    assert len(sim.names) == len(default_catalog()) + 1000
+    assert "Vehicle.Private.Sim.Signal0001" in sim.names
+    with pytest.raises(ValueError, match="rate_scale"):
+        Simulation([], rate_scale=0)
