@@ -184,7 +184,10 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.duration <= 0:
         raise SystemExit("--duration must be above 0")
-    signal.signal(signal.SIGTERM, _interrupted)  # stop the children on SIGTERM too
+    # Ctrl-C (also when started where SIGINT is ignored) and SIGTERM both end
+    # in the `finally` below, which stops the children.
+    signal.signal(signal.SIGINT, _interrupted)
+    signal.signal(signal.SIGTERM, _interrupted)
     _prepare(args.out)
     env = {
         **os.environ,
@@ -203,7 +206,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\ndemo failed: {e}", file=sys.stderr)
         return 1
     finally:
-        sup.stop_all()
+        # The provider first, so the apps' final reads end at once; the
+        # middleware last, so the journal records everything until the end.
+        sup.stop_all(order=["analysis", "provider", *APPS, "middleware"])
     return 0 if result["ok"] else 1
 
 

@@ -2,8 +2,9 @@
 
 Each child runs in its own session (so a Ctrl-C at the terminal reaches the
 demo only, which then stops the children in order), with its output in a log
-file. :meth:`Supervisor.stop_all` ends every child still running, last
-started first: SIGINT, then SIGTERM, then SIGKILL, each after a deadline.
+file. :meth:`Supervisor.stop_all` ends every child still running, in the
+order given (producers before consumers before the server): SIGINT, then
+SIGTERM, then SIGKILL, each after a deadline.
 Only the processes started here are ever signalled, by their own pid.
 """
 
@@ -156,7 +157,10 @@ class Supervisor:
         self.children.pop(name)
         return out_path.read_text(encoding="utf-8")
 
-    def stop_all(self) -> None:
-        """Stop every child still running, last started first."""
-        for name in reversed(list(self.children)):
+    def stop_all(self, order: Sequence[str] = ()) -> None:
+        """Stop every child still running: those named in ``order`` first, in
+        that order, then the rest, last started first."""
+        names = [n for n in order if n in self.children]
+        names += [n for n in reversed(list(self.children)) if n not in names]
+        for name in names:
             self.stop(name, timeout=5.0)
