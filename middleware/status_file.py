@@ -7,6 +7,7 @@ and its summary. A reader never sees a half-written file (write, then rename).
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import json
@@ -15,7 +16,19 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["read_status", "write_periodically", "write_status"]
+__all__ = ["read_status", "status_path", "write_periodically", "write_status"]
+
+
+def status_path(text: str) -> Path:
+    """A ``--status`` argument: a file in a directory that exists (checked at start).
+
+    Raises:
+        argparse.ArgumentTypeError: the directory does not exist.
+    """
+    path = Path(text)
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: directory {path.parent} does not exist")
+    return path
 
 
 def write_status(path: str | Path, data: Mapping[str, Any]) -> None:

@@ -22,8 +22,10 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+import grpc
+
 from middleware.client import ProviderClient
-from middleware.status_file import write_periodically
+from middleware.status_file import status_path, write_periodically
 from providers.catalog import DEFAULT_CATALOG, CatalogError, Signal, load_catalog
 from providers.recording import RecordingError, read_recording
 from providers.runner import ProviderStatus, replay, simulate
@@ -47,6 +49,21 @@ def _stall(text: str) -> Stall:
         ) from None
 
 
+def _at_least(limit: float, *, strict: bool = False) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if value < limit or (strict and value == limit):
+            raise argparse.ArgumentTypeError(
+                f"{value:g} must be {'above' if strict else 'at least'} {limit:g}"
+            )
+        return value
+
+    return parse
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m providers", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -55,7 +72,9 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--target", default="127.0.0.1:50051", help="middleware address")
         p.add_argument("--app-id", default=app_id, help=f"provider identity (default {app_id})")
         p.add_argument("--token", default=None, help="a JWT, for a middleware in token mode")
-        p.add_argument("--status", type=Path, default=None, help="write counters here (JSON)")
+        p.add_argument(
+            "--status", type=status_path, default=None, help="write counters here (JSON)"
+        )
         p.add_argument("-v", "--verbose", action="store_true")
 
     def catalog_options(p: argparse.ArgumentParser) -> None:
@@ -65,14 +84,23 @@ def _parser() -> argparse.ArgumentParser:
             default=DEFAULT_CATALOG,
             help="a VSS JSON file (vss-tools' export); default: the project's own",
         )
-        p.add_argument("--extra-keys", type=int, default=0, help="this many more synthetic keys")
+        p.add_argument(
+            "--extra-keys",
+            type=lambda t: int(_at_least(0)(t)),
+            default=0,
+            help="this many more synthetic keys",
+        )
 
     sim = sub.add_parser("sim", help="a simulated car: a drive cycle and its signals")
     common(sim, "vehicle-sim")
     catalog_options(sim)
-    sim.add_argument("--rate-scale", type=float, default=1.0, help="every rate times this")
+    sim.add_argument(
+        "--rate-scale", type=_at_least(0, strict=True), default=1.0, help="every rate times this"
+    )
     sim.add_argument("--seed", type=int, default=0)
-    sim.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    sim.add_argument(
+        "--duration", type=_at_least(0, strict=True), default=None, help="stop after this long (s)"
+    )
     sim.add_argument(
         "--stall",
         type=_stall,
@@ -85,7 +113,10 @@ def _parser() -> argparse.ArgumentParser:
     common(rep, "replay")
     rep.add_argument("recording", type=Path)
     rep.add_argument(
-        "--speed", type=float, default=1.0, help="1 is real time, 4 four times faster, 0 no waits"
+        "--speed",
+        type=_at_least(0),
+        default=1.0,
+        help="1 is real time, 4 four times faster, 0 no waits",
     )
     rep.add_argument(
         "--source-time",
@@ -99,10 +130,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _signals(args: argparse.Namespace) -> list[Signal]:
-    signals = load_catalog(args.catalog)
-    if args.extra_keys < 0:
-        raise SystemExit("--extra-keys must be 0 or more")
-    return signals + extra_signals(args.extra_keys)
+    return load_catalog(args.catalog) + extra_signals(args.extra_keys)
 
 
 async def _run(
@@ -116,8 +144,9 @@ async def _run(
     status = ProviderStatus(args.app_id)
     finished = asyncio.Event()  # the status writer's own stop: after the final state is set
     writer = asyncio.create_task(write_periodically(args.status, status.snapshot, finished))
+    client = ProviderClient(args.target, args.app_id, token=args.token)
     try:
-        async with ProviderClient(args.target, args.app_id, token=args.token) as client:
+        try:
             worker = asyncio.create_task(work(client, status, stop))
             stopped = asyncio.create_task(stop.wait())
             await asyncio.wait({worker, stopped}, return_when=asyncio.FIRST_COMPLETED)
@@ -133,6 +162,11 @@ async def _run(
                         await worker
             if not worker.cancelled():
                 worker.result()  # raises what the loop raised
+        finally:
+            try:  # confirm what was written; a middleware that is gone cannot
+                await asyncio.wait_for(client.close(), 5.0)
+            except (grpc.aio.AioRpcError, TimeoutError) as e:
+                log.warning("the last writes were not confirmed: %s", e)
     finally:
         if status.state == "publishing":
             status.state = "stopped"
@@ -170,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
                 await replay(c, samples, s, stop, speed=args.speed, source_time=args.source_time)
 
             asyncio.run(_run(args, run_replay))
-    except (CatalogError, RecordingError, ValueError) as e:
+    except (CatalogError, RecordingError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     return 0

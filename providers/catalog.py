@@ -123,9 +123,11 @@ def parse_catalog(tree: Any) -> list[Signal]:
 def expand_instances(instances: Any, where: str = "instances") -> list[list[str]]:
     """The dimensions of a VSS ``instances`` attribute, each a list of names.
 
-    ``"Row[1,2]"`` -> ``[["Row1", "Row2"]]``; ``["Left", "Right"]`` ->
-    ``[["Left", "Right"]]``; ``["Row[1,2]", ["Left", "Right"]]`` -> two
-    dimensions.
+    As vss-tools reads it: a range (``"Row[1,2]"``) or a list is a dimension
+    of its own; consecutive plain names form one dimension. So
+    ``["Left", "Right"]`` is one dimension, and ``["Row[1,2]", "DriverSide",
+    "PassengerSide"]`` and ``["Row[1,2]", ["DriverSide", "PassengerSide"]]``
+    are both ``[["Row1", "Row2"], ["DriverSide", "PassengerSide"]]``.
 
     Raises:
         CatalogError: not a string or a list of strings and lists.
@@ -134,16 +136,23 @@ def expand_instances(instances: Any, where: str = "instances") -> list[list[str]
         return [_names(instances, where)]
     if not isinstance(instances, list) or not instances:
         raise CatalogError(f"{where}: must be a string or a non-empty list")
-    if all(isinstance(i, str) and not _RANGE.match(i) for i in instances):
-        return [[_checked(i, where) for i in instances]]
     dims: list[list[str]] = []
+    plain: list[str] = []
     for item in instances:
+        if isinstance(item, str) and not _RANGE.match(item):
+            plain.append(_checked(item, where))
+            continue
+        if plain:
+            dims.append(plain)
+            plain = []
         if isinstance(item, str):
             dims.append(_names(item, where))
         elif isinstance(item, list) and item and all(isinstance(i, str) for i in item):
             dims.append([n for i in item for n in _names(i, where)])
         else:
             raise CatalogError(f"{where}: {item!r} is neither a name, a range nor a list of names")
+    if plain:
+        dims.append(plain)
     return dims
 
 

@@ -267,6 +267,14 @@ def coerce(signal: Signal, value: Any, resolution: float | None = None) -> Scala
         return bool(value)
     if dt == "string":
         return str(value)
+    if dt in _INT_RANGES and type(value) is int and resolution in (None, 1):
+        lo, hi = _INT_RANGES[dt]
+        bounded = max(lo, min(hi, value))
+        if signal.min is not None:
+            bounded = max(bounded, math.ceil(signal.min))
+        if signal.max is not None:
+            bounded = min(bounded, math.floor(signal.max))
+        return bounded
     x = float(value)
     if resolution:
         x = float(round(round(x / resolution) * resolution, _decimals(resolution)))
@@ -288,9 +296,12 @@ def _decimals(resolution: float) -> int:
 def model_for(signal: Signal) -> tuple[Model, float | None]:
     """The model of ``signal`` and its resolution, from its ``sim`` attribute or its type.
 
+    Every value is checked here, before anything runs, so a bad catalog fails
+    at start naming the signal, the field and what it must be.
+
     Raises:
         UnsupportedSignalError: a datatype without a v1 encoding, or a ``sim``
-            the simulation does not know (the message says which and why).
+            the simulation does not know or cannot use.
     """
     if signal.datatype not in DATATYPES:
         raise UnsupportedSignalError(f"{signal.name}: datatype {signal.datatype!r} is not a scalar")
@@ -298,51 +309,66 @@ def model_for(signal: Signal) -> tuple[Model, float | None]:
     kind = sim.get("model") or _default_model(signal)
     lo = signal.min if signal.min is not None else -1e9
     hi = signal.max if signal.max is not None else 1e9
-    resolution = sim.get("resolution", 1 if signal.datatype in _INT_RANGES else None)
-    try:
-        model: Model
-        if kind == "follow":
-            model = _Follow(
-                str(sim["source"]),
-                float(sim.get("scale", 1.0)),
-                float(sim.get("offset", 0.0)),
-                float(sim.get("noise", 0.0)),
+
+    def num(
+        field: str, default: float, *, above: float | None = None, at_most: float | None = None
+    ) -> float:
+        raw = sim.get(field, default)
+        if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
+            raise UnsupportedSignalError(
+                f"{signal.name}: sim.{field} must be a number, not {raw!r}"
             )
-        elif kind == "drift":
-            start = float(
-                sim.get("start", signal.default if signal.default is not None else _mid(lo, hi))
+        if above is not None and not raw > above:
+            raise UnsupportedSignalError(
+                f"{signal.name}: sim.{field} must be above {above:g}, not {raw}"
             )
-            span = hi - lo if hi - lo < 1e9 else 100.0
-            model = _Drift(start, float(sim.get("step", span / 200.0)), lo, hi)
-        elif kind == "steps":
-            model = _Steps(
-                float(sim.get("start", lo if lo > -1e9 else 0.0)),
-                float(sim.get("step", 1.0)),
-                float(sim.get("hold", 10.0)),
-                lo,
-                hi,
+        if at_most is not None and raw > at_most:
+            raise UnsupportedSignalError(
+                f"{signal.name}: sim.{field} must be at most {at_most:g}, not {raw}"
             )
-        elif kind == "toggle":
-            model = _Toggle(bool(sim.get("start", False)), float(sim.get("p", 0.01)))
-        elif kind == "choice":
-            options = tuple(sim.get("options", signal.allowed))
-            if not options:
-                raise UnsupportedSignalError(f"{signal.name}: a choice needs 'allowed' values")
-            model = _Choice(options, float(sim.get("p", 0.01)), sim.get("start", options[0]))
-        elif kind == "constant":
-            model = _Constant(
-                sim.get("value", signal.default if signal.default is not None else _zero(signal))
-            )
-        else:
-            raise UnsupportedSignalError(f"{signal.name}: unknown sim model {kind!r}")
-    except (KeyError, TypeError, ValueError) as e:
-        if isinstance(e, UnsupportedSignalError):
-            raise
-        raise UnsupportedSignalError(f"{signal.name}: bad sim attribute {dict(sim)!r}: {e}") from e
+        return float(raw)
+
+    default_resolution = 1.0 if signal.datatype in _INT_RANGES else None
+    resolution = num("resolution", 1.0, above=0) if "resolution" in sim else default_resolution
+    model: Model
     if kind == "follow":
-        signal_source = str(sim["source"])
-        if signal_source not in _QUANTITIES:
-            Car().quantity(signal_source)  # raises, naming the known ones
+        source = sim.get("source")
+        if source not in _QUANTITIES:
+            known = ", ".join(sorted(_QUANTITIES))
+            raise UnsupportedSignalError(
+                f"{signal.name}: sim.source {source!r} is not one of {known}"
+            )
+        model = _Follow(str(source), num("scale", 1.0), num("offset", 0.0), num("noise", 0.0))
+    elif kind == "drift":
+        default = signal.default if isinstance(signal.default, int | float) else _mid(lo, hi)
+        span = hi - lo if hi - lo < 1e9 else 100.0
+        model = _Drift(num("start", default), num("step", span / 200.0, above=0), lo, hi)
+    elif kind == "steps":
+        model = _Steps(
+            num("start", lo if lo > -1e9 else 0.0),
+            num("step", 1.0, above=0),
+            num("hold", 10.0),
+            lo,
+            hi,
+        )
+    elif kind == "toggle":
+        model = _Toggle(bool(sim.get("start", False)), num("p", 0.01, at_most=1.0))
+    elif kind == "choice":
+        options = tuple(sim.get("options", signal.allowed))
+        if not options:
+            raise UnsupportedSignalError(f"{signal.name}: sim.model choice needs 'allowed' values")
+        model = _Choice(options, num("p", 0.01, at_most=1.0), sim.get("start", options[0]))
+    elif kind == "constant":
+        value = sim.get("value", signal.default if signal.default is not None else _zero(signal))
+        try:
+            coerce(signal, value)
+        except (TypeError, ValueError):
+            raise UnsupportedSignalError(
+                f"{signal.name}: sim.value {value!r} is not a {signal.datatype}"
+            ) from None
+        model = _Constant(value)
+    else:
+        raise UnsupportedSignalError(f"{signal.name}: unknown sim.model {kind!r}")
     return model, resolution
 
 

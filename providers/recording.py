@@ -8,9 +8,13 @@ Two formats, by file name:
   (``bool``, ``int``, ``float``, ``string``) to force the value's type. Other
   fields are ignored, so the logger app's output replays as it is.
 * CSV (``.csv``): a header row naming the columns ``time`` or ``time_ns``,
-  ``key``, ``value`` and optionally ``type``. Without ``type``, ``true`` and
-  ``false`` are booleans, integers are ints, other numbers floats, the rest
-  strings.
+  ``key``, ``value`` and optionally ``type``. Without ``type``, one type is
+  chosen per key from all its values: booleans if all are ``true``/``false``,
+  ints if all are integers, floats if all are numbers (``20`` on a key that
+  also has ``20.5`` is the float 20.0), strings otherwise. Numbers are plain
+  ASCII decimals (``1e3`` and ``-0.5`` are, ``nan``, ``1_000`` are not).
+
+Times in seconds are read as decimals, so nanoseconds survive at epoch scale.
 
 Either may be gzip-compressed (``.gz`` after the extension). Samples are put
 in time order with a stable sort, so each key's samples keep the file's order.
@@ -26,6 +30,7 @@ import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import IO, Any, Final
 
@@ -34,7 +39,8 @@ from middleware.client.values import Scalar
 __all__ = ["RecordingError", "Sample", "group_by_time", "read_recording"]
 
 _TYPES: Final = ("bool", "int", "float", "string")
-_INT: Final = re.compile(r"^[+-]?\d+$")
+_INT: Final = re.compile(r"^[+-]?[0-9]+$")
+_FLOAT: Final = re.compile(r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$")
 
 
 class RecordingError(ValueError):
@@ -95,7 +101,7 @@ def _jsonl(f: IO[str], path: Path) -> Iterator[Sample]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = json.loads(line, parse_float=Decimal)
         except json.JSONDecodeError as e:
             raise RecordingError(f"{path}:{n}: not JSON: {e.msg}") from e
         if not isinstance(obj, dict):
@@ -111,8 +117,34 @@ def _csv(f: IO[str], path: Path) -> Iterator[Sample]:
             f"{path}:1: the header must name key, value and time (seconds) or time_ns, "
             f"not {sorted(columns)}"
         )
-    for n, row in enumerate(reader, 2):
+    rows = list(enumerate(reader, 2))
+    kinds: dict[str, set[str]] = {}
+    for _, row in rows:
+        if not row.get("type") and isinstance(row.get("value"), str):
+            kinds.setdefault(row.get("key") or "", set()).add(_kind_of(row["value"]))
+    per_key = {key: _common_kind(k) for key, k in kinds.items()}
+    for n, row in rows:
+        if not row.get("type") and row.get("key") in per_key:
+            row = {**row, "type": per_key[row["key"]]}
         yield _sample(row, f"{path}:{n}", from_text=True)
+
+
+def _kind_of(text: str) -> str:
+    if text in ("true", "false"):
+        return "bool"
+    if _INT.match(text):
+        return "int"
+    if _FLOAT.match(text):
+        return "float"
+    return "string"
+
+
+def _common_kind(kinds: set[str]) -> str:
+    if len(kinds) == 1:
+        return next(iter(kinds))
+    if kinds == {"int", "float"}:
+        return "float"
+    return "string"
 
 
 def _sample(obj: dict[str, Any], where: str, *, from_text: bool) -> Sample:
@@ -122,7 +154,7 @@ def _sample(obj: dict[str, Any], where: str, *, from_text: bool) -> Sample:
     if obj.get("time_ns") not in (None, ""):
         time_ns = _number(obj["time_ns"], where, "time_ns", integer=True)
     elif obj.get("time") not in (None, ""):
-        time_ns = round(_number(obj["time"], where, "time") * 1e9)
+        time_ns = round(_decimal(obj["time"], where, "time") * 1_000_000_000)
     else:
         raise RecordingError(f"{where}: needs 'time' (seconds) or 'time_ns'")
     if "value" not in obj or obj["value"] is None:
@@ -131,6 +163,15 @@ def _sample(obj: dict[str, Any], where: str, *, from_text: bool) -> Sample:
     if kind is not None and kind not in _TYPES:
         raise RecordingError(f"{where}: 'type' {kind!r} is not one of {', '.join(_TYPES)}")
     return Sample(int(time_ns), key, _value(obj["value"], kind, where, from_text=from_text))
+
+
+def _decimal(raw: Any, where: str, name: str) -> Decimal:
+    if isinstance(raw, bool) or not isinstance(raw, str | int | Decimal):
+        raise RecordingError(f"{where}: {name!r} must be a number, not {raw!r}")
+    text = str(raw)
+    if not _FLOAT.match(text):
+        raise RecordingError(f"{where}: {name!r} must be a number, not {raw!r}")
+    return Decimal(text)
 
 
 def _number(raw: Any, where: str, name: str, *, integer: bool = False) -> int | float:
@@ -148,6 +189,8 @@ def _number(raw: Any, where: str, name: str, *, integer: bool = False) -> int | 
 def _value(raw: Any, kind: str | None, where: str, *, from_text: bool) -> Scalar:
     if isinstance(raw, dict | list):
         raise RecordingError(f"{where}: 'value' must be a boolean, number or string")
+    if isinstance(raw, Decimal):
+        raw = float(raw)  # the correctly rounded double of the JSON text
     try:
         if kind == "string":
             return str(raw)
@@ -162,6 +205,8 @@ def _value(raw: Any, kind: str | None, where: str, *, from_text: bool) -> Scalar
                 raise ValueError(raw)
             return int(raw)
         if kind == "float":
+            if isinstance(raw, str) and not _FLOAT.match(raw):
+                raise ValueError(raw)
             return float(raw)
     except (TypeError, ValueError):
         raise RecordingError(f"{where}: value {raw!r} is not a {kind}") from None

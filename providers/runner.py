@@ -39,7 +39,7 @@ class ProviderStatus:
     """``starting``, ``publishing``, ``done`` (a replay's end) or ``stopped``."""
     keys: int = 0
     published: int = 0
-    """Updates written (a re-send after a reconnect counts again)."""
+    """Updates handed to the SDK (its re-sends after a reconnect are not counted)."""
     batches: int = 0
     reconnects: int = 0
     started_ns: int = field(default_factory=time.time_ns)

@@ -88,10 +88,11 @@ class Simulation:
             except UnsupportedSignalError as e:
                 self.skipped.append(str(e))
                 continue
-            hz = float(s.sim.get("hz", _DEFAULT_HZ.get(s.type, 1.0))) * rate_scale
-            if hz <= 0:
-                self.skipped.append(f"{s.name}: sim.hz must be above 0")
+            raw = s.sim.get("hz", _DEFAULT_HZ.get(s.type, 1.0))
+            if isinstance(raw, bool) or not isinstance(raw, int | float) or not raw > 0:
+                self.skipped.append(f"{s.name}: sim.hz must be a number above 0, not {raw!r}")
                 continue
+            hz = float(raw) * rate_scale
             period = 1.0 / hz
             phase = period * (1.0 - self._rng.random())  # in (0, period]
             self._driven.append(_Driven(s, model, resolution, period, phase))

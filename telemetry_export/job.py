@@ -70,9 +70,12 @@ def _per_app(drop_rates: DataFrame, reconciliation: DataFrame) -> dict[str, dict
 
 
 def _stale_keys(stale: DataFrame) -> dict[str, int]:
-    """The keys that went quiet, with their longest interval (ns), longest first (at most 100)."""
+    """The keys whose writes stopped for longer than their threshold, with the longest
+    interval (ns), longest first (at most 100). Gaps in deliveries to an app are
+    in the ``stale`` table, not here: they are the app's, not the signal's."""
     rows = (
-        stale.groupBy("key")
+        stale.where(F.col("what") == "write")
+        .groupBy("key")
         .agg(F.max("interval_ns").alias("longest"))
         .orderBy(F.desc("longest"))
         .limit(_STALE_KEYS_SHOWN)

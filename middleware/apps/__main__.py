@@ -27,6 +27,7 @@ from middleware.apps.dashboard import DashboardView
 from middleware.apps.harness import AppOptions, AppStats, run_app
 from middleware.apps.logger import EventLogger
 from middleware.client import ClientEvent
+from middleware.status_file import status_path
 
 __all__ = ["main"]
 
@@ -70,7 +71,9 @@ def _parser() -> argparse.ArgumentParser:
             help="events only when a value changes (default: on every write)",
         )
         p.add_argument("--duration", type=float, default=None, help="stop after this many s")
-        p.add_argument("--status", type=Path, default=None, help="write counters here (JSON)")
+        p.add_argument(
+            "--status", type=status_path, default=None, help="write counters here (JSON)"
+        )
         p.add_argument("-v", "--verbose", action="store_true")
 
     dash = sub.add_parser("dashboard", help="a live terminal view of the keys")
@@ -123,8 +126,13 @@ async def _dashboard(options: AppOptions, refresh: float) -> AppStats:
 
     painter = asyncio.create_task(redraw())
     try:
+        # Current values when subscribing: a key written unchanged since would
+        # otherwise show no value until it changes.
         return await run_app(
-            options, consume, ready=lambda client: view.connected(client.boot_id or "")
+            dataclasses.replace(options, want_current=True),
+            consume,
+            ready=lambda client: view.connected(client.boot_id or ""),
+            on_current=view.seed,
         )
     finally:
         painter.cancel()

@@ -57,6 +57,10 @@ class DashboardView:
         """The event stream is open, to the middleware process ``boot_id``."""
         self.boot_id = boot_id
 
+    def seed(self, name: str, data: bytes) -> None:
+        """A key's current value, known from subscribing (not an event)."""
+        self.rows.setdefault(name, _Row()).value = format_value(data)
+
     def update(self, batch: Sequence[ClientEvent]) -> None:
         for e in batch:
             if isinstance(e, DataEvent):
@@ -72,6 +76,9 @@ class DashboardView:
                 if e.middleware_restarted:
                     for row in self.rows.values():
                         row.value = "?"
+                for r in e.results:
+                    if r.ok and r.current is not None:
+                        self.seed(r.key, r.current)
 
     def tick(self, now: float) -> None:
         """Update the rates: events since the last tick over the time since."""

@@ -60,7 +60,7 @@ class AppOptions:
     """More gRPC channel arguments for the app's connection."""
     status: Path | None = None
     duration: float | None = None
-    drain_idle: float = 0.5
+    drain_idle: float = 1.0
     """On stop, read on until nothing arrived for this long."""
     drain_limit: float = 15.0
     """...but for at most this long."""
@@ -232,7 +232,7 @@ async def run_app(
         token=options.token,
         channel_options=options.channel_options,
     )
-    draining = False
+    draining = asyncio.Event()  # also ends a slow reader's pause at once
     last_read = time.monotonic()
 
     async def read() -> None:
@@ -242,9 +242,9 @@ async def run_app(
             stats.count(batch)
             await subscriber.handle(batch)
             await consume(batch)
-            if pace and not draining:
+            if pace and not draining.is_set():
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), pace)
+                    await asyncio.wait_for(draining.wait(), pace)
 
     try:
         await client.connect(timeout=30.0)
@@ -258,7 +258,7 @@ async def run_app(
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(_first(stop, reader), options.duration)
         if not reader.done():
-            draining = True
+            draining.set()
             stats.state = "draining"
             deadline = time.monotonic() + options.drain_limit
             last_read = time.monotonic()

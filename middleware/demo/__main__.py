@@ -147,7 +147,7 @@ def run(args: argparse.Namespace, sup: Supervisor) -> dict[str, Any]:
     provider = read_status(out / "apps" / "vehicle-sim.json") or {}
     apps = {app: read_status(out / "apps" / f"{app}.json") or {} for app in APPS}
 
-    analysis: dict[str, Any] = {}
+    analysis: dict[str, Any] | None = None
     if not args.no_analysis:
         print("analysis    Spark: ingest the journal, find gaps, staleness, drops, restarts...")
         t = time.monotonic()

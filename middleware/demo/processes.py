@@ -10,6 +10,7 @@ Only the processes started here are ever signalled, by their own pid.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import re
@@ -17,7 +18,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -43,6 +44,19 @@ class Child:
             return ""
 
 
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM wait (blocked, not lost) until the block ends.
+
+    Never around starting a child: it would inherit the mask.
+    """
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
 def _pump(stream: IO[str], log: IO[str], lines: queue.Queue[str]) -> None:
     for line in stream:
         log.write(line)
@@ -63,6 +77,8 @@ class Supervisor:
         """Start ``argv`` as ``name``; stdout and stderr go to ``LOGS/name.log``."""
         log_path = self._logs / f"{name}.log"
         log = log_path.open("w", encoding="utf-8")
+        # Not with signals blocked: a child would inherit the blocked mask and
+        # never see the SIGINT that stops it.
         process = subprocess.Popen(
             list(argv),
             stdout=subprocess.PIPE,
@@ -73,6 +89,7 @@ class Supervisor:
             start_new_session=True,
         )
         child = Child(name, process, log_path)
+        self.children[name] = child
         assert process.stdout is not None
         threading.Thread(target=_pump, args=(process.stdout, log, child.lines), daemon=True).start()
         self.children[name] = child
@@ -112,9 +129,12 @@ class Supervisor:
         )
 
     def stop(self, name: str, timeout: float = 10.0) -> int:
-        """Stop ``name`` (SIGINT, then SIGTERM, then SIGKILL); returns its exit status."""
-        child = self.children.pop(name)
-        p = child.process
+        """Stop ``name`` (SIGINT, then SIGTERM, then SIGKILL); returns its exit status.
+
+        The child stays tracked until it has exited, so an interruption in
+        here leaves it for :meth:`stop_all`.
+        """
+        p = self.children[name].process
         for sig, wait in ((signal.SIGINT, timeout), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
             if p.poll() is not None:
                 break
@@ -123,7 +143,9 @@ class Supervisor:
                 p.wait(wait)
             except subprocess.TimeoutExpired:
                 continue
-        return p.wait()
+        status = p.wait()
+        del self.children[name]
+        return status
 
     def run(self, name: str, argv: Sequence[str], timeout: float) -> str:
         """Run ``argv`` to its end (stopped like the others if interrupted); its stdout.
@@ -145,16 +167,16 @@ class Supervisor:
                 env=self._env,
                 start_new_session=True,
             )
-        child = Child(name, process, log_path)
-        self.children[name] = child
+            child = Child(name, process, log_path)
+            self.children[name] = child
         try:
             process.wait(timeout)
         except subprocess.TimeoutExpired:
             self.stop(name)
             raise DemoError(f"{name} took longer than {timeout:.0f} s; see {log_path}") from None
+        del self.children[name]
         if process.returncode != 0:
             self._died(child)
-        self.children.pop(name)
         return out_path.read_text(encoding="utf-8")
 
     def stop_all(self, order: Sequence[str] = ()) -> None:
@@ -162,5 +184,11 @@ class Supervisor:
         that order, then the rest, last started first."""
         names = [n for n in order if n in self.children]
         names += [n for n in reversed(list(self.children)) if n not in names]
-        for name in names:
-            self.stop(name, timeout=5.0)
+        # A second Ctrl-C must not cut this short: the children live in their
+        # own sessions, so whatever is not stopped here would run on.
+        with _signals_held():
+            for name in names:
+                try:
+                    self.stop(name, timeout=5.0)
+                except OSError:
+                    self.children.pop(name, None)  # already gone

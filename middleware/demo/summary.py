@@ -84,13 +84,50 @@ class Verdict:
         }
 
 
+_REQUIRED: tuple[str, ...] = (
+    "records",
+    "boots",
+    "restarts",
+    "broken_chains",
+    "missing_journal_records",
+    "bad_lines",
+    "unexplained_seqs",
+    "apps",
+)
+
+
 def judge(
-    provider: Mapping[str, Any], apps: Mapping[str, Mapping[str, Any]], analysis: Mapping[str, Any]
+    provider: Mapping[str, Any],
+    apps: Mapping[str, Mapping[str, Any]],
+    analysis: Mapping[str, Any] | None,
 ) -> Verdict:
-    """Compare each app's own counts with the analysis of the journal."""
-    per_app: Mapping[str, Mapping[str, Any]] = analysis.get("apps", {})
-    verdicts: dict[str, AppVerdict] = {}
+    """Compare each app's own counts with the analysis of the journal
+    (``None``: the analysis was skipped; only the run itself is judged).
+
+    Raises:
+        KeyError: the analysis summary lacks a field the verdict needs.
+    """
     problems: list[str] = []
+    if int(provider.get("published", 0)) == 0:
+        problems.append("the provider published nothing")
+    for name, status in apps.items():
+        if status.get("state") != "stopped":
+            problems.append(f"{name} did not stop cleanly (state {status.get('state')!r})")
+        if not status.get("received"):
+            problems.append(f"{name} received nothing")
+    if analysis is None:
+        return Verdict(
+            published=int(provider.get("published", 0)),
+            keys=int(provider.get("keys", 0)),
+            apps={},
+            analysis={},
+            problems=problems,
+        )
+    missing = [k for k in _REQUIRED if k not in analysis]
+    if missing:
+        raise KeyError(f"the analysis summary lacks {', '.join(missing)}")
+    per_app: Mapping[str, Mapping[str, Any]] = analysis["apps"]
+    verdicts: dict[str, AppVerdict] = {}
     for name, status in apps.items():
         found = per_app.get(name, {})
         v = AppVerdict(
@@ -104,8 +141,6 @@ def judge(
             unseen=int(found.get("drops_after_last_delivery", 0)),
         )
         verdicts[name] = v
-        if status.get("state") != "stopped":
-            problems.append(f"{name} did not stop cleanly (state {status.get('state')!r})")
         if v.received != v.delivered:
             problems.append(
                 f"{name} read {v.received} events but the journal shows {v.delivered} deliveries"
@@ -121,13 +156,15 @@ def judge(
                 f"{name}: {v.dropped_total} drop records, but {v.journal_gaps} gaps "
                 f"+ {v.unseen} after the last delivery"
             )
-    if analysis.get("broken_chains", 0):
+    if analysis["broken_chains"]:
         problems.append("the journal's hash chain is broken")
-    if analysis.get("missing_journal_records", 0):
+    if analysis["missing_journal_records"]:
         problems.append(f"{analysis['missing_journal_records']} journal records are missing")
-    if analysis.get("bad_lines", 0):
+    if analysis["bad_lines"]:
         problems.append(f"{analysis['bad_lines']} journal lines could not be read")
-    if analysis.get("unexplained_seqs", 0):
+    if analysis["restarts"]:
+        problems.append(f"the middleware restarted {analysis['restarts']} time(s)")
+    if analysis["unexplained_seqs"]:
         problems.append(f"{analysis['unexplained_seqs']} missing events are unexplained overall")
     return Verdict(
         published=int(provider.get("published", 0)),
@@ -141,9 +178,13 @@ def judge(
 def render(verdict: Verdict, *, report: str) -> str:
     """The summary a person reads at the end of ``make demo``."""
     a = verdict.analysis
-    lines = [
-        f"provider    {verdict.keys} keys, {verdict.published:,} updates published",
-        "",
+    lines = [f"provider    {verdict.keys} keys, {verdict.published:,} updates published", ""]
+    if not a:
+        lines.append("analysis    skipped: nothing to compare the apps' counts with")
+        lines.append("demo OK (run only)" if verdict.ok else "demo FAILED:")
+        lines += [f"  - {p}" for p in verdict.problems]
+        return "\n".join(lines)
+    lines += [
         "            what the app counted    what the journal says",
         f"{'app':<10} {'read':>8} {'gaps seen':>10}  {'delivered':>10} {'dropped q0/q1/q2':>17} "
         f"{'in gaps':>8} {'unseen':>7}  agree",

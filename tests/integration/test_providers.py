@@ -79,9 +79,14 @@ async def test_the_simulated_car_survives_a_middleware_restart(tmp_path: Path) -
             what="the provider's status to count the reconnection",
         )
     finally:
-        provider.terminate()
-        _, err = provider.communicate(timeout=15)
-        stop(middleware)
+        try:
+            provider.terminate()
+            _, err = provider.communicate(timeout=15)
+        finally:
+            if provider.poll() is None:
+                provider.kill()
+                provider.wait()
+            stop(middleware)
     assert provider.returncode == 0, err
     final = json.loads(status.read_text())
     assert final["state"] == "stopped"

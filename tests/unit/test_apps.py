@@ -6,6 +6,8 @@ import asyncio
 import io
 import json
 
+import pytest
+
 from middleware.apps.dashboard import DashboardView, format_value
 from middleware.apps.harness import AppStats
 from middleware.apps.logger import EventLogger
@@ -85,6 +87,11 @@ def _analysis(**slow: int) -> dict[str, object]:
     return {
         "records": 100,
         "boots": 1,
+        "restarts": 0,
+        "broken_chains": 0,
+        "missing_journal_records": 0,
+        "bad_lines": 0,
+        "unexplained_seqs": 0,
         "apps": {
             "logger": {"delivered": 50, "dropped_per_queue": {"0": 0}, "missing_seqs": 0},
             "slow": {
@@ -129,3 +136,17 @@ def test_the_verdict_names_every_disagreement() -> None:
     ):
         assert expected in problems
     assert "demo FAILED" in render(verdict, report="r.md")
+
+
+def test_without_the_analysis_only_the_run_is_judged() -> None:
+    assert judge({"published": 70}, _APPS, None).ok
+    verdict = judge({"published": 0}, {"slow": {"state": "stopped", "received": 0}}, None)
+    assert verdict.problems == ["the provider published nothing", "slow received nothing"]
+    assert "analysis    skipped" in render(verdict, report="")
+
+
+def test_an_analysis_summary_missing_a_field_is_an_error_not_a_zero() -> None:
+    incomplete = _analysis()
+    del incomplete["unexplained_seqs"]
+    with pytest.raises(KeyError, match="unexplained_seqs"):
+        judge({"published": 70}, _APPS, incomplete)

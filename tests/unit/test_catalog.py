@@ -45,6 +45,10 @@ def test_the_shipped_catalog_has_a_few_hundred_realistic_unique_keys() -> None:
             [["Row1", "Row2"], ["DriverSide", "PassengerSide"]],
         ),
         (["Row[1,2]", "Pos[1,2]"], [["Row1", "Row2"], ["Pos1", "Pos2"]]),
+        (
+            ["Row[1,2]", "DriverSide", "PassengerSide"],
+            [["Row1", "Row2"], ["DriverSide", "PassengerSide"]],
+        ),
         ("Front", [["Front"]]),
     ],
 )

@@ -10,15 +10,29 @@ import pytest
 from providers.recording import RecordingError, Sample, group_by_time, read_recording
 
 
-def test_csv_values_are_typed_by_their_text_or_by_a_type_column(tmp_path: Path) -> None:
+def test_csv_values_get_one_type_per_key_or_their_type_column(tmp_path: Path) -> None:
     f = tmp_path / "r.csv"
     f.write_text(
         "time,key,value,type\n"
-        "0.5,A,true,\n1.0,A,12,\n1.5,A,12.5,\n2.0,A,ECO,\n2.5,A,12,float\n3.0,A,7,string\n"
+        "0.5,B,true,\n1.0,I,12,\n1.5,F,20,\n2.0,F,20.5,\n2.5,S,ECO,\n3.0,S,12,\n"
+        "3.5,X,7,string\n4.0,N,nan,\n4.5,N,1_000,\n1795302922.000000001,T,1e3,\n"
     )
-    assert [s.value for s in read_recording(f)] == [True, 12, 12.5, "ECO", 12.0, "7"]
-    assert [type(s.value) for s in read_recording(f)][-2:] == [float, str]
-    assert read_recording(f)[0].time_ns == 500_000_000
+    values = {s.key: [] for s in read_recording(f)}  # type: dict[str, list[object]]
+    for s in read_recording(f):
+        values[s.key].append(s.value)
+    assert values == {
+        "B": [True],
+        "I": [12],
+        "F": [20.0, 20.5],  # 20 on a float key is a float
+        "S": ["ECO", "12"],  # a number among strings stays a string
+        "X": ["7"],
+        "N": ["nan", "1_000"],  # not plain decimals: strings
+        "T": [1000.0],
+    }
+    assert type(values["F"][0]) is float
+    assert type(values["I"][0]) is int
+    # Seconds are read as decimals: the nanosecond survives at epoch scale.
+    assert read_recording(f)[-1].time_ns == 1_795_302_922_000_000_001
 
 
 def test_json_lines_keep_json_types_and_ignore_other_fields(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from collections import Counter, defaultdict
 
 import pytest
@@ -127,3 +128,31 @@ def test_more_keys_on_request() -> None:
     assert "Vehicle.Private.Sim.Signal0001" in sim.names
     with pytest.raises(ValueError, match="rate_scale"):
         Simulation([], rate_scale=0)
+
+
+@pytest.mark.parametrize(
+    ("sim", "message"),
+    [
+        ({"model": "steps", "step": 0}, r"Vehicle\.X: sim\.step must be above 0, not 0"),
+        ({"model": "toggle", "p": 2}, r"sim\.p must be at most 1"),
+        ({"model": "constant", "value": "abc"}, r"sim\.value 'abc' is not a float"),
+        ({"model": "drift", "start": "warm"}, r"sim\.start must be a number, not 'warm'"),
+        (
+            {"model": "follow", "source": "speed", "resolution": -1},
+            r"sim\.resolution must be above 0",
+        ),
+        ({"hz": "fast"}, r"sim\.hz must be a number above 0, not 'fast'"),
+    ],
+)
+def test_a_bad_sim_attribute_is_refused_at_start_naming_signal_and_field(
+    sim: dict[str, object], message: str
+) -> None:
+    simulation = Simulation([Signal("Vehicle.X", "sensor", "float", sim=sim)])
+    assert simulation.names == []
+    assert re.search(message, simulation.skipped[0]), simulation.skipped
+
+
+def test_large_integers_keep_their_precision() -> None:
+    big = Signal("Vehicle.Big", "sensor", "int64", sim={"model": "constant", "value": 2**60 + 1})
+    [(_, value)] = Simulation([big]).step(0.0)
+    assert value == 2**60 + 1
