@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo serve sim dashboard proto test lint typecheck unit bench bench-core bench-e2e bench-spark clean
+.PHONY: install demo serve sim dashboard proto test lint typecheck unit bench bench-core bench-e2e bench-providers bench-spark clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -50,7 +50,7 @@ unit: $(STAMP)
 	$(PY) -m pytest
 
 ## Benchmarks (not part of `make test`): see BENCHMARKS.md.
-bench: bench-core bench-e2e bench-spark
+bench: bench-core bench-e2e bench-providers bench-spark
 
 bench-core: $(STAMP)
 	$(PY) -m bench.core
@@ -59,6 +59,10 @@ bench-core: $(STAMP)
 ## stuck app for a minute; the aio-vs-threads measurement. About 4 minutes.
 bench-e2e: $(STAMP)
 	$(PY) -m bench.e2e --stuck-seconds 60 --compare-sync
+
+## The simulated car's and the replay reader's own cost, beside bare floors. Seconds.
+bench-providers: $(STAMP)
+	$(PY) -m bench.providers
 
 ## 1M and 10M synthetic journal records: ingest and analyze beside a scan floor and pandas.
 bench-spark: $(STAMP)
