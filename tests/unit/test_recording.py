@@ -76,3 +76,11 @@ def test_a_bad_recording_is_refused_naming_the_line(
     f.write_text(text)
     with pytest.raises(RecordingError, match=message):
         read_recording(f)
+
+
+def test_the_shipped_recording_reads() -> None:
+    shipped = Path(__file__).parents[2] / "providers" / "recordings" / "short-drive.jsonl"
+    samples = read_recording(shipped)
+    assert len(samples) > 1000
+    assert "Vehicle.Body.Windows.Row2.Right.Level" in {s.key for s in samples}
+    assert samples[-1].time_ns - samples[0].time_ns == 30_000_000_000
