@@ -83,4 +83,4 @@ def test_the_shipped_recording_reads() -> None:
     samples = read_recording(shipped)
     assert len(samples) > 1000
     assert "Vehicle.Body.Windows.Row2.Right.Level" in {s.key for s in samples}
-    assert samples[-1].time_ns - samples[0].time_ns == 30_000_000_000
+    assert 29e9 < samples[-1].time_ns - samples[0].time_ns <= 30e9
