@@ -52,6 +52,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _python() -> str:
+    """This interpreter, as a newcomer would type it (``.venv/bin/python``)."""
+    exe = Path(sys.executable)
+    try:
+        return str(exe.relative_to(Path.cwd()))
+    except ValueError:
+        return str(exe)
+
+
 def _interrupted(signum: int, frame: FrameType | None) -> NoReturn:
     raise KeyboardInterrupt
 
@@ -122,7 +131,7 @@ def run(args: argparse.Namespace, sup: Supervisor) -> dict[str, Any]:
     for app in APPS:
         sup.wait_for_line(app, r"subscribed to \d+ keys", 30)
     print(f"apps        {', '.join(APPS)} subscribed; running for {duration:g} s")
-    print(f"            (live view: python -m middleware.apps dashboard --target {address})")
+    print(f"            (live view: {_python()} -m middleware.apps dashboard --target {address})")
 
     tty = sys.stdout.isatty()
     t0 = time.monotonic()
