@@ -21,6 +21,17 @@ def read_lines(spark: SparkSession, inputs: Sequence[str]) -> DataFrame:
     )
 
 
-def read_dataset(spark: SparkSession, path: str) -> DataFrame:
-    """The Parquet dataset written by ``ingest``."""
-    return spark.read.parquet(path)
+def read_dataset(spark: SparkSession, path: str, columns: Sequence[str]) -> DataFrame:
+    """``columns`` of the Parquet dataset written by ``ingest``.
+
+    Raises:
+        ValueError: the dataset lacks some of them (e.g. it was written by an
+            older ``ingest``, before records carried ``pos`` and ``link_ok``).
+    """
+    df = spark.read.parquet(path)
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(
+            f"{path} has no column {', '.join(missing)}: write it again with this version's ingest"
+        )
+    return df.select(*columns)

@@ -7,6 +7,7 @@ process: ``boot_id``), then per app / key / queue where it applies.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -14,15 +15,18 @@ from pyspark.sql import functions as F
 from telemetry_export.schema import HASH_PREFIX_LEN, RECORD, REQUIRED
 
 __all__ = [
+    "activity",
     "bad_lines",
+    "boot_facts",
     "boot_integrity",
     "boots",
     "drop_rates",
     "good_records",
-    "order_in_boot",
+    "link_records",
     "parse_lines",
     "seq_gaps",
     "seq_reconciliation",
+    "stale_bucket_ns",
     "stale_intervals",
     "threshold_for",
 ]
@@ -34,10 +38,10 @@ ANALYSED = [
     "boot_id",
     "kind",
     "offset",
+    "pos",
     "time_ns",
-    "hash",
-    "prev_hash",
-    "hash_ok",
+    "link_ok",
+    "missing_before",
     "app",
     "key",
     "key_id",
@@ -95,96 +99,188 @@ def bad_lines(parsed: DataFrame) -> DataFrame:
     return parsed.where(F.col("problem").isNotNull()).select("source", "value", "problem")
 
 
-def order_in_boot(records: DataFrame) -> DataFrame:
-    """Add ``pos``: the record's place in its boot, from its wrapping offset.
+def link_records(records: DataFrame) -> DataFrame:
+    """Add where each record sits in its boot's chain (ingest time, one sort per boot).
 
-    Offsets start at a random value and wrap modulo 2^32; ``pos`` is the offset
-    relative to the boot's ``start`` record (or, if retention removed it, its
-    earliest record), so it orders without a wrap.
+    * ``pos``: the record's place in its boot, from its wrapping offset. Offsets
+      start at a random value and wrap modulo 2^32; ``pos`` is the offset
+      relative to the boot's ``start`` record (or, if retention removed it, its
+      earliest record), so it orders without a wrap.
+    * ``link_ok``: the record's hash checks over its bytes and its ``prev_hash``
+      is the previous record's ``hash`` (empty for a boot's first record; a
+      boot whose ``start`` is gone cannot check its first link).
+    * ``missing_before``: offsets missing between the previous record and this
+      one (lost, or dropped by the journal's buffer).
+
+    A boot's records must all be in ``records`` (one ingest), whatever their
+    dates: the window is over the boot, not over a file.
     """
-    records = records.select(*ANALYSED)
     first = records.groupBy(*BOOT).agg(
         F.coalesce(
             F.min(F.when(F.col("kind") == "start", F.col("offset"))),
             F.min_by("offset", "time_ns"),
         ).alias("_first")
     )
+    w = Window.partitionBy(*BOOT).orderBy("pos")
+    prev_hash, prev_pos = F.lag("hash").over(w), F.lag("pos").over(w)
+    broken = ~F.col("hash_ok") | F.when(
+        prev_hash.isNull(), (F.col("pos") == 0) & (F.length("prev_hash") != 0)
+    ).otherwise(F.col("prev_hash") != prev_hash)
+    missing = F.coalesce(F.col("pos") - prev_pos - 1, F.lit(0))
     return (
         records.join(F.broadcast(first), BOOT)
         .withColumn("pos", F.pmod(F.col("offset") - F.col("_first"), F.lit(OFFSET_MOD)))
         .drop("_first")
+        .withColumn("link_ok", ~broken)
+        .withColumn("missing_before", F.greatest(missing, F.lit(0)))
     )
 
 
-def boot_integrity(ordered: DataFrame) -> DataFrame:
-    """Per boot, in one pass over the records in offset order:
+def stale_bucket_ns(thresholds: Sequence[tuple[str, int]], default_ns: int) -> int:
+    """The time bucket :func:`activity` needs for :func:`stale_intervals`: the
+    shortest staleness threshold (at least 1 ns)."""
+    return max(1, min([default_ns, *(ns for _, ns in thresholds)]))
 
-    * ``records``, and the hash chain: ``broken_links`` and where the first
-      is (``first_broken_offset``). A link holds when the record's hash checks
-      over its bytes and its ``prev_hash`` is the previous record's ``hash``
-      (empty for a boot's first record).
-    * ``missing_records``: records missing by offset (lost, or dropped by the
-      journal's buffer), and ``reported_dropped``: what ``journal_dropped``
-      records said.
+
+def _floor_to(time_ns: Column, width_ns: int) -> Column:
+    """``time_ns`` rounded down to a multiple of ``width_ns``, in exact integers."""
+    return time_ns - F.pmod(time_ns, F.lit(width_ns))
+
+
+_BLOCK_BITS: Final = 6
+_BLOCK: Final = 1 << _BLOCK_BITS
+"""Seqs are counted in blocks of 64: one bit per seq of a ``long``."""
+
+
+def _bit(index: Column) -> Column:
+    """A ``long`` with bit ``index`` (0-63) set."""
+    return F.call_function("shiftleft", F.lit(1).cast("long"), index.cast("int"))
+
+
+def _bits_below(index: Column) -> Column:
+    """A ``long`` with bits 0 .. ``index`` - 1 set (``index`` 0-63): bit
+    operations only, so no overflow."""
+    return F.bitwise_not(F.call_function("shiftleft", F.lit(-1).cast("long"), index.cast("int")))
+
+
+def _highest_bit(bits: Column) -> Column:
+    """The index of the highest bit set in a ``long``, or -1 if none."""
+    return F.when(bits == 0, F.lit(-1)).otherwise(F.length(F.bin(bits)) - 1)
+
+
+def activity(linked: DataFrame, *, bucket_ns: int, window_ns: int) -> DataFrame:
+    """One aggregation of every record (:func:`link_records`' output), no sort:
+    the per-boot, staleness and drop-rate findings all read its few rows.
+
+    A row per boot, ``kind`` and, where the kind has them: ``app``, ``key_id``
+    and ``queue`` (deliveries and drops), ``key_id`` and ``key`` (writes),
+    the ``bucket`` of ``bucket_ns`` (writes and deliveries: see
+    :func:`stale_intervals`; it must not exceed the shortest threshold) and the
+    drop-rate window ``window_start_ns`` (deliveries and drops), and the
+    ``seq_block`` of 64 seqs (deliveries and drops). Each row holds ``n``
+    records, ``first_ns`` and ``last_ns``, ``seqs``: which seqs of its block
+    it has (a 64-bit set), and for the boot's
+    integrity: ``broken`` links, the first broken one's ``broken_pos`` and
+    ``broken_offset``, ``missing`` records by offset and what
+    ``journal_dropped`` records ``reported``.
     """
-    w = Window.partitionBy(*BOOT).orderBy("pos")
-    prev = F.lag("hash").over(w)
-    gap = F.lead("pos").over(w) - F.col("pos") - 1
-    linked = ordered.select(
+    kind = F.col("kind")
+    event = kind.isin(["delivered", *DROP_KINDS])
+    broken = ~F.col("link_ok")
+    return linked.groupBy(
         *BOOT,
-        "pos",
-        "offset",
         "kind",
-        "count",
-        (
-            ~F.col("hash_ok")
-            | F.when(prev.isNull(), (F.col("pos") == 0) & (F.length("prev_hash") != 0)).otherwise(
-                F.col("prev_hash") != prev
-            )
-        ).alias("broken"),
-        F.when(gap > 0, gap).otherwise(0).alias("gap"),
-    )
-    return linked.groupBy(*BOOT).agg(
-        F.count(F.lit(1)).alias("records"),
-        F.sum(F.col("broken").cast("long")).alias("broken_links"),
-        F.min_by("offset", F.when(F.col("broken"), F.col("pos"))).alias("first_broken_offset"),
-        F.sum("gap").alias("missing_records"),
-        F.sum(F.when(F.col("kind") == "journal_dropped", F.col("count")).otherwise(0)).alias(
-            "reported_dropped"
+        F.when(event, F.col("app")).alias("app"),
+        F.when(event | (kind == "publish"), F.col("key_id")).alias("key_id"),
+        F.when(kind == "publish", F.col("key")).alias("key"),
+        F.when(event, F.col("queue")).alias("queue"),
+        F.when(kind.isin("publish", "delivered"), _floor_to(F.col("time_ns"), bucket_ns)).alias(
+            "bucket"
         ),
+        F.when(event, _floor_to(F.col("time_ns"), window_ns)).alias("window_start_ns"),
+        F.when(event, F.shiftright("seq", _BLOCK_BITS)).alias("seq_block"),
+    ).agg(
+        F.count(F.lit(1)).alias("n"),
+        F.min("time_ns").alias("first_ns"),
+        F.max("time_ns").alias("last_ns"),
+        F.sum(broken.cast("long")).alias("broken"),
+        F.min(F.when(broken, F.col("pos"))).alias("broken_pos"),
+        F.min_by("offset", F.when(broken, F.col("pos"))).alias("broken_offset"),
+        F.sum("missing_before").alias("missing"),
+        F.sum(F.when(kind == "journal_dropped", F.col("count"))).alias("reported"),
+        F.bit_or(F.when(event, _bit(F.col("seq").bitwiseAND(F.lit(_BLOCK - 1))))).alias("seqs"),
     )
 
 
-def boots(records: DataFrame) -> DataFrame:
-    """Per vehicle, its boots in time order: a restart is every boot after the first.
+def boot_facts(activity: DataFrame) -> DataFrame:
+    """Per boot, from :func:`activity`: what :func:`boot_integrity`,
+    :func:`boots` and the summary need.
+
+    ``records``; the hash chain's ``broken_links`` and where the first is
+    (``first_broken_offset``); ``missing_records`` by offset and
+    ``reported_dropped`` (what ``journal_dropped`` records said); ``first_ns``,
+    ``last_ns`` and ``clean_stop``; ``delivered`` and ``dropped`` events.
+    """
+    kind = F.col("kind")
+    return activity.groupBy(*BOOT).agg(
+        F.sum("n").alias("records"),
+        F.sum("broken").alias("broken_links"),
+        F.min_by("broken_offset", "broken_pos").alias("first_broken_offset"),
+        F.sum("missing").alias("missing_records"),
+        F.coalesce(F.sum("reported"), F.lit(0)).alias("reported_dropped"),
+        F.min("first_ns").alias("first_ns"),
+        F.max("last_ns").alias("last_ns"),
+        F.max((kind == "stop").cast("int")).cast("boolean").alias("clean_stop"),
+        F.coalesce(F.sum(F.when(kind == "delivered", F.col("n"))), F.lit(0)).alias("delivered"),
+        F.coalesce(F.sum(F.when(kind.isin(DROP_KINDS), F.col("n"))), F.lit(0)).alias("dropped"),
+    )
+
+
+def boot_integrity(facts: DataFrame) -> DataFrame:
+    """Per boot (from :func:`boot_facts`): ``records``, the hash chain
+    (``broken_links``, ``first_broken_offset``: a link holds when the record's
+    hash checks over its bytes and its ``prev_hash`` is the previous record's
+    ``hash``), ``missing_records`` by offset (lost, or dropped by the journal's
+    buffer) and ``reported_dropped`` (what ``journal_dropped`` records said).
+    """
+    return facts.select(
+        *BOOT,
+        "records",
+        "broken_links",
+        "first_broken_offset",
+        "missing_records",
+        "reported_dropped",
+    )
+
+
+def boots(facts: DataFrame) -> DataFrame:
+    """Per vehicle, its boots in time order (from :func:`boot_facts`): a restart
+    is every boot after the first.
 
     ``clean_stop`` is whether the boot ended with a ``stop`` record (else it
     crashed, or its journal is cut).
     """
-    per_boot = records.groupBy(*BOOT).agg(
-        F.min("time_ns").alias("first_ns"),
-        F.max("time_ns").alias("last_ns"),
-        F.count(F.lit(1)).alias("records"),
-        F.max((F.col("kind") == "stop").cast("int")).cast("boolean").alias("clean_stop"),
-    )
     w = Window.partitionBy("vehicle_id").orderBy("first_ns")
-    return per_boot.withColumn("boot_number", F.row_number().over(w)).withColumn(
-        "restart", F.col("boot_number") > 1
+    return (
+        facts.select(*BOOT, "first_ns", "last_ns", "records", "clean_stop")
+        .withColumn("boot_number", F.row_number().over(w))
+        .withColumn("restart", F.col("boot_number") > 1)
     )
 
 
 def seq_gaps(records: DataFrame) -> DataFrame:
     """Jumps in ``seq`` between consecutive deliveries of one (app, key).
 
-    One row per gap: ``from_seq``..``to_seq`` were never delivered.
+    One row per gap: ``from_seq``..``to_seq`` were never delivered; ``queue``
+    and ``time_ns`` are those of the delivery after the gap.
     """
     delivered = records.where(F.col("kind") == "delivered").select(
         *BOOT, "app", "key_id", "queue", "seq", "time_ns"
     )
     w = Window.partitionBy(*BOOT, "app", "key_id").orderBy("seq")
-    prev = F.lag("seq").over(w)
+    prev = F.coalesce(F.lag("seq").over(w), F.lit(0))
     return (
-        delivered.withColumn("_prev", F.coalesce(prev, F.lit(0)))
+        delivered.withColumn("_prev", prev)
         .where(F.col("seq") > F.col("_prev") + 1)
         .select(
             *BOOT,
@@ -199,41 +295,60 @@ def seq_gaps(records: DataFrame) -> DataFrame:
     )
 
 
-def seq_reconciliation(records: DataFrame, gaps: DataFrame) -> DataFrame:
-    """Per (boot, app, key): missing seqs, those a drop record explains, and the rest.
+def seq_reconciliation(activity: DataFrame) -> DataFrame:
+    """Per (boot, app, key), from :func:`activity`'s sets of seqs per block of
+    64: missing seqs, those a drop record explains, and the rest.
 
-    A dropped seq is never delivered, so every drop before the key's last
-    delivered seq lies in a gap: ``explained`` counts them (distinct), with two
-    aggregations instead of listing every missing seq. ``unexplained`` > 0
-    means a gap no ``evicted``/``lost`` record accounts for: the journal or the
-    middleware is wrong. ``drops_after_last_delivery`` are drops after the last
-    delivered event (no gap shows them yet).
+    Seqs count from 1, so ``missing`` (the sizes of the key's :func:`seq_gaps`
+    added up) is the last delivered seq minus the distinct seqs delivered. A
+    dropped seq is never delivered, so every drop before the key's last
+    delivered seq lies in a gap: ``explained`` counts them (distinct).
+    ``unexplained`` > 0 means a gap no ``evicted``/``lost`` record accounts
+    for: the journal or the middleware is wrong. ``drops_after_last_delivery``
+    are drops after the last delivered event (no gap shows them yet). No seq
+    is listed: the sets are counted with bit operations.
     """
     keys = [*BOOT, "app", "key_id"]
-    last = (
-        records.where(F.col("kind") == "delivered")
-        .groupBy(*keys)
-        .agg(F.max("seq").alias("last_delivered"))
-    )
-    drops = (
-        records.where(F.col("kind").isin(DROP_KINDS))
-        .groupBy(*keys, "seq")
-        .agg(F.lit(1).alias("_one"))
-        .join(last, keys, "left")
-        .groupBy(*keys)
+    delivered, dropped = F.col("_delivered"), F.col("_dropped")
+    is_delivered = F.col("kind") == "delivered"
+    blocks = (
+        activity.where(F.col("kind").isin(["delivered", *DROP_KINDS]))
+        .groupBy(*keys, "seq_block")
         .agg(
-            F.sum((F.col("seq") < F.col("last_delivered")).cast("long")).alias("explained"),
-            F.sum(
-                (F.col("last_delivered").isNull() | (F.col("seq") > F.col("last_delivered"))).cast(
-                    "long"
-                )
-            ).alias("drops_after_last_delivery"),
+            F.coalesce(F.bit_or(F.when(is_delivered, F.col("seqs"))), F.lit(0)).alias("_delivered"),
+            F.coalesce(F.bit_or(F.when(~is_delivered, F.col("seqs"))), F.lit(0)).alias("_dropped"),
         )
     )
-    missing = gaps.groupBy(*keys).agg(F.sum("missing").alias("missing"))
+    top = F.col("seq_block") * _BLOCK + _highest_bit(delivered)
+    last = F.max(F.when(delivered != 0, top)).over(Window.partitionBy(*keys))
+    # The seqs of this block before the key's last delivered seq, and that seq.
+    block, last_block = F.col("seq_block"), F.shiftright("_last", _BLOCK_BITS)
+    last_bit = F.col("_last").bitwiseAND(F.lit(_BLOCK - 1))
+    before = (
+        F.when(block < last_block, F.lit(-1))
+        .when(block == last_block, _bits_below(last_bit))
+        .otherwise(F.lit(0))
+        .cast("long")
+    )
+    at_last = F.when(block == last_block, _bit(last_bit)).otherwise(F.lit(0)).cast("long")
+    seq_0 = F.when(block == 0, _bit(F.lit(0))).otherwise(F.lit(0)).cast("long")
+    counted = F.bitwise_not(seq_0)  # seq 0 does not exist
     return (
-        missing.join(drops, keys, "full")
-        .fillna(0, ["missing", "explained", "drops_after_last_delivery"])
+        blocks.withColumn("_last", last)
+        .groupBy(*keys)
+        .agg(
+            F.max("_last").alias("_last"),
+            F.sum(
+                F.bit_count(delivered.bitwiseAND(before.bitwiseOR(at_last)).bitwiseAND(counted))
+            ).alias("_distinct"),
+            F.sum(F.bit_count(dropped.bitwiseAND(before))).alias("explained"),
+            F.sum(F.bit_count(dropped.bitwiseAND(F.bitwise_not(before.bitwiseOR(at_last))))).alias(
+                "drops_after_last_delivery"
+            ),
+            F.max((dropped != 0).cast("int")).alias("_drops"),
+        )
+        .withColumn("missing", F.coalesce(F.col("_last") - F.col("_distinct"), F.lit(0)))
+        .where((F.col("missing") > 0) | (F.col("_drops") > 0))
         .withColumn("unexplained", F.col("missing") - F.col("explained"))
         .select(*keys, "missing", "explained", "drops_after_last_delivery", "unexplained")
     )
@@ -248,32 +363,46 @@ def threshold_for(key: Column, thresholds: Sequence[tuple[str, int]], default_ns
 
 
 def stale_intervals(
-    records: DataFrame, *, thresholds: Sequence[tuple[str, int]], default_ns: int
+    activity: DataFrame, *, thresholds: Sequence[tuple[str, int]], default_ns: int
 ) -> DataFrame:
     """Intervals between consecutive writes (``publish``) of a key, and between
     consecutive deliveries of a key to an app, longer than the key's threshold.
+
+    Without ordering every event: :func:`activity` cut time into buckets no
+    wider than the shortest threshold T (:func:`stale_bucket_ns`) and kept
+    each bucket's first and last time. Two events of one bucket are less than
+    T apart, so an interval longer than T runs from the last event of a bucket
+    to the first of the next non-empty one: only buckets are ordered.
     """
-    names = (
-        records.where(F.col("kind") == "publish")
-        .groupBy(*BOOT, "key_id")
-        .agg(F.first("key").alias("key"))
+    group = [*BOOT, "key_id", "what", "app"]
+    spans = (
+        activity.where(F.col("kind").isin("publish", "delivered"))
+        .withColumn(
+            "what", F.when(F.col("kind") == "publish", F.lit("write")).otherwise("delivery")
+        )
+        .groupBy(*group, "bucket")
+        .agg(
+            F.min("first_ns").alias("_first"),
+            F.max("last_ns").alias("_last"),
+            F.first("key", ignorenulls=True).alias("key"),
+        )
     )
-    events = records.where(F.col("kind").isin("publish", "delivered")).select(
-        *BOOT,
-        F.when(F.col("kind") == "publish", F.lit("write")).otherwise("delivery").alias("what"),
-        F.when(F.col("kind") == "delivered", F.col("app")).alias("app"),
-        "key_id",
-        "time_ns",
+    # One window per (boot, key): writes and each app's deliveries in turn,
+    # and the key's name (from its writes) for all of them.
+    w = Window.partitionBy(*BOOT, "key_id").orderBy("what", "app", "bucket")
+    same = (F.lag("what").over(w) == F.col("what")) & F.lag("app").over(w).eqNullSafe(F.col("app"))
+    name = F.first("key", ignorenulls=True).over(
+        w.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     )
-    w = Window.partitionBy(*BOOT, "what", "app", "key_id").orderBy("time_ns")
-    intervals = events.withColumn("interval_ns", F.col("time_ns") - F.lag("time_ns").over(w))
-    # Names joined after the shortest threshold has filtered nearly everything out.
-    shortest = min([default_ns, *(ns for _, ns in thresholds)])
+    intervals = spans.select(
+        *group,
+        name.alias("key"),
+        F.when(same, F.lag("_last").over(w)).alias("from_ns"),
+        F.col("_first").alias("to_ns"),
+    ).withColumn("interval_ns", F.col("to_ns") - F.col("from_ns"))
     limit = threshold_for(F.coalesce(F.col("key"), F.lit("")), thresholds, default_ns)
     return (
-        intervals.where(F.col("interval_ns") > shortest)
-        .join(names, [*BOOT, "key_id"], "left")
-        .withColumn("threshold_ns", limit)
+        intervals.withColumn("threshold_ns", limit)
         .where(F.col("interval_ns") > F.col("threshold_ns"))
         .select(
             *BOOT,
@@ -281,25 +410,23 @@ def stale_intervals(
             "app",
             "key",
             "key_id",
-            (F.col("time_ns") - F.col("interval_ns")).alias("from_ns"),
-            F.col("time_ns").alias("to_ns"),
+            "from_ns",
+            "to_ns",
             "interval_ns",
             "threshold_ns",
         )
     )
 
 
-def drop_rates(records: DataFrame, *, window_ns: int) -> DataFrame:
-    """Per (vehicle, app, queue, time window): deliveries, drops and the drop rate."""
-    events = records.where(F.col("kind").isin(["delivered", *DROP_KINDS])).select(
-        "vehicle_id",
-        "app",
-        "queue",
-        (F.floor(F.col("time_ns") / window_ns) * window_ns).alias("window_start_ns"),
-        (F.col("kind") != "delivered").cast("long").alias("dropped"),
-    )
+def drop_rates(activity: DataFrame) -> DataFrame:
+    """Per (vehicle, app, queue, time window of :func:`activity`): deliveries,
+    drops and the drop rate."""
     return (
-        events.groupBy("vehicle_id", "app", "queue", "window_start_ns")
-        .agg(F.count(F.lit(1)).alias("events"), F.sum("dropped").alias("dropped"))
+        activity.where(F.col("kind").isin(["delivered", *DROP_KINDS]))
+        .groupBy("vehicle_id", "app", "queue", "window_start_ns")
+        .agg(
+            F.sum("n").alias("events"),
+            F.sum(F.when(F.col("kind") != "delivered", F.col("n")).otherwise(0)).alias("dropped"),
+        )
         .withColumn("drop_rate", F.col("dropped") / F.col("events"))
     )

@@ -11,6 +11,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from middleware.config import Settings
+from middleware.journal.chain import Chain, OffsetCounter
 from middleware.server import start_server
 from telemetry_export import job
 from telemetry_export.synth import write_fleet
@@ -86,3 +87,28 @@ def test_a_synthetic_fleet_shows_restarts_lost_records_staleness_and_tampering(
     assert stale.count() == facts["stale_intervals"]
     assert {r.key for r in stale.collect()} == {"Vehicle.Cabin.HVAC.AmbientAirTemperature"}
     assert "Hash chain broken" in (tmp_path / "report" / "report.md").read_text()
+
+
+def test_a_boot_across_midnight_keeps_its_chain_over_two_date_partitions(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    midnight = 1_790_035_200 * 10**9  # 2026-09-22 00:00:00 UTC
+    chain, offsets = Chain(), OffsetCounter(2**32 - 50)  # the offsets wrap too
+    journal = tmp_path / "journal" / "car-late"
+    journal.mkdir(parents=True)
+    lines = []
+    for i in range(200):
+        record = {"kind": "start" if i == 0 else "publish", "vehicle_id": "car-late"}
+        record |= {"boot_id": "b-late", "offset": offsets.take()}
+        record |= {"time_ns": midnight + (i - 100) * 10**6, "key": "Vehicle.Speed", "key_id": 1}
+        lines.append(chain.line(record))
+        if i == 120:
+            offsets.take()  # one record the journal's buffer dropped
+    (journal / "journal-00000000000000000001-b-late-000001.jsonl").write_bytes(b"".join(lines))
+    job.ingest(spark, [str(tmp_path / "journal")], str(tmp_path / "dataset"))
+    dates = sorted(p.name for p in (tmp_path / "dataset/records/vehicle_id=car-late").iterdir())
+    assert dates == ["date=2026-09-21", "date=2026-09-22"]
+    summary = job.analyze(spark, str(tmp_path / "dataset"), str(tmp_path / "report"))
+    assert summary["boots"] == 1
+    assert summary["broken_chains"] == 0
+    assert summary["missing_journal_records"] == 1

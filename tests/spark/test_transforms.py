@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+import random
+
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
@@ -53,7 +56,21 @@ def records(spark: SparkSession, rows: list[dict[str, object]]):
     return spark.createDataFrame(full, RECORD)
 
 
-def test_order_in_boot_survives_the_offset_wrap(spark: SparkSession) -> None:
+def linked(spark: SparkSession, rows: list[dict[str, object]]):
+    """Records as ingest stores them: in order, every link holding, none missing."""
+    return (
+        records(spark, rows)
+        .withColumn("pos", F.coalesce(F.col("offset"), F.lit(0)))
+        .withColumn("link_ok", F.lit(True))
+        .withColumn("missing_before", F.lit(0).cast("long"))
+    )
+
+
+def activity(df, *, bucket_ns: int = 1, window_ns: int = 1_000_000_000):
+    return transforms.activity(df, bucket_ns=bucket_ns, window_ns=window_ns)
+
+
+def test_link_records_orders_a_boot_across_the_offset_wrap(spark: SparkSession) -> None:
     df = records(
         spark,
         [
@@ -63,9 +80,15 @@ def test_order_in_boot_survives_the_offset_wrap(spark: SparkSession) -> None:
             {"kind": "publish", "offset": 3},  # 1 and 2 are missing
         ],
     )
-    ordered = transforms.order_in_boot(df.withColumn("hash_ok", F.lit(True)))
-    assert [r.pos for r in ordered.orderBy("pos").collect()] == [0, 1, 2, 5]
-    gaps = transforms.boot_integrity(ordered).select(
+    ordered = transforms.link_records(df.withColumn("hash_ok", F.lit(True)))
+    assert [(r.pos, r.missing_before) for r in ordered.orderBy("pos").collect()] == [
+        (0, 0),
+        (1, 0),
+        (2, 0),
+        (5, 2),
+    ]
+    facts = transforms.boot_facts(activity(ordered))
+    gaps = transforms.boot_integrity(facts).select(
         *transforms.BOOT, "missing_records", "reported_dropped"
     )
     assertDataFrameEqual(
@@ -79,7 +102,7 @@ def test_order_in_boot_survives_the_offset_wrap(spark: SparkSession) -> None:
 
 def test_seq_gaps_are_reconciled_with_drop_records(spark: SparkSession) -> None:
     d = {"kind": "delivered", "app": "slow", "key_id": 7, "queue": 0}
-    df = records(
+    df = linked(
         spark,
         [
             {**d, "seq": 1, "offset": 1},
@@ -90,15 +113,48 @@ def test_seq_gaps_are_reconciled_with_drop_records(spark: SparkSession) -> None:
     )
     gaps = transforms.seq_gaps(df)
     assert [(g.from_seq, g.to_seq, g.missing) for g in gaps.collect()] == [(2, 3, 2)]
-    rec = transforms.seq_reconciliation(df, gaps).collect()
+    rec = transforms.seq_reconciliation(activity(df)).collect()
     assert [(r.missing, r.explained, r.unexplained, r.drops_after_last_delivery) for r in rec] == [
         (2, 1, 1, 1)
     ]
 
 
+def test_reconciliation_counts_what_listing_every_seq_would(spark: SparkSession) -> None:
+    """Seqs across several blocks of 64, repeated deliveries and drops, drops
+    after the last delivery and keys with drops only, against plain Python."""
+    rng = random.Random(7)
+    rows: list[dict[str, object]] = []
+    expect = {}
+    for key_id in range(1, 5):
+        top = rng.randrange(1, 300)
+        delivered = sorted({s for s in range(1, top + 1) if rng.random() < 0.6} | {top})
+        if key_id == 4:
+            delivered = []  # drops only
+        dropped = [s for s in range(1, top + 40) if s not in delivered and rng.random() < 0.5]
+        base = {"app": "a", "key_id": key_id, "queue": 0}
+        for s in delivered + delivered[:5]:  # a few delivered twice
+            rows.append({**base, "kind": "delivered", "seq": s})
+        for s in dropped + dropped[:5]:  # a few dropped twice
+            rows.append({**base, "kind": rng.choice(["evicted", "lost"]), "seq": s})
+        last = max(delivered, default=None)
+        missing = 0 if last is None else last - len(delivered)
+        explained = sum(1 for s in dropped if last is not None and s < last)
+        after = sum(1 for s in dropped if last is None or s > last)
+        expect[key_id] = (missing, explained, after, missing - explained)
+    rng.shuffle(rows)
+    df = linked(spark, [{**r, "offset": i} for i, r in enumerate(rows)])
+    got = {
+        r.key_id: (r.missing, r.explained, r.drops_after_last_delivery, r.unexplained)
+        for r in transforms.seq_reconciliation(activity(df)).collect()
+    }
+    assert got == expect
+    gaps = transforms.seq_gaps(df).groupBy("key_id").agg(F.sum("missing").alias("m"))
+    assert {r.key_id: r.m for r in gaps.collect()} == {k: m for k, (m, *_) in expect.items() if m}
+
+
 def test_stale_intervals_use_the_longest_matching_prefix(spark: SparkSession) -> None:
     p = {"kind": "publish", "key_id": 1, "offset": 0}
-    df = records(
+    df = linked(
         spark,
         [
             {**p, "key": "Vehicle.Cabin.Temp", "time_ns": 0},
@@ -106,10 +162,51 @@ def test_stale_intervals_use_the_longest_matching_prefix(spark: SparkSession) ->
             {**p, "key": "Vehicle.Cabin.Temp", "time_ns": 4_000},
         ],
     )
+    thresholds = [("Vehicle", 10_000), ("Vehicle.Cabin", 2_000)]
+    bucket = transforms.stale_bucket_ns(thresholds, 1)
     stale = transforms.stale_intervals(
-        df, thresholds=[("Vehicle", 10_000), ("Vehicle.Cabin", 2_000)], default_ns=1
+        activity(df, bucket_ns=bucket), thresholds=thresholds, default_ns=1
     )
     assert [(s.from_ns, s.to_ns, s.threshold_ns) for s in stale.collect()] == [(0, 3_000, 2_000)]
+
+
+def test_stale_intervals_are_those_of_consecutive_events(spark: SparkSession) -> None:
+    """Writes and deliveries at random times, against sorting each key's events."""
+    rng = random.Random(3)
+    thresholds, default = [("K.b", 50)], 35
+    names = {1: "K.a", 2: "K.b"}
+    rows: list[dict[str, object]] = []
+    for key_id, name in names.items():
+        for _ in range(60):
+            rows.append({"kind": "publish", "key": name, "key_id": key_id})
+        for app in ("x", "y"):
+            for _ in range(40):
+                rows.append({"kind": "delivered", "app": app, "key_id": key_id, "seq": 1})
+    for i, r in enumerate(rows):
+        r.update(time_ns=rng.randrange(0, 2_000), offset=i)
+    expect = set()
+    for key_id, name in names.items():
+        limit = 50 if name.startswith("K.b") else default
+        for what, app in (("write", None), ("delivery", "x"), ("delivery", "y")):
+            kind = "publish" if what == "write" else "delivered"
+            times = sorted(
+                r["time_ns"]
+                for r in rows
+                if r["key_id"] == key_id and r["kind"] == kind and r.get("app") == app
+            )
+            for a, b in itertools.pairwise(times):
+                if b - a > limit:
+                    expect.add((what, app, name, key_id, a, b, limit))
+    bucket = transforms.stale_bucket_ns(thresholds, default)
+    stale = transforms.stale_intervals(
+        activity(linked(spark, rows), bucket_ns=bucket), thresholds=thresholds, default_ns=default
+    )
+    got = {
+        (s.what, s.app, s.key, s.key_id, s.from_ns, s.to_ns, s.threshold_ns)
+        for s in stale.collect()
+    }
+    assert expect
+    assert got == expect
 
 
 def test_chain_breaks_find_the_first_bad_link(spark: SparkSession) -> None:
@@ -122,14 +219,14 @@ def test_chain_breaks_find_the_first_bad_link(spark: SparkSession) -> None:
             {"kind": "publish", "offset": 13, "hash": "d", "prev_hash": "c"},  # bytes edited
         ],
     )
-    df = raw.withColumn("hash_ok", F.col("offset") != 13)
-    breaks = transforms.boot_integrity(transforms.order_in_boot(df)).collect()
+    df = transforms.link_records(raw.withColumn("hash_ok", F.col("offset") != 13))
+    breaks = transforms.boot_integrity(transforms.boot_facts(activity(df))).collect()
     assert [(b.records, b.broken_links, b.first_broken_offset) for b in breaks] == [(4, 2, 12)]
 
 
 def test_drop_rates_per_app_queue_and_window(spark: SparkSession) -> None:
     base = {"app": "slow", "queue": 1, "offset": 0}
-    df = records(
+    df = linked(
         spark,
         [
             {**base, "kind": "delivered", "time_ns": 10},
@@ -137,7 +234,7 @@ def test_drop_rates_per_app_queue_and_window(spark: SparkSession) -> None:
             {**base, "kind": "delivered", "time_ns": 110},
         ],
     )
-    rates = transforms.drop_rates(df, window_ns=100).orderBy("window_start_ns").collect()
+    rates = transforms.drop_rates(activity(df, window_ns=100)).orderBy("window_start_ns").collect()
     assert [(r.window_start_ns, r.events, r.dropped, r.drop_rate) for r in rates] == [
         (0, 2, 1, 0.5),
         (100, 1, 0, 0.0),
