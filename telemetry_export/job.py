@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from telemetry_export import extract, load, transforms
@@ -93,6 +95,18 @@ def _bad_lines(spark: SparkSession, dataset: str) -> DataFrame:
     return spark.read.schema(_BAD_SCHEMA).json(f"{dataset}/_bad")
 
 
+def _concurrently(tasks: dict[str, Callable[[], Any]]) -> dict[str, Any]:
+    """Run independent Spark actions at once, from one thread each; their results.
+
+    Each action on a small table costs mostly planning, code generation and
+    scheduling on the driver; run together, one's overhead overlaps another's
+    tasks (the scheduler is FIFO: a big action still gets the cores first).
+    """
+    with ThreadPoolExecutor(max_workers=len(tasks)) as pool:
+        futures = {name: pool.submit(fn) for name, fn in tasks.items()}
+        return {name: f.result() for name, f in futures.items()}
+
+
 def analyze(
     spark: SparkSession,
     dataset: str,
@@ -104,13 +118,19 @@ def analyze(
 ) -> dict[str, Any]:
     """The findings of a dataset written by ``ingest``; returns the summary."""
     records = extract.read_dataset(spark, f"{dataset}/records", transforms.ANALYSED)
-    # Two passes over the records: one aggregation that every finding but the
-    # seq gaps reads (cached, small), and one sort of the deliveries by seq.
+    # One pass over the records: the aggregation every finding reads (small,
+    # kept in memory), laid out by boot and key so the per-key findings (seq
+    # gaps and reconciliation, staleness) need no further shuffle.
     bucket_ns = transforms.stale_bucket_ns(thresholds, default_stale_ns)
-    active = transforms.activity(records, bucket_ns=bucket_ns, window_ns=window_ns).cache()
+    active = (
+        transforms.activity(records, bucket_ns=bucket_ns, window_ns=window_ns)
+        .repartition(*transforms.BOOT, "key_id")
+        .cache()
+    )
+    active.count()
     facts = transforms.boot_facts(active).cache()
     tables: dict[str, DataFrame] = {
-        "seq_gaps": transforms.seq_gaps(records),
+        "seq_gaps": transforms.seq_gaps(active),
         "boot_integrity": transforms.boot_integrity(facts),
         "boots": transforms.boots(facts),
         "reconciliation": transforms.seq_reconciliation(active),
@@ -119,11 +139,53 @@ def analyze(
         ),
         "drop_rates": transforms.drop_rates(active),
     }
-    for name, df in tables.items():
-        load.write_table(df, f"{output}/{name}")
+    _concurrently(
+        {name: partial(load.write_table, df, f"{output}/{name}") for name, df in tables.items()}
+    )
     written = {name: spark.read.parquet(f"{output}/{name}") for name in tables}
+    local = "://" not in output or output.startswith("file://")
+    found = _concurrently(
+        {
+            "per_boot": lambda: _per_boot(facts),
+            "apps": lambda: _per_app(written["drop_rates"], written["reconciliation"]),
+            "stale_keys": lambda: _stale_keys(written["stale"]),
+            "bad_lines": lambda: _bad_lines(spark, dataset).count(),
+            "seq_gaps": lambda: written["seq_gaps"].count(),
+            "stale_intervals": lambda: written["stale"].count(),
+            "report": lambda: _report_rows(written) if local else {},
+        }
+    )
+    per_boot, apps = found["per_boot"], found["apps"]
+    missing = sum(a.get("missing_seqs", 0) for a in apps.values())
+    summary: dict[str, Any] = {
+        "records": int(per_boot["records"]),
+        "bad_lines": int(found["bad_lines"]),
+        "vehicles": int(per_boot["vehicles"]),
+        "boots": int(per_boot["boots"]),
+        # Every boot of a vehicle after its first is a restart.
+        "restarts": int(per_boot["boots"] - per_boot["vehicles"]),
+        "delivered": int(per_boot["delivered"]),
+        "dropped": int(per_boot["dropped"]),
+        "seq_gaps": int(found["seq_gaps"]),
+        "missing_seqs": missing,
+        "unexplained_seqs": sum(a.get("unexplained_seqs", 0) for a in apps.values()),
+        "stale_intervals": int(found["stale_intervals"]),
+        "broken_chains": int(per_boot["broken"]),
+        "missing_journal_records": int(per_boot["missing_records"]),
+        "reported_journal_drops": int(per_boot["reported_dropped"]),
+        "apps": apps,
+        "stale_keys": found["stale_keys"],
+    }
+    if local:
+        load.write_report(Path(output.removeprefix("file://")), summary, found["report"])
+    for df in (facts, active):
+        df.unpersist()
+    return summary
 
-    per_boot = facts.agg(
+
+def _per_boot(facts: DataFrame) -> Row:
+    """The fleet's totals over :func:`transforms.boot_facts`."""
+    row = facts.agg(
         F.count(F.lit(1)).alias("boots"),
         F.count_distinct("vehicle_id").alias("vehicles"),
         *(
@@ -132,45 +194,19 @@ def analyze(
         ),
         F.coalesce(F.sum((F.col("broken_links") > 0).cast("long")), F.lit(0)).alias("broken"),
     ).first()
-    totals = (
-        written["reconciliation"]
-        .agg(
-            F.coalesce(F.sum("missing"), F.lit(0)).alias("missing"),
-            F.coalesce(F.sum("unexplained"), F.lit(0)).alias("unexplained"),
-        )
-        .first()
-    )
-    assert per_boot is not None
-    assert totals is not None
-    summary: dict[str, Any] = {
-        "records": int(per_boot["records"]),
-        "bad_lines": int(_bad_lines(spark, dataset).count()),
-        "vehicles": int(per_boot["vehicles"]),
-        "boots": int(per_boot["boots"]),
-        # Every boot of a vehicle after its first is a restart.
-        "restarts": int(per_boot["boots"] - per_boot["vehicles"]),
-        "delivered": int(per_boot["delivered"]),
-        "dropped": int(per_boot["dropped"]),
-        "seq_gaps": int(written["seq_gaps"].count()),
-        "missing_seqs": int(totals["missing"]),
-        "unexplained_seqs": int(totals["unexplained"]),
-        "stale_intervals": int(written["stale"].count()),
-        "broken_chains": int(per_boot["broken"]),
-        "missing_journal_records": int(per_boot["missing_records"]),
-        "reported_journal_drops": int(per_boot["reported_dropped"]),
-        "apps": _per_app(written["drop_rates"], written["reconciliation"]),
-        "stale_keys": _stale_keys(written["stale"]),
+    assert row is not None  # an aggregation without grouping has one row
+    return row
+
+
+_REPORT_ROWS = 5000
+
+
+def _report_rows(written: dict[str, DataFrame]) -> dict[str, list[dict[str, Any]]]:
+    """What the human report plots and lists (the first rows of each table)."""
+    return {
+        "drop_rates": [r.asDict() for r in written["drop_rates"].limit(_REPORT_ROWS).collect()],
+        "stale": [r.asDict() for r in written["stale"].limit(_REPORT_ROWS).collect()],
+        "chain": [
+            r.asDict() for r in written["boot_integrity"].where("broken_links > 0").collect()
+        ],
     }
-    if "://" not in output or output.startswith("file://"):
-        local = Path(output.removeprefix("file://"))
-        rows = {
-            "drop_rates": [r.asDict() for r in written["drop_rates"].limit(5000).collect()],
-            "stale": [r.asDict() for r in written["stale"].limit(5000).collect()],
-            "chain": [
-                r.asDict() for r in written["boot_integrity"].where("broken_links > 0").collect()
-            ],
-        }
-        load.write_report(local, summary, rows)
-    for df in (facts, active):
-        df.unpersist()
-    return summary

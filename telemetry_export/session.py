@@ -9,6 +9,10 @@ SPARK_NOTES and BENCHMARKS.md):
 * ``spark.driver.memory``: 2-4g is enough for 30M rows locally (set it with
   ``--driver-memory`` or ``spark-submit``; it cannot change after start).
 * ``spark.sql.session.timeZone`` = UTC: dates partition the same everywhere.
+* ``spark.sql.sources.parallelPartitionDiscovery.threshold`` = 1024: a
+  dataset of a few hundred vehicle/date directories is listed by the driver
+  (a few ms locally) instead of by a Spark job (0.5 s for 100 directories
+  here); a fleet's thousands still get the parallel listing.
 * ``spark.ui.enabled`` off and ``SPARK_LOCAL_IP=127.0.0.1`` in tests and the demo.
 """
 
@@ -36,6 +40,7 @@ def build_session(
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
         "spark.sql.adaptive.enabled": "true",
         "spark.sql.session.timeZone": "UTC",
+        "spark.sql.sources.parallelPartitionDiscovery.threshold": "1024",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         **(extra or {}),

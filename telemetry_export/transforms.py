@@ -268,29 +268,80 @@ def boots(facts: DataFrame) -> DataFrame:
     )
 
 
-def seq_gaps(records: DataFrame) -> DataFrame:
-    """Jumps in ``seq`` between consecutive deliveries of one (app, key).
+def seq_gaps(activity: DataFrame) -> DataFrame:
+    """Jumps in ``seq`` between consecutive deliveries of one (app, key), from
+    :func:`activity`'s sets of seqs per block of 64: no delivery is sorted.
 
-    One row per gap: ``from_seq``..``to_seq`` were never delivered; ``queue``
-    and ``time_ns`` are those of the delivery after the gap.
+    One row per gap: ``from_seq``..``to_seq`` were never delivered (``missing``
+    of them); ``queue`` and ``window_start_ns`` are those of the delivery after
+    the gap (its drop-rate window: :func:`activity` keeps no finer time).
+
+    A seq ``s`` ends a gap when it was delivered and ``s - 1`` was not (seq 0
+    counts as delivered: a key whose first delivery is seq 4 lost 1..3). Per
+    block, with ``D`` its delivered set, the ends are ``D & ~(D << 1 | carry)``,
+    the carry being whether the block before ended with a delivery. A gap runs
+    back to the highest delivered seq below its end: in the block, or the last
+    of an earlier block. A seq delivered twice ends a gap once, in its first
+    row (by window, then queue).
     """
-    delivered = records.where(F.col("kind") == "delivered").select(
-        *BOOT, "app", "key_id", "queue", "seq", "time_ns"
+    keys = [*BOOT, "app", "key_id"]
+    block, seqs = F.col("seq_block"), F.col("seqs")
+    rows = activity.where(F.col("kind") == "delivered").select(
+        *keys, "queue", "window_start_ns", "seq_block", "seqs"
     )
-    w = Window.partitionBy(*BOOT, "app", "key_id").orderBy("seq")
-    prev = F.coalesce(F.lag("seq").over(w), F.lit(0))
+    in_block = Window.partitionBy(*keys, "seq_block").orderBy("window_start_ns", "queue")
+    # Seq 0 does not exist, but counts as delivered: block 0 always holds it.
+    zero = F.when(block == 0, F.lit(1)).otherwise(F.lit(0)).cast("long")
+    rows = rows.select(
+        *keys,
+        "queue",
+        "window_start_ns",
+        "seq_block",
+        "seqs",
+        (
+            F.bit_or(seqs)
+            .over(in_block.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing))
+            .bitwiseOR(zero)
+        ).alias("_all"),
+        F.coalesce(
+            F.bit_or(seqs).over(in_block.rowsBetween(Window.unboundedPreceding, -1)),
+            F.lit(0).cast("long"),
+        ).alias("_earlier"),
+        (block * _BLOCK + _highest_bit(seqs)).alias("_top"),
+    )
+    before = (
+        Window.partitionBy(*keys).orderBy("seq_block").rangeBetween(Window.unboundedPreceding, -1)
+    )
+    rows = rows.withColumn("_prev_top", F.coalesce(F.max("_top").over(before), F.lit(0)))
+    carry = (
+        F.when((block == 0) | (F.col("_prev_top") == block * _BLOCK - 1), F.lit(1))
+        .otherwise(F.lit(0))
+        .cast("long")
+    )
+    starts_after_gap = F.col("_all").bitwiseAND(
+        F.bitwise_not(F.call_function("shiftleft", F.col("_all"), F.lit(1)).bitwiseOR(carry))
+    )
+    ends = starts_after_gap.bitwiseAND(seqs).bitwiseAND(F.bitwise_not(F.col("_earlier")))
+    bit = F.col("_bit")
+    below = F.col("_all").bitwiseAND(_bits_below(bit))
+    prev_delivered = F.when(below != 0, block * _BLOCK + _highest_bit(below)).otherwise(
+        F.col("_prev_top")
+    )
     return (
-        delivered.withColumn("_prev", prev)
-        .where(F.col("seq") > F.col("_prev") + 1)
+        rows.withColumn("_ends", ends)
+        .where(F.col("_ends") != 0)
+        .withColumn(
+            "_bit",
+            F.explode(F.array(*(F.lit(i) for i in range(_BLOCK)))),
+        )
+        .where(F.call_function("shiftright", F.col("_ends"), bit).bitwiseAND(F.lit(1)) == 1)
         .select(
-            *BOOT,
-            "app",
-            "key_id",
+            *keys,
             "queue",
-            (F.col("_prev") + 1).alias("from_seq"),
-            (F.col("seq") - 1).alias("to_seq"),
-            (F.col("seq") - F.col("_prev") - 1).alias("missing"),
-            "time_ns",
+            (prev_delivered + 1).alias("from_seq"),
+            (block * _BLOCK + bit - 1).alias("to_seq"),
+            (block * _BLOCK + bit - prev_delivered - 1).alias("missing"),
+            "window_start_ns",
         )
     )
 

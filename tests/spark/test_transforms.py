@@ -111,7 +111,7 @@ def test_seq_gaps_are_reconciled_with_drop_records(spark: SparkSession) -> None:
             {"kind": "lost", "app": "slow", "key_id": 7, "queue": 0, "seq": 5, "offset": 4},
         ],
     )
-    gaps = transforms.seq_gaps(df)
+    gaps = transforms.seq_gaps(activity(df))
     assert [(g.from_seq, g.to_seq, g.missing) for g in gaps.collect()] == [(2, 3, 2)]
     rec = transforms.seq_reconciliation(activity(df)).collect()
     assert [(r.missing, r.explained, r.unexplained, r.drops_after_last_delivery) for r in rec] == [
@@ -148,8 +148,58 @@ def test_reconciliation_counts_what_listing_every_seq_would(spark: SparkSession)
         for r in transforms.seq_reconciliation(activity(df)).collect()
     }
     assert got == expect
-    gaps = transforms.seq_gaps(df).groupBy("key_id").agg(F.sum("missing").alias("m"))
+    gaps = transforms.seq_gaps(activity(df)).groupBy("key_id").agg(F.sum("missing").alias("m"))
     assert {r.key_id: r.m for r in gaps.collect()} == {k: m for k, (m, *_) in expect.items() if m}
+
+
+def plain_gaps(delivered: list[int]) -> list[tuple[int, int]]:
+    """Each gap between consecutive distinct delivered seqs (seq 0 counts as delivered)."""
+    seqs = [0, *sorted(set(delivered))]
+    return [(a + 1, b - 1) for a, b in itertools.pairwise(seqs) if b > a + 1]
+
+
+def test_seq_gaps_are_those_between_consecutive_deliveries(spark: SparkSession) -> None:
+    """Gaps at block edges (63/64, 127/128), across whole empty blocks, before the
+    first delivery, repeated deliveries, and random sets against sorting the seqs;
+    each gap carries the queue and window of the delivery after it."""
+    rng = random.Random(11)
+    cases = {
+        1: [1, 63, 64, 128, 200],
+        2: [64, 65, 127, 129],
+        3: [2, 3, 4],
+        4: [1, 2, 3],
+        5: sorted({s for s in range(1, 400) if rng.random() < 0.5}),
+        6: sorted({s for s in range(1, 700) if rng.random() < 0.05}),
+    }
+    rows: list[dict[str, object]] = []
+    when: dict[tuple[int, int], int] = {}
+    for key_id, seqs in cases.items():
+        for s in seqs + seqs[::7]:  # every 7th seq delivered again, later
+            window = len(rows) // 10  # ten deliveries per window
+            when.setdefault((key_id, s), window)
+            rows.append(
+                {
+                    "kind": "delivered",
+                    "app": "a",
+                    "key_id": key_id,
+                    "queue": key_id % 3,
+                    "seq": s,
+                    "time_ns": window * 100,
+                }
+            )
+    rng.shuffle(rows)
+    df = linked(spark, [{**r, "offset": i} for i, r in enumerate(rows)])
+    got = sorted(
+        (g.key_id, g.from_seq, g.to_seq, g.missing, g.queue, g.window_start_ns)
+        for g in transforms.seq_gaps(activity(df, window_ns=100)).collect()
+    )
+    expect = sorted(
+        (k, a, b, b - a + 1, k % 3, when[(k, b + 1)] * 100)
+        for k, seqs in cases.items()
+        for a, b in plain_gaps(seqs)
+    )
+    assert expect
+    assert got == expect
 
 
 def test_stale_intervals_use_the_longest_matching_prefix(spark: SparkSession) -> None:
