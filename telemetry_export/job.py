@@ -46,29 +46,43 @@ _BAD_SCHEMA = "source string, value string, problem string"
 _STALE_KEYS_SHOWN = 100
 
 
-def _per_app(drop_rates: DataFrame, reconciliation: DataFrame) -> dict[str, dict[str, Any]]:
-    """Per app, over the whole fleet: deliveries, drops per queue, and its seq gaps."""
-    apps: dict[str, dict[str, Any]] = {}
-    for r in (
-        drop_rates.groupBy("app", "queue")
-        .agg(F.sum("events").alias("events"), F.sum("dropped").alias("dropped"))
-        .collect()
-    ):
-        a = apps.setdefault(r["app"], {"delivered": 0, "dropped": 0, "dropped_per_queue": {}})
-        a["delivered"] += int(r["events"] - r["dropped"])
-        a["dropped"] += int(r["dropped"])
-        a["dropped_per_queue"][str(r["queue"])] = int(r["dropped"])
-    for r in (
-        reconciliation.groupBy("app")
+def _per_queue(activity: DataFrame) -> list[Row]:
+    """Per app and queue, over the whole fleet: events delivered and dropped."""
+    kind = F.col("kind")
+    return (
+        activity.where(kind.isin(["delivered", *transforms.DROP_KINDS]))
+        .groupBy("app", "queue")
         .agg(
-            *(
-                F.sum(c).alias(c)
-                for c in ("missing", "explained", "unexplained", "drops_after_last_delivery")
-            )
+            F.sum(F.when(kind == "delivered", F.col("n")).otherwise(0)).alias("delivered"),
+            F.sum(F.when(kind != "delivered", F.col("n")).otherwise(0)).alias("dropped"),
         )
         .collect()
-    ):
-        a = apps.setdefault(r["app"], {"delivered": 0, "dropped": 0, "dropped_per_queue": {}})
+    )
+
+
+_GAP_TOTALS = ("missing", "explained", "unexplained", "drops_after_last_delivery")
+
+
+def _gaps_per_app(reconciliation: DataFrame) -> list[Row]:
+    """Per app, over the whole fleet: its seqs missing, explained or not, and
+    dropped after its last delivery."""
+    return reconciliation.groupBy("app").agg(*(F.sum(c).alias(c) for c in _GAP_TOTALS)).collect()
+
+
+def _apps(queues: list[Row], gaps: list[Row]) -> dict[str, dict[str, Any]]:
+    """``summary.json``'s ``apps``: deliveries, drops per queue, and seq gaps."""
+    apps: dict[str, dict[str, Any]] = {}
+
+    def app(name: str) -> dict[str, Any]:
+        return apps.setdefault(name, {"delivered": 0, "dropped": 0, "dropped_per_queue": {}})
+
+    for r in queues:
+        a = app(r["app"])
+        a["delivered"] += int(r["delivered"])
+        a["dropped"] += int(r["dropped"])
+        a["dropped_per_queue"][str(r["queue"])] = int(r["dropped"])
+    for r in gaps:
+        a = app(r["app"])
         a["missing_seqs"] = int(r["missing"])
         a["explained_seqs"] = int(r["explained"])
         a["unexplained_seqs"] = int(r["unexplained"])
@@ -124,38 +138,51 @@ def analyze(
     bucket_ns = transforms.stale_bucket_ns(thresholds, default_stale_ns)
     active = (
         transforms.activity(records, bucket_ns=bucket_ns, window_ns=window_ns)
-        .repartition(*transforms.BOOT, "key_id")
+        .repartition(spark.sparkContext.defaultParallelism, *transforms.BOOT, "key_id")
         .cache()
     )
-    active.count()
     facts = transforms.boot_facts(active).cache()
-    tables: dict[str, DataFrame] = {
-        "seq_gaps": transforms.seq_gaps(active),
-        "boot_integrity": transforms.boot_integrity(facts),
-        "boots": transforms.boots(facts),
-        "reconciliation": transforms.seq_reconciliation(active),
-        "stale": transforms.stale_intervals(
-            active, thresholds=thresholds, default_ns=default_stale_ns
-        ),
-        "drop_rates": transforms.drop_rates(active),
-    }
-    _concurrently(
-        {name: partial(load.write_table, df, f"{output}/{name}") for name, df in tables.items()}
-    )
-    written = {name: spark.read.parquet(f"{output}/{name}") for name in tables}
-    local = "://" not in output or output.startswith("file://")
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        # The pass runs while this thread plans the findings (about a second
+        # of driver time here).
+        materialized = pool.submit(active.count)
+        tables: dict[str, DataFrame] = {
+            "seq_gaps": transforms.seq_gaps(active),
+            "boot_integrity": transforms.boot_integrity(facts),
+            "boots": transforms.boots(facts),
+            "reconciliation": transforms.seq_reconciliation(active),
+            "stale": transforms.stale_intervals(
+                active, thresholds=thresholds, default_ns=default_stale_ns
+            ),
+            "drop_rates": transforms.drop_rates(active),
+        }
+        materialized.result()
     found = _concurrently(
         {
+            **{
+                name: partial(load.write_table, df, f"{output}/{name}")
+                for name, df in tables.items()
+            },
             "per_boot": lambda: _per_boot(facts),
-            "apps": lambda: _per_app(written["drop_rates"], written["reconciliation"]),
-            "stale_keys": lambda: _stale_keys(written["stale"]),
+            "queues": lambda: _per_queue(active),
             "bad_lines": lambda: _bad_lines(spark, dataset).count(),
-            "seq_gaps": lambda: written["seq_gaps"].count(),
-            "stale_intervals": lambda: written["stale"].count(),
-            "report": lambda: _report_rows(written) if local else {},
         }
     )
-    per_boot, apps = found["per_boot"], found["apps"]
+
+    def table(name: str) -> DataFrame:
+        return spark.read.parquet(f"{output}/{name}")
+
+    local = "://" not in output or output.startswith("file://")
+    found |= _concurrently(
+        {
+            "gaps": lambda: _gaps_per_app(table("reconciliation")),
+            "seq_gaps": lambda: table("seq_gaps").count(),
+            "stale_intervals": lambda: table("stale").count(),
+            "stale_keys": lambda: _stale_keys(table("stale")),
+            "report": lambda: _report_rows(table) if local else {},
+        }
+    )
+    per_boot, apps = found["per_boot"], _apps(found["queues"], found["gaps"])
     missing = sum(a.get("missing_seqs", 0) for a in apps.values())
     summary: dict[str, Any] = {
         "records": int(per_boot["records"]),
@@ -201,12 +228,13 @@ def _per_boot(facts: DataFrame) -> Row:
 _REPORT_ROWS = 5000
 
 
-def _report_rows(written: dict[str, DataFrame]) -> dict[str, list[dict[str, Any]]]:
+def _report_rows(table: Callable[[str], DataFrame]) -> dict[str, list[dict[str, Any]]]:
     """What the human report plots and lists (the first rows of each table)."""
     return {
-        "drop_rates": [r.asDict() for r in written["drop_rates"].limit(_REPORT_ROWS).collect()],
-        "stale": [r.asDict() for r in written["stale"].limit(_REPORT_ROWS).collect()],
-        "chain": [
-            r.asDict() for r in written["boot_integrity"].where("broken_links > 0").collect()
-        ],
+        name: [r.asDict() for r in df.collect()]
+        for name, df in (
+            ("drop_rates", table("drop_rates").limit(_REPORT_ROWS)),
+            ("stale", table("stale").limit(_REPORT_ROWS)),
+            ("chain", table("boot_integrity").where("broken_links > 0")),
+        )
     }
