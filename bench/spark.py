@@ -3,7 +3,8 @@
 For 1M and 10M synthetic journal records (``telemetry_export synth``), prints
 rows/s of ``ingest`` and ``analyze`` beside, from the same run, the floor: a
 Spark scan of the same Parquet dataset reading every column the analysis uses
-and aggregating each; and the same analysis written plainly in pandas, the
+and aggregating each; and the same analysis written plainly in pandas
+(``bench.spark_pandas``: the same tables, summary and report), the
 single-machine alternative. Local mode, ``local[*]`` on this machine. Each
 of analyze, the scan and pandas runs ``--repeat`` times (default 2) and the
 best time counts, the same for all three; ingest runs once.
@@ -50,68 +51,8 @@ def scan_floor(spark, dataset: str, repeat: int) -> float:  # type: ignore[no-un
     return seconds
 
 
-def pandas_analysis(dataset: str, window_ns: int, stale_ns: int) -> dict[str, int]:
-    """The same findings, written plainly in pandas over the same columns.
-
-    Like the Spark job, it reads what ``ingest`` stored: each record's place in
-    its boot (``pos``), whether its chain link holds (``link_ok``) and the
-    offsets missing before it.
-    """
-    import numpy as np
-    import pandas as pd
-
-    df = pd.read_parquet(f"{dataset}/records", columns=USED)
-    boot = ["vehicle_id", "boot_id"]
-    per_boot = df.groupby(boot, observed=True).agg(
-        first_ns=("time_ns", "min"), broken=("link_ok", lambda ok: int((~ok).sum()))
-    )
-    restarts = int((per_boot.groupby("vehicle_id", observed=True)["first_ns"].rank() > 1).sum())
-    missing_records = int(df["missing_before"].sum())
-    d = df[df.kind == "delivered"].sort_values([*boot, "app", "key_id", "seq"])
-    d_prev = d.groupby([*boot, "app", "key_id"], observed=True)["seq"].shift().fillna(0)
-    jumps = d[d["seq"] > d_prev + 1].assign(from_seq=d_prev + 1)
-    seqs = (
-        np.concatenate([np.arange(a, b) for a, b in zip(jumps.from_seq, jumps.seq, strict=True)])
-        if len(jumps)
-        else np.array([])
-    )
-    sizes = (jumps.seq - jumps.from_seq).astype(int)
-    missing = pd.DataFrame(
-        {
-            "vehicle_id": np.repeat(jumps.vehicle_id.values, sizes),
-            "boot_id": np.repeat(jumps.boot_id.values, sizes),
-            "app": np.repeat(jumps.app.values, sizes),
-            "key_id": np.repeat(jumps.key_id.values, sizes),
-            "seq": seqs,
-        }
-    )
-    drops = df[df.kind.isin(["evicted", "lost"])][[*boot, "app", "key_id", "seq"]]
-    explained = missing.merge(drops.drop_duplicates(), on=[*boot, "app", "key_id", "seq"])
-    stale = 0
-    for kinds, group in (
-        (["publish"], [*boot, "key_id"]),
-        (["delivered"], [*boot, "app", "key_id"]),
-    ):
-        events = df[df.kind.isin(kinds)].sort_values([*group, "time_ns"])
-        stale += int((events.groupby(group, observed=True)["time_ns"].diff() > stale_ns).sum())
-    ev = df[df.kind.isin(["delivered", "evicted", "lost"])]
-    rates = ev.groupby(
-        ["vehicle_id", "app", "queue", ev.time_ns // window_ns], observed=True
-    ).size()
-    return {
-        "boots": len(per_boot),
-        "restarts": restarts,
-        "broken_chains": int((per_boot["broken"] > 0).sum()),
-        "missing_journal_records": missing_records,
-        "seq_gaps": len(jumps),
-        "missing_seqs": len(missing),
-        "unexplained_seqs": len(missing) - len(explained),
-        "stale_intervals": stale,
-        "rate_windows": len(rates),
-    }
-
-
 def run(n: int, work: Path, spark, repeat: int) -> None:  # type: ignore[no-untyped-def]
+    from bench import spark_pandas
     from telemetry_export import job
     from telemetry_export.synth import write_fleet
 
@@ -130,11 +71,20 @@ def run(n: int, work: Path, spark, repeat: int) -> None:  # type: ignore[no-unty
         lambda: job.analyze(spark, dataset, report, default_stale_ns=5 * 10**9), repeat
     )
     t_scan = scan_floor(spark, dataset, repeat)
-    pd_out, t_pandas = timed(lambda: pandas_analysis(dataset, 10**9, 5 * 10**9), repeat)
-    rate_windows = spark.read.parquet(f"{report}/drop_rates").count()
-    same = {k: v for k, v in pd_out.items() if k != "rate_windows"}
-    assert same == {k: summary[k] for k in same}, (pd_out, summary)
-    assert pd_out["rate_windows"] == rate_windows, (pd_out, rate_windows)
+    pd_summary, t_pandas = timed(
+        lambda: spark_pandas.analyze(
+            dataset, str(work / f"report-pandas-{n}"), window_ns=10**9, stale_ns=5 * 10**9
+        ),
+        repeat,
+    )
+    # The same findings, to the last app and key, and tables of the same sizes.
+    assert pd_summary == summary, (pd_summary, summary)
+    for name in ("seq_gaps", "reconciliation", "stale", "drop_rates", "boots", "boot_integrity"):
+        sizes = [
+            spark.read.parquet(f"{out}/{name}").count()
+            for out in (report, str(work / f"report-pandas-{n}"))
+        ]
+        assert sizes[0] == sizes[1], (name, sizes)
     print(
         f"{rows:>12,} {rows / t_ingest:>12,.0f} {rows / t_analyze:>12,.0f} "
         f"{rows / t_scan:>12,.0f} {rows / t_pandas:>12,.0f} "

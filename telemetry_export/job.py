@@ -141,7 +141,8 @@ def analyze(
         .repartition(spark.sparkContext.defaultParallelism, *transforms.BOOT, "key_id")
         .cache()
     )
-    facts = transforms.boot_facts(active).cache()
+    # One row per boot: one partition (its consumers then run one task each).
+    facts = transforms.boot_facts(active).coalesce(1).cache()
     with ThreadPoolExecutor(max_workers=1) as pool:
         # The pass runs while this thread plans the findings (about a second
         # of driver time here).

@@ -1,0 +1,180 @@
+"""The telemetry analysis written plainly in pandas: the single-machine
+alternative ``bench.spark`` times beside the Spark job.
+
+It does what ``telemetry_export analyze`` does, on the same dataset and the
+same columns, the way a pandas user would write it: sort, shift, group, merge.
+Like the Spark job, it reads what ``ingest`` stored (each record's ``pos``,
+``link_ok`` and ``missing_before``), writes the same six tables as Parquet, and
+the same ``summary.json`` and report (with the job's own report writer), so
+the two can be timed and compared whole. Default staleness threshold only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from telemetry_export import load
+from telemetry_export.transforms import ANALYSED, DROP_KINDS
+
+BOOT = ["vehicle_id", "boot_id"]
+KEY = [*BOOT, "app", "key_id"]
+_REPORT_ROWS = 5000
+_STALE_KEYS_SHOWN = 100
+_INTEGRITY = [
+    "records",
+    "broken_links",
+    "first_broken_offset",
+    "missing_records",
+    "reported_dropped",
+]
+_STALE = ["what", "app", "key", "key_id", "from_ns", "to_ns", "interval_ns", "threshold_ns"]
+
+
+def analyze(dataset: str, output: str, *, window_ns: int, stale_ns: int) -> dict[str, Any]:
+    """The tables, summary and report of ``dataset`` into ``output``; the summary."""
+    import numpy as np
+    import pandas as pd
+
+    df = pd.read_parquet(f"{dataset}/records", columns=ANALYSED)
+    for c in ("vehicle_id", "boot_id"):
+        df[c] = df[c].astype(str)
+    kind = df["kind"]
+    ev = df[kind.isin(["delivered", *DROP_KINDS])].astype({"queue": "int64", "seq": "int64"})
+    ev = ev.assign(window_start_ns=ev.time_ns - ev.time_ns % window_ns)
+
+    # Per boot: records, the chain, lost records, first and last time, clean stop.
+    broken = df[~df.link_ok]
+    first_broken = broken.sort_values("pos").groupby(BOOT).offset.first()
+    per_boot = df.groupby(BOOT).agg(
+        records=("kind", "size"),
+        first_ns=("time_ns", "min"),
+        last_ns=("time_ns", "max"),
+        missing_records=("missing_before", "sum"),
+    )
+
+    def per(series):  # type: ignore[no-untyped-def]
+        return series.reindex(per_boot.index, fill_value=0)
+
+    per_boot["broken_links"] = per(broken.groupby(BOOT).size())
+    per_boot["first_broken_offset"] = first_broken
+    per_boot["reported_dropped"] = per(df[kind == "journal_dropped"].groupby(BOOT)["count"].sum())
+    per_boot["clean_stop"] = per(df[kind == "stop"].groupby(BOOT).size()) > 0
+    per_boot = per_boot.reset_index()
+    boots = per_boot[[*BOOT, "first_ns", "last_ns", "records", "clean_stop"]].copy()
+    boots["boot_number"] = boots.groupby("vehicle_id").first_ns.rank(method="first").astype(int)
+    boots["restart"] = boots.boot_number > 1
+    integrity = per_boot[[*BOOT, *_INTEGRITY]]
+
+    # Seq gaps: each delivery whose seq jumps over the previous one's (seq 0 before all).
+    d = ev[ev.kind == "delivered"].sort_values([*KEY, "seq", "time_ns"])
+    prev = d.groupby(KEY).seq.shift().fillna(0).astype("int64")
+    jump = d.seq > prev + 1
+    gaps = d[jump].assign(from_seq=prev[jump] + 1, to_seq=d.seq[jump] - 1)
+    gaps["missing"] = gaps.to_seq - gaps.from_seq + 1
+    gaps = gaps[[*KEY, "queue", "from_seq", "to_seq", "missing", "window_start_ns"]]
+
+    # Reconciliation: every seq missing, listed, against the drop records.
+    sizes = gaps.missing.to_numpy()
+    missing = pd.DataFrame({c: np.repeat(gaps[c].to_numpy(), sizes) for c in KEY})
+    missing["seq"] = np.concatenate(
+        [np.arange(a, b + 1) for a, b in zip(gaps.from_seq, gaps.to_seq, strict=True)]
+        or [np.array([], dtype="int64")]
+    )
+    drops = ev[ev.kind != "delivered"][[*KEY, "seq"]].drop_duplicates()
+    last = d.groupby(KEY).seq.max().rename("last").reset_index()
+    drops = drops.merge(last, on=KEY, how="left")
+    explained = missing.merge(drops[[*KEY, "seq"]], on=[*KEY, "seq"])
+    recon = pd.DataFrame({"missing": missing.groupby(KEY).size()})
+    recon = recon.join(explained.groupby(KEY).size().rename("explained"), how="outer")
+    after = drops[drops["last"].isna() | (drops.seq > drops["last"])]
+    recon = recon.join(after.groupby(KEY).size().rename("drops_after_last_delivery"), how="outer")
+    recon = recon.join(drops.groupby(KEY).size().rename("_drops"), how="outer").fillna(0)
+    recon = recon.astype("int64").reset_index()
+    recon = recon[(recon.missing > 0) | (recon._drops > 0)].drop(columns="_drops")
+    recon["unexplained"] = recon.missing - recon.explained
+
+    # Staleness: consecutive writes of a key, and deliveries of a key to an app.
+    names = df[kind == "publish"].groupby([*BOOT, "key_id"]).key.first()
+    stale_parts = []
+    for what, k, group in (("write", "publish", [*BOOT, "key_id"]), ("delivery", "delivered", KEY)):
+        e = df[kind == k].sort_values([*group, "time_ns"])
+        from_ns = e.groupby(group).time_ns.shift(fill_value=-1)  # int64: ns need all 64 bits
+        long = (from_ns >= 0) & ((e.time_ns - from_ns) > stale_ns)
+        s = e[long].assign(what=what, from_ns=from_ns[long], to_ns=e.time_ns[long])
+        stale_parts.append(s)
+    stale = pd.concat(stale_parts)
+    stale["app"] = stale.app.where(stale.what == "delivery", None)
+    stale["key"] = stale.set_index([*BOOT, "key_id"]).index.map(names)
+    stale["interval_ns"] = stale.to_ns - stale.from_ns
+    stale["threshold_ns"] = stale_ns
+    stale = stale[[*BOOT, *_STALE]]
+
+    # Drop rates per app, queue and window.
+    ev = ev.assign(is_drop=ev.kind != "delivered")
+    rates = (
+        ev.groupby(["vehicle_id", "app", "queue", "window_start_ns"])
+        .agg(events=("is_drop", "size"), dropped=("is_drop", "sum"))
+        .reset_index()
+    )
+    rates["drop_rate"] = rates.dropped / rates.events
+
+    out = Path(output)
+    tables = {
+        "seq_gaps": gaps,
+        "boot_integrity": integrity,
+        "boots": boots,
+        "reconciliation": recon,
+        "stale": stale,
+        "drop_rates": rates,
+    }
+    for name, table in tables.items():
+        (out / name).mkdir(parents=True, exist_ok=True)
+        table.to_parquet(out / name / "part-0.parquet", index=False)
+
+    apps: dict[str, dict[str, Any]] = {}
+    per_queue = ev.groupby(["app", "queue"]).agg(
+        events=("is_drop", "size"), dropped=("is_drop", "sum")
+    )
+    for (app, queue), r in per_queue.iterrows():
+        a = apps.setdefault(app, {"delivered": 0, "dropped": 0, "dropped_per_queue": {}})
+        a["delivered"] += int(r.events - r.dropped)
+        a["dropped"] += int(r.dropped)
+        a["dropped_per_queue"][str(queue)] = int(r.dropped)
+    for app, r in (
+        recon.groupby("app")[["missing", "explained", "unexplained", "drops_after_last_delivery"]]
+        .sum()
+        .iterrows()
+    ):
+        a = apps.setdefault(app, {"delivered": 0, "dropped": 0, "dropped_per_queue": {}})
+        a["missing_seqs"] = int(r.missing)
+        a["explained_seqs"] = int(r.explained)
+        a["unexplained_seqs"] = int(r.unexplained)
+        a["drops_after_last_delivery"] = int(r.drops_after_last_delivery)
+    writes = stale[stale.what == "write"].groupby("key").interval_ns.max()
+    bad = sum(sum(1 for _ in p.open()) for p in Path(dataset, "_bad").glob("*.json") if p.is_file())
+    summary: dict[str, Any] = {
+        "records": len(df),
+        "bad_lines": bad,
+        "vehicles": int(per_boot.vehicle_id.nunique()),
+        "boots": len(per_boot),
+        "restarts": len(per_boot) - int(per_boot.vehicle_id.nunique()),
+        "delivered": int((kind == "delivered").sum()),
+        "dropped": int(kind.isin(DROP_KINDS).sum()),
+        "seq_gaps": len(gaps),
+        "missing_seqs": int(recon.missing.sum()),
+        "unexplained_seqs": int(recon.unexplained.sum()),
+        "stale_intervals": len(stale),
+        "broken_chains": int((per_boot.broken_links > 0).sum()),
+        "missing_journal_records": int(per_boot.missing_records.sum()),
+        "reported_journal_drops": int(per_boot.reported_dropped.sum()),
+        "apps": apps,
+        "stale_keys": {str(k): int(v) for k, v in writes.nlargest(_STALE_KEYS_SHOWN).items()},
+    }
+    rows = {
+        "drop_rates": rates.head(_REPORT_ROWS).to_dict("records"),
+        "stale": stale.head(_REPORT_ROWS).to_dict("records"),
+        "chain": integrity[integrity.broken_links > 0].to_dict("records"),
+    }
+    load.write_report(out, summary, rows)
+    return summary
