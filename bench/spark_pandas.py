@@ -37,16 +37,15 @@ def analyze(dataset: str, output: str, *, window_ns: int, stale_ns: int) -> dict
     import pandas as pd
 
     df = pd.read_parquet(f"{dataset}/records", columns=ANALYSED)
-    for c in ("vehicle_id", "boot_id"):
-        df[c] = df[c].astype(str)
+    # vehicle_id is categorical (a partition column): group by what occurs only.
     kind = df["kind"]
     ev = df[kind.isin(["delivered", *DROP_KINDS])].astype({"queue": "int64", "seq": "int64"})
     ev = ev.assign(window_start_ns=ev.time_ns - ev.time_ns % window_ns)
 
     # Per boot: records, the chain, lost records, first and last time, clean stop.
     broken = df[~df.link_ok]
-    first_broken = broken.sort_values("pos").groupby(BOOT).offset.first()
-    per_boot = df.groupby(BOOT).agg(
+    first_broken = broken.sort_values("pos").groupby(BOOT, observed=True).offset.first()
+    per_boot = df.groupby(BOOT, observed=True).agg(
         records=("kind", "size"),
         first_ns=("time_ns", "min"),
         last_ns=("time_ns", "max"),
@@ -56,19 +55,23 @@ def analyze(dataset: str, output: str, *, window_ns: int, stale_ns: int) -> dict
     def per(series):  # type: ignore[no-untyped-def]
         return series.reindex(per_boot.index, fill_value=0)
 
-    per_boot["broken_links"] = per(broken.groupby(BOOT).size())
+    per_boot["broken_links"] = per(broken.groupby(BOOT, observed=True).size())
     per_boot["first_broken_offset"] = first_broken
-    per_boot["reported_dropped"] = per(df[kind == "journal_dropped"].groupby(BOOT)["count"].sum())
-    per_boot["clean_stop"] = per(df[kind == "stop"].groupby(BOOT).size()) > 0
+    per_boot["reported_dropped"] = per(
+        df[kind == "journal_dropped"].groupby(BOOT, observed=True)["count"].sum()
+    )
+    per_boot["clean_stop"] = per(df[kind == "stop"].groupby(BOOT, observed=True).size()) > 0
     per_boot = per_boot.reset_index()
     boots = per_boot[[*BOOT, "first_ns", "last_ns", "records", "clean_stop"]].copy()
-    boots["boot_number"] = boots.groupby("vehicle_id").first_ns.rank(method="first").astype(int)
+    boots["boot_number"] = (
+        boots.groupby("vehicle_id", observed=True).first_ns.rank(method="first").astype(int)
+    )
     boots["restart"] = boots.boot_number > 1
     integrity = per_boot[[*BOOT, *_INTEGRITY]]
 
     # Seq gaps: each delivery whose seq jumps over the previous one's (seq 0 before all).
     d = ev[ev.kind == "delivered"].sort_values([*KEY, "seq", "time_ns"])
-    prev = d.groupby(KEY).seq.shift().fillna(0).astype("int64")
+    prev = d.groupby(KEY, observed=True).seq.shift().fillna(0).astype("int64")
     jump = d.seq > prev + 1
     gaps = d[jump].assign(from_seq=prev[jump] + 1, to_seq=d.seq[jump] - 1)
     gaps["missing"] = gaps.to_seq - gaps.from_seq + 1
@@ -82,24 +85,32 @@ def analyze(dataset: str, output: str, *, window_ns: int, stale_ns: int) -> dict
         or [np.array([], dtype="int64")]
     )
     drops = ev[ev.kind != "delivered"][[*KEY, "seq"]].drop_duplicates()
-    last = d.groupby(KEY).seq.max().rename("last").reset_index()
+    last = d.groupby(KEY, observed=True).seq.max().rename("last").reset_index()
     drops = drops.merge(last, on=KEY, how="left")
     explained = missing.merge(drops[[*KEY, "seq"]], on=[*KEY, "seq"])
-    recon = pd.DataFrame({"missing": missing.groupby(KEY).size()})
-    recon = recon.join(explained.groupby(KEY).size().rename("explained"), how="outer")
+    recon = pd.DataFrame({"missing": missing.groupby(KEY, observed=True).size()})
+    recon = recon.join(
+        explained.groupby(KEY, observed=True).size().rename("explained"), how="outer"
+    )
     after = drops[drops["last"].isna() | (drops.seq > drops["last"])]
-    recon = recon.join(after.groupby(KEY).size().rename("drops_after_last_delivery"), how="outer")
-    recon = recon.join(drops.groupby(KEY).size().rename("_drops"), how="outer").fillna(0)
+    recon = recon.join(
+        after.groupby(KEY, observed=True).size().rename("drops_after_last_delivery"), how="outer"
+    )
+    recon = recon.join(
+        drops.groupby(KEY, observed=True).size().rename("_drops"), how="outer"
+    ).fillna(0)
     recon = recon.astype("int64").reset_index()
     recon = recon[(recon.missing > 0) | (recon._drops > 0)].drop(columns="_drops")
     recon["unexplained"] = recon.missing - recon.explained
 
     # Staleness: consecutive writes of a key, and deliveries of a key to an app.
-    names = df[kind == "publish"].groupby([*BOOT, "key_id"]).key.first()
+    names = df[kind == "publish"].groupby([*BOOT, "key_id"], observed=True).key.first()
     stale_parts = []
     for what, k, group in (("write", "publish", [*BOOT, "key_id"]), ("delivery", "delivered", KEY)):
         e = df[kind == k].sort_values([*group, "time_ns"])
-        from_ns = e.groupby(group).time_ns.shift(fill_value=-1)  # int64: ns need all 64 bits
+        from_ns = e.groupby(group, observed=True).time_ns.shift(
+            fill_value=-1
+        )  # int64: ns need all 64 bits
         long = (from_ns >= 0) & ((e.time_ns - from_ns) > stale_ns)
         s = e[long].assign(what=what, from_ns=from_ns[long], to_ns=e.time_ns[long])
         stale_parts.append(s)
@@ -113,7 +124,7 @@ def analyze(dataset: str, output: str, *, window_ns: int, stale_ns: int) -> dict
     # Drop rates per app, queue and window.
     ev = ev.assign(is_drop=ev.kind != "delivered")
     rates = (
-        ev.groupby(["vehicle_id", "app", "queue", "window_start_ns"])
+        ev.groupby(["vehicle_id", "app", "queue", "window_start_ns"], observed=True)
         .agg(events=("is_drop", "size"), dropped=("is_drop", "sum"))
         .reset_index()
     )
@@ -133,7 +144,7 @@ def analyze(dataset: str, output: str, *, window_ns: int, stale_ns: int) -> dict
         table.to_parquet(out / name / "part-0.parquet", index=False)
 
     apps: dict[str, dict[str, Any]] = {}
-    per_queue = ev.groupby(["app", "queue"]).agg(
+    per_queue = ev.groupby(["app", "queue"], observed=True).agg(
         events=("is_drop", "size"), dropped=("is_drop", "sum")
     )
     for (app, queue), r in per_queue.iterrows():
@@ -142,7 +153,9 @@ def analyze(dataset: str, output: str, *, window_ns: int, stale_ns: int) -> dict
         a["dropped"] += int(r.dropped)
         a["dropped_per_queue"][str(queue)] = int(r.dropped)
     for app, r in (
-        recon.groupby("app")[["missing", "explained", "unexplained", "drops_after_last_delivery"]]
+        recon.groupby("app", observed=True)[
+            ["missing", "explained", "unexplained", "drops_after_last_delivery"]
+        ]
         .sum()
         .iterrows()
     ):
@@ -151,7 +164,7 @@ def analyze(dataset: str, output: str, *, window_ns: int, stale_ns: int) -> dict
         a["explained_seqs"] = int(r.explained)
         a["unexplained_seqs"] = int(r.unexplained)
         a["drops_after_last_delivery"] = int(r.drops_after_last_delivery)
-    writes = stale[stale.what == "write"].groupby("key").interval_ns.max()
+    writes = stale[stale.what == "write"].groupby("key", observed=True).interval_ns.max()
     bad = sum(sum(1 for _ in p.open()) for p in Path(dataset, "_bad").glob("*.json") if p.is_file())
     summary: dict[str, Any] = {
         "records": len(df),
