@@ -143,72 +143,74 @@ def analyze(
     )
     # One row per boot: one partition (its consumers then run one task each).
     facts = transforms.boot_facts(active).coalesce(1).cache()
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        # The pass runs while this thread plans the findings (about a second
-        # of driver time here).
-        materialized = pool.submit(active.count)
-        tables: dict[str, DataFrame] = {
-            "seq_gaps": transforms.seq_gaps(active),
-            "boot_integrity": transforms.boot_integrity(facts),
-            "boots": transforms.boots(facts),
-            "reconciliation": transforms.seq_reconciliation(active),
-            "stale": transforms.stale_intervals(
-                active, thresholds=thresholds, default_ns=default_stale_ns
-            ),
-            "drop_rates": transforms.drop_rates(active),
-        }
-        materialized.result()
-    found = _concurrently(
-        {
-            **{
-                name: partial(load.write_table, df, f"{output}/{name}")
-                for name, df in tables.items()
-            },
-            "per_boot": lambda: _per_boot(facts),
-            "queues": lambda: _per_queue(active),
-            "bad_lines": lambda: _bad_lines(spark, dataset).count(),
-        }
-    )
+    try:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            # The pass runs while this thread plans the findings (about a second
+            # of driver time here).
+            materialized = pool.submit(active.count)
+            tables: dict[str, DataFrame] = {
+                "seq_gaps": transforms.seq_gaps(active),
+                "boot_integrity": transforms.boot_integrity(facts),
+                "boots": transforms.boots(facts),
+                "reconciliation": transforms.seq_reconciliation(active),
+                "stale": transforms.stale_intervals(
+                    active, thresholds=thresholds, default_ns=default_stale_ns
+                ),
+                "drop_rates": transforms.drop_rates(active),
+            }
+            materialized.result()
+        found = _concurrently(
+            {
+                **{
+                    name: partial(load.write_table, df, f"{output}/{name}")
+                    for name, df in tables.items()
+                },
+                "per_boot": lambda: _per_boot(facts),
+                "queues": lambda: _per_queue(active),
+                "bad_lines": lambda: _bad_lines(spark, dataset).count(),
+            }
+        )
 
-    def table(name: str) -> DataFrame:
-        return spark.read.parquet(f"{output}/{name}")
+        def table(name: str) -> DataFrame:
+            return spark.read.parquet(f"{output}/{name}")
 
-    local = "://" not in output or output.startswith("file://")
-    found |= _concurrently(
-        {
-            "gaps": lambda: _gaps_per_app(table("reconciliation")),
-            "seq_gaps": lambda: table("seq_gaps").count(),
-            "stale_intervals": lambda: table("stale").count(),
-            "stale_keys": lambda: _stale_keys(table("stale")),
-            "report": lambda: _report_rows(table) if local else {},
+        local = "://" not in output or output.startswith("file://")
+        found |= _concurrently(
+            {
+                "gaps": lambda: _gaps_per_app(table("reconciliation")),
+                "seq_gaps": lambda: table("seq_gaps").count(),
+                "stale_intervals": lambda: table("stale").count(),
+                "stale_keys": lambda: _stale_keys(table("stale")),
+                "report": lambda: _report_rows(table) if local else {},
+            }
+        )
+        per_boot, apps = found["per_boot"], _apps(found["queues"], found["gaps"])
+        missing = sum(a.get("missing_seqs", 0) for a in apps.values())
+        summary: dict[str, Any] = {
+            "records": int(per_boot["records"]),
+            "bad_lines": int(found["bad_lines"]),
+            "vehicles": int(per_boot["vehicles"]),
+            "boots": int(per_boot["boots"]),
+            # Every boot of a vehicle after its first is a restart.
+            "restarts": int(per_boot["boots"] - per_boot["vehicles"]),
+            "delivered": int(per_boot["delivered"]),
+            "dropped": int(per_boot["dropped"]),
+            "seq_gaps": int(found["seq_gaps"]),
+            "missing_seqs": missing,
+            "unexplained_seqs": sum(a.get("unexplained_seqs", 0) for a in apps.values()),
+            "stale_intervals": int(found["stale_intervals"]),
+            "broken_chains": int(per_boot["broken"]),
+            "missing_journal_records": int(per_boot["missing_records"]),
+            "reported_journal_drops": int(per_boot["reported_dropped"]),
+            "apps": apps,
+            "stale_keys": found["stale_keys"],
         }
-    )
-    per_boot, apps = found["per_boot"], _apps(found["queues"], found["gaps"])
-    missing = sum(a.get("missing_seqs", 0) for a in apps.values())
-    summary: dict[str, Any] = {
-        "records": int(per_boot["records"]),
-        "bad_lines": int(found["bad_lines"]),
-        "vehicles": int(per_boot["vehicles"]),
-        "boots": int(per_boot["boots"]),
-        # Every boot of a vehicle after its first is a restart.
-        "restarts": int(per_boot["boots"] - per_boot["vehicles"]),
-        "delivered": int(per_boot["delivered"]),
-        "dropped": int(per_boot["dropped"]),
-        "seq_gaps": int(found["seq_gaps"]),
-        "missing_seqs": missing,
-        "unexplained_seqs": sum(a.get("unexplained_seqs", 0) for a in apps.values()),
-        "stale_intervals": int(found["stale_intervals"]),
-        "broken_chains": int(per_boot["broken"]),
-        "missing_journal_records": int(per_boot["missing_records"]),
-        "reported_journal_drops": int(per_boot["reported_dropped"]),
-        "apps": apps,
-        "stale_keys": found["stale_keys"],
-    }
-    if local:
-        load.write_report(Path(output.removeprefix("file://")), summary, found["report"])
-    for df in (facts, active):
-        df.unpersist()
-    return summary
+        if local:
+            load.write_report(Path(output.removeprefix("file://")), summary, found["report"])
+        return summary
+    finally:
+        for df in (facts, active):
+            df.unpersist()
 
 
 def _per_boot(facts: DataFrame) -> Row:
