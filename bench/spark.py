@@ -65,6 +65,7 @@ def run(n: int, work: Path, spark, repeat: int) -> None:  # type: ignore[no-unty
         )
         print(f"  synth {n:,} records: {s:.1f} s (not part of the figures)", flush=True)
     dataset, report = str(work / f"dataset-{n}"), str(work / f"report-{n}")
+    pandas_report = str(work / f"report-pandas-{n}")
     counts, t_ingest = timed(lambda: job.ingest(spark, [str(fleet)], dataset))
     rows = counts["records"]
     summary, t_analyze = timed(
@@ -72,18 +73,13 @@ def run(n: int, work: Path, spark, repeat: int) -> None:  # type: ignore[no-unty
     )
     t_scan = scan_floor(spark, dataset, repeat)
     pd_summary, t_pandas = timed(
-        lambda: spark_pandas.analyze(
-            dataset, str(work / f"report-pandas-{n}"), window_ns=10**9, stale_ns=5 * 10**9
-        ),
+        lambda: spark_pandas.analyze(dataset, pandas_report, window_ns=10**9, stale_ns=5 * 10**9),
         repeat,
     )
     # The same findings, to the last app and key, and tables of the same sizes.
     assert pd_summary == summary, (pd_summary, summary)
     for name in ("seq_gaps", "reconciliation", "stale", "drop_rates", "boots", "boot_integrity"):
-        sizes = [
-            spark.read.parquet(f"{out}/{name}").count()
-            for out in (report, str(work / f"report-pandas-{n}"))
-        ]
+        sizes = [spark.read.parquet(f"{out}/{name}").count() for out in (report, pandas_report)]
         assert sizes[0] == sizes[1], (name, sizes)
     print(
         f"{rows:>12,} {rows / t_ingest:>12,.0f} {rows / t_analyze:>12,.0f} "

@@ -14,13 +14,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from telemetry_export import load
+from telemetry_export import job, load
 from telemetry_export.transforms import ANALYSED, DROP_KINDS
 
 BOOT = ["vehicle_id", "boot_id"]
 KEY = [*BOOT, "app", "key_id"]
-_REPORT_ROWS = 5000
-_STALE_KEYS_SHOWN = 100
 _INTEGRITY = [
     "records",
     "broken_links",
@@ -143,27 +141,16 @@ def analyze(dataset: str, output: str, *, window_ns: int, stale_ns: int) -> dict
         (out / name).mkdir(parents=True, exist_ok=True)
         table.to_parquet(out / name / "part-0.parquet", index=False)
 
-    apps: dict[str, dict[str, Any]] = {}
-    per_queue = ev.groupby(["app", "queue"], observed=True).agg(
+    queues = ev.groupby(["app", "queue"], observed=True).agg(
         events=("is_drop", "size"), dropped=("is_drop", "sum")
     )
-    for (app, queue), r in per_queue.iterrows():
-        a = apps.setdefault(app, {"delivered": 0, "dropped": 0, "dropped_per_queue": {}})
-        a["delivered"] += int(r.events - r.dropped)
-        a["dropped"] += int(r.dropped)
-        a["dropped_per_queue"][str(queue)] = int(r.dropped)
-    for app, r in (
-        recon.groupby("app", observed=True)[
-            ["missing", "explained", "unexplained", "drops_after_last_delivery"]
-        ]
-        .sum()
-        .iterrows()
-    ):
-        a = apps.setdefault(app, {"delivered": 0, "dropped": 0, "dropped_per_queue": {}})
-        a["missing_seqs"] = int(r.missing)
-        a["explained_seqs"] = int(r.explained)
-        a["unexplained_seqs"] = int(r.unexplained)
-        a["drops_after_last_delivery"] = int(r.drops_after_last_delivery)
+    queues["delivered"] = queues.events - queues.dropped
+    gap_totals = recon.groupby("app", observed=True)[
+        ["missing", "explained", "unexplained", "drops_after_last_delivery"]
+    ].sum()
+    apps = job.apps_summary(
+        queues.reset_index().to_dict("records"), gap_totals.reset_index().to_dict("records")
+    )
     writes = stale[stale.what == "write"].groupby("key", observed=True).interval_ns.max()
     bad = sum(sum(1 for _ in p.open()) for p in Path(dataset, "_bad").glob("*.json") if p.is_file())
     summary: dict[str, Any] = {
@@ -182,11 +169,11 @@ def analyze(dataset: str, output: str, *, window_ns: int, stale_ns: int) -> dict
         "missing_journal_records": int(per_boot.missing_records.sum()),
         "reported_journal_drops": int(per_boot.reported_dropped.sum()),
         "apps": apps,
-        "stale_keys": {str(k): int(v) for k, v in writes.nlargest(_STALE_KEYS_SHOWN).items()},
+        "stale_keys": {str(k): int(v) for k, v in writes.nlargest(job.STALE_KEYS_SHOWN).items()},
     }
     rows = {
-        "drop_rates": rates.head(_REPORT_ROWS).to_dict("records"),
-        "stale": stale.head(_REPORT_ROWS).to_dict("records"),
+        "drop_rates": rates.head(job.REPORT_ROWS).to_dict("records"),
+        "stale": stale.head(job.REPORT_ROWS).to_dict("records"),
         "chain": integrity[integrity.broken_links > 0].to_dict("records"),
     }
     load.write_report(out, summary, rows)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from telemetry_export import extract, load, transforms
 
-__all__ = ["analyze", "ingest"]
+__all__ = ["REPORT_ROWS", "STALE_KEYS_SHOWN", "analyze", "apps_summary", "ingest"]
 
 
 def ingest(spark: SparkSession, inputs: Sequence[str], output: str) -> dict[str, int]:
@@ -43,7 +43,7 @@ def ingest(spark: SparkSession, inputs: Sequence[str], output: str) -> dict[str,
 
 
 _BAD_SCHEMA = "source string, value string, problem string"
-_STALE_KEYS_SHOWN = 100
+STALE_KEYS_SHOWN = 100
 
 
 def _per_queue(activity: DataFrame) -> list[Row]:
@@ -69,8 +69,14 @@ def _gaps_per_app(reconciliation: DataFrame) -> list[Row]:
     return reconciliation.groupBy("app").agg(*(F.sum(c).alias(c) for c in _GAP_TOTALS)).collect()
 
 
-def _apps(queues: list[Row], gaps: list[Row]) -> dict[str, dict[str, Any]]:
-    """``summary.json``'s ``apps``: deliveries, drops per queue, and seq gaps."""
+def apps_summary(queues: Iterable[Any], gaps: Iterable[Any]) -> dict[str, dict[str, Any]]:
+    """``summary.json``'s ``apps``: deliveries, drops per queue, and seq gaps.
+
+    ``queues`` has, per app and queue, ``app``, ``queue``, ``delivered`` and
+    ``dropped``; ``gaps``, per app, ``app`` and the sums of the reconciliation's
+    ``missing``, ``explained``, ``unexplained`` and ``drops_after_last_delivery``
+    (rows or dicts: each field read as ``row[name]``).
+    """
     apps: dict[str, dict[str, Any]] = {}
 
     def app(name: str) -> dict[str, Any]:
@@ -99,7 +105,7 @@ def _stale_keys(stale: DataFrame) -> dict[str, int]:
         .groupBy("key")
         .agg(F.max("interval_ns").alias("longest"))
         .orderBy(F.desc("longest"))
-        .limit(_STALE_KEYS_SHOWN)
+        .limit(STALE_KEYS_SHOWN)
         .collect()
     )
     return {r["key"] or "?": int(r["longest"]) for r in rows}
@@ -184,7 +190,7 @@ def analyze(
                 "report": lambda: _report_rows(table) if local else {},
             }
         )
-        per_boot, apps = found["per_boot"], _apps(found["queues"], found["gaps"])
+        per_boot, apps = found["per_boot"], apps_summary(found["queues"], found["gaps"])
         missing = sum(a.get("missing_seqs", 0) for a in apps.values())
         summary: dict[str, Any] = {
             "records": int(per_boot["records"]),
@@ -228,7 +234,7 @@ def _per_boot(facts: DataFrame) -> Row:
     return row
 
 
-_REPORT_ROWS = 5000
+REPORT_ROWS = 5000
 
 
 def _report_rows(table: Callable[[str], DataFrame]) -> dict[str, list[dict[str, Any]]]:
@@ -236,8 +242,8 @@ def _report_rows(table: Callable[[str], DataFrame]) -> dict[str, list[dict[str, 
     return {
         name: [r.asDict() for r in df.collect()]
         for name, df in (
-            ("drop_rates", table("drop_rates").limit(_REPORT_ROWS)),
-            ("stale", table("stale").limit(_REPORT_ROWS)),
+            ("drop_rates", table("drop_rates").limit(REPORT_ROWS)),
+            ("stale", table("stale").limit(REPORT_ROWS)),
             ("chain", table("boot_integrity").where("broken_links > 0")),
         )
     }
