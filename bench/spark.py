@@ -6,8 +6,10 @@ Spark scan of the same Parquet dataset reading every column the analysis uses
 and aggregating each; and the same analysis written plainly in pandas
 (``bench.spark_pandas``: the same tables, summary and report), the
 single-machine alternative. Local mode, ``local[*]`` on this machine. Each
-of analyze, the scan and pandas runs ``--repeat`` times (default 2) and the
-best time counts, the same for all three; ingest runs once.
+of analyze, the scan and pandas runs once to warm up (``--warmup``), then
+``--repeat`` times (default 2), and the best time counts, the same for all
+three; the warm-up run of analyze is printed too (``1st/s``: it includes the
+JIT compilation of Spark's generated code). Ingest runs once.
 """
 
 from __future__ import annotations
@@ -26,39 +28,41 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 from telemetry_export.transforms import ANALYSED as USED
 
 
-def timed(fn, repeat: int = 1):  # type: ignore[no-untyped-def]
-    """``fn``'s result and its best time of ``repeat`` runs (the machine is noisy:
-    the least disturbed run is the one that says what the code costs)."""
-    best = float("inf")
-    for _ in range(repeat):
+def timed(fn, repeat: int = 1, warmup: int = 0):  # type: ignore[no-untyped-def]
+    """``fn``'s result, its best time of ``repeat`` runs after ``warmup`` runs
+    (the machine is noisy: the least disturbed run is the one that says what
+    the code costs), and the time of its first run."""
+    times = []
+    for _ in range(warmup + repeat):
         t0 = time.perf_counter()
         out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return out, best
+        times.append(time.perf_counter() - t0)
+    return out, min(times[warmup:]), times[0]
 
 
-def scan_floor(spark, dataset: str, repeat: int) -> float:  # type: ignore[no-untyped-def]
+def scan_floor(spark, dataset: str, repeat: int, warmup: int) -> float:  # type: ignore[no-untyped-def]
     from pyspark.sql import functions as F
 
     # Every column read, and each aggregated: strings counted, the others'
     # maximum. Read as the job reads it: listing the dataset included.
     text = ("kind", "vehicle_id", "boot_id", "app", "key")
     aggs = [F.count(c) if c in text else F.max(c) for c in USED]
-    _, seconds = timed(
+    _, seconds, _ = timed(
         lambda: spark.read.parquet(f"{dataset}/records").select(*USED).agg(*aggs).collect(),
         repeat,
+        warmup,
     )
     return seconds
 
 
-def run(n: int, work: Path, spark, repeat: int) -> None:  # type: ignore[no-untyped-def]
+def run(n: int, work: Path, spark, repeat: int, warmup: int) -> None:  # type: ignore[no-untyped-def]
     from bench import spark_pandas
     from telemetry_export import job
     from telemetry_export.synth import write_fleet
 
     fleet = work / f"fleet-{n}"
     if not fleet.exists():
-        _, s = timed(
+        _, s, _ = timed(
             lambda: write_fleet(
                 str(fleet), vehicles=max(1, n // 100_000), records=min(n, 100_000), seed=11
             )
@@ -66,15 +70,16 @@ def run(n: int, work: Path, spark, repeat: int) -> None:  # type: ignore[no-unty
         print(f"  synth {n:,} records: {s:.1f} s (not part of the figures)", flush=True)
     dataset, report = str(work / f"dataset-{n}"), str(work / f"report-{n}")
     pandas_report = str(work / f"report-pandas-{n}")
-    counts, t_ingest = timed(lambda: job.ingest(spark, [str(fleet)], dataset))
+    counts, t_ingest, _ = timed(lambda: job.ingest(spark, [str(fleet)], dataset))
     rows = counts["records"]
-    summary, t_analyze = timed(
-        lambda: job.analyze(spark, dataset, report, default_stale_ns=5 * 10**9), repeat
+    summary, t_analyze, t_first = timed(
+        lambda: job.analyze(spark, dataset, report, default_stale_ns=5 * 10**9), repeat, warmup
     )
-    t_scan = scan_floor(spark, dataset, repeat)
-    pd_summary, t_pandas = timed(
+    t_scan = scan_floor(spark, dataset, repeat, warmup)
+    pd_summary, t_pandas, _ = timed(
         lambda: spark_pandas.analyze(dataset, pandas_report, window_ns=10**9, stale_ns=5 * 10**9),
         repeat,
+        warmup,
     )
     # The same findings, to the last app and key, and tables of the same sizes.
     assert pd_summary == summary, (pd_summary, summary)
@@ -83,7 +88,7 @@ def run(n: int, work: Path, spark, repeat: int) -> None:  # type: ignore[no-unty
         assert sizes[0] == sizes[1], (name, sizes)
     print(
         f"{rows:>12,} {rows / t_ingest:>12,.0f} {rows / t_analyze:>12,.0f} "
-        f"{rows / t_scan:>12,.0f} {rows / t_pandas:>12,.0f} "
+        f"{rows / t_first:>12,.0f} {rows / t_scan:>12,.0f} {rows / t_pandas:>12,.0f} "
         f"{t_analyze / t_scan:>9.1f}x {t_pandas / t_analyze:>9.1f}x",
         flush=True,
     )
@@ -100,6 +105,12 @@ def main(argv: list[str] | None = None) -> int:
         default=2,
         help="analyze, the scan and pandas run this many times each; the best counts",
     )
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=1,
+        help="runs of each before those (not counted: JIT compilation, caches)",
+    )
     args = parser.parse_args(argv)
     work = Path(args.work or tempfile.mkdtemp(prefix="vmw-bench-spark-"))
     from telemetry_export.session import build_session
@@ -107,12 +118,13 @@ def main(argv: list[str] | None = None) -> int:
     spark = build_session("local[*]", shuffle_partitions=16, extra={"spark.driver.memory": "6g"})
     spark.sparkContext.setLogLevel("ERROR")
     print(
-        f"{'records':>12} {'ingest/s':>12} {'analyze/s':>12} {'scan/s':>12} {'pandas/s':>12} "
+        f"{'records':>12} {'ingest/s':>12} {'analyze/s':>12} {'1st/s':>12} {'scan/s':>12} "
+        f"{'pandas/s':>12} "
         f"{'vs scan':>10} {'pandas/spark':>10}"
     )
     try:
         for n in args.records:
-            run(n, work, spark, args.repeat)
+            run(n, work, spark, args.repeat, args.warmup)
     finally:
         spark.stop()
         if not args.keep and args.work is None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import DataFrame, Observation, Row, SparkSession
 from pyspark.sql import functions as F
 
 from telemetry_export import extract, load, transforms
@@ -149,45 +149,66 @@ def analyze(
     )
     # One row per boot: one partition (its consumers then run one task each).
     facts = transforms.boot_facts(active).coalesce(1).cache()
+    # The tables the summary and the report read again, kept once computed.
+    kept: list[DataFrame] = [facts, active]
     try:
         with ThreadPoolExecutor(max_workers=1) as pool:
             # The pass runs while this thread plans the findings (about a second
             # of driver time here).
             materialized = pool.submit(active.count)
-            tables: dict[str, DataFrame] = {
-                "seq_gaps": transforms.seq_gaps(active),
-                "boot_integrity": transforms.boot_integrity(facts),
-                "boots": transforms.boots(facts),
-                "reconciliation": transforms.seq_reconciliation(active),
-                "stale": transforms.stale_intervals(
-                    active, thresholds=thresholds, default_ns=default_stale_ns
-                ),
-                "drop_rates": transforms.drop_rates(active),
-            }
+            seq_gaps = transforms.seq_gaps(active)
+            integrity = transforms.boot_integrity(facts)
+            boots = transforms.boots(facts)
+            reconciliation = transforms.seq_reconciliation(active).cache()
+            stale = transforms.stale_intervals(
+                active, thresholds=thresholds, default_ns=default_stale_ns
+            ).cache()
+            drop_rates = transforms.drop_rates(active)
+            kept += [reconciliation, stale]
             materialized.result()
+        local = "://" not in output or output.startswith("file://")
+
+        def write(name: str, df: DataFrame) -> None:
+            load.write_table(df, f"{output}/{name}")
+
+        def rows_of(name: str, df: DataFrame) -> int:
+            """Write ``df``; its rows, counted while writing (no second job)."""
+            seen = Observation(name)
+            write(name, df.observe(seen, F.count(F.lit(1)).alias("rows")))
+            return int(seen.get["rows"])
+
+        def gaps_per_app() -> list[Row]:
+            write("reconciliation", reconciliation)
+            return _gaps_per_app(reconciliation)
+
+        def stale_findings() -> dict[str, Any]:
+            write("stale", stale)
+            return {
+                "rows": stale.count(),
+                "keys": _stale_keys(stale),
+                "report": _rows(stale.limit(REPORT_ROWS)) if local else [],
+            }
+
+        def drop_rate_findings() -> list[dict[str, Any]]:
+            write("drop_rates", drop_rates)
+            # Read back: the first rows of the written table, not a second aggregation.
+            if not local:
+                return []
+            return _rows(spark.read.parquet(f"{output}/drop_rates").limit(REPORT_ROWS))
+
+        # Every table, and what the summary and the report need from it, at once.
         found = _concurrently(
             {
-                **{
-                    name: partial(load.write_table, df, f"{output}/{name}")
-                    for name, df in tables.items()
-                },
+                "seq_gaps": partial(rows_of, "seq_gaps", seq_gaps),
+                "boot_integrity": partial(write, "boot_integrity", integrity),
+                "boots": partial(write, "boots", boots),
+                "gaps": gaps_per_app,
+                "stale": stale_findings,
+                "drop_rates": drop_rate_findings,
+                "chain": lambda: _rows(integrity.where(F.col("broken_links") > 0)) if local else [],
                 "per_boot": lambda: _per_boot(facts),
                 "queues": lambda: _per_queue(active),
                 "bad_lines": lambda: _bad_lines(spark, dataset).count(),
-            }
-        )
-
-        def table(name: str) -> DataFrame:
-            return spark.read.parquet(f"{output}/{name}")
-
-        local = "://" not in output or output.startswith("file://")
-        found |= _concurrently(
-            {
-                "gaps": lambda: _gaps_per_app(table("reconciliation")),
-                "seq_gaps": lambda: table("seq_gaps").count(),
-                "stale_intervals": lambda: table("stale").count(),
-                "stale_keys": lambda: _stale_keys(table("stale")),
-                "report": lambda: _report_rows(table) if local else {},
             }
         )
         per_boot, apps = found["per_boot"], apps_summary(found["queues"], found["gaps"])
@@ -201,21 +222,26 @@ def analyze(
             "restarts": int(per_boot["boots"] - per_boot["vehicles"]),
             "delivered": int(per_boot["delivered"]),
             "dropped": int(per_boot["dropped"]),
-            "seq_gaps": int(found["seq_gaps"]),
+            "seq_gaps": found["seq_gaps"],
             "missing_seqs": missing,
             "unexplained_seqs": sum(a.get("unexplained_seqs", 0) for a in apps.values()),
-            "stale_intervals": int(found["stale_intervals"]),
+            "stale_intervals": int(found["stale"]["rows"]),
             "broken_chains": int(per_boot["broken"]),
             "missing_journal_records": int(per_boot["missing_records"]),
             "reported_journal_drops": int(per_boot["reported_dropped"]),
             "apps": apps,
-            "stale_keys": found["stale_keys"],
+            "stale_keys": found["stale"]["keys"],
         }
         if local:
-            load.write_report(Path(output.removeprefix("file://")), summary, found["report"])
+            report = {
+                "drop_rates": found["drop_rates"],
+                "stale": found["stale"]["report"],
+                "chain": found["chain"],
+            }
+            load.write_report(Path(output.removeprefix("file://")), summary, report)
         return summary
     finally:
-        for df in (facts, active):
+        for df in kept:
             df.unpersist()
 
 
@@ -235,15 +261,8 @@ def _per_boot(facts: DataFrame) -> Row:
 
 
 REPORT_ROWS = 5000
+"""The rows of each table the human report plots and lists, at most."""
 
 
-def _report_rows(table: Callable[[str], DataFrame]) -> dict[str, list[dict[str, Any]]]:
-    """What the human report plots and lists (the first rows of each table)."""
-    return {
-        name: [r.asDict() for r in df.collect()]
-        for name, df in (
-            ("drop_rates", table("drop_rates").limit(REPORT_ROWS)),
-            ("stale", table("stale").limit(REPORT_ROWS)),
-            ("chain", table("boot_integrity").where("broken_links > 0")),
-        )
-    }
+def _rows(df: DataFrame) -> list[dict[str, Any]]:
+    return [r.asDict() for r in df.collect()]

@@ -13,6 +13,12 @@ SPARK_NOTES and BENCHMARKS.md):
   dataset of a few hundred vehicle/date directories is listed by the driver
   (a few ms locally) instead of by a Spark job (0.5 s for 100 directories
   here); a fleet's thousands still get the parallel listing.
+* ``spark.sql.codegen.cache.maxEntries`` = 1000: ``analyze`` runs a few
+  hundred generated classes (whole-stage code, projections, orderings) across
+  its concurrent queries; the default cache of 100 evicted them before their
+  tasks or the next run used them, and recompiling took 30-40% of the
+  findings' time at 9M records (BENCHMARKS.md). It is a static setting: it
+  applies to a session built here, not one that already exists.
 * ``spark.ui.enabled`` off and ``SPARK_LOCAL_IP=127.0.0.1`` in tests and the demo.
 """
 
@@ -41,6 +47,7 @@ def build_session(
         "spark.sql.adaptive.enabled": "true",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.sources.parallelPartitionDiscovery.threshold": "1024",
+        "spark.sql.codegen.cache.maxEntries": "1000",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         **(extra or {}),

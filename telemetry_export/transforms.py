@@ -58,8 +58,8 @@ def parse_lines(lines: DataFrame) -> DataFrame:
 
     A good line becomes its record's columns with ``hash_ok`` (its hash checks
     over its own bytes) and ``date`` (UTC, from ``time_ns``); ``problem`` is
-    null. A line that is not JSON, or lacks a required field, keeps ``value``
-    and ``source`` and says its ``problem``. Split them with
+    null. A line that is not JSON, lacks a required field or has an ``offset``
+    outside 0 .. 2^32 - 1 keeps ``value`` and ``source`` and says its ``problem``. Split them with
     :func:`good_records` and :func:`bad_lines`.
     """
     parsed = lines.select(F.from_json("value", RECORD).alias("r"), "value", "source")
@@ -70,8 +70,11 @@ def parse_lines(lines: DataFrame) -> DataFrame:
     complete = present[0]
     for p in present[1:]:
         complete = complete & p
-    problem = F.when(F.col("r").isNull() | all_missing, F.lit("not a JSON record")).when(
-        ~complete, F.lit("missing a required field")
+    offset = F.col("r.offset")
+    problem = (
+        F.when(F.col("r").isNull() | all_missing, F.lit("not a JSON record"))
+        .when(~complete, F.lit("missing a required field"))
+        .when((offset < 0) | (offset >= OFFSET_MOD), F.lit("offset is not a uint32"))
     )
     body = F.concat(F.lit("{"), F.expr(f"substring(value, {HASH_PREFIX_LEN + 1}, 2147483647)"))
     # Hashes are kept as 32 bytes, not 64 hex characters: they dominate the
@@ -168,6 +171,23 @@ def _highest_bit(bits: Column) -> Column:
     return F.when(bits == 0, F.lit(-1)).otherwise(F.length(F.bin(bits)) - 1)
 
 
+_SIGN: Final = -(2**63)
+_LOW_32: Final = OFFSET_MOD - 1
+
+
+def _pos_and_offset(pos: Column, offset: Column) -> Column:
+    """A record's ``pos`` and ``offset`` (both 0 .. 2^32 - 1) in one ``long`` that
+    orders as ``pos`` does, so one ``min`` finds the first record of a boot and
+    its offset (cheaper than ``min_by``). The sign bit is flipped so that a
+    ``pos`` of 2^31 or more still orders after smaller ones."""
+    return F.shiftleft(pos, 32).bitwiseOR(offset).bitwiseXOR(F.lit(_SIGN))
+
+
+def _offset_of(pos_and_offset: Column) -> Column:
+    """The ``offset`` of :func:`_pos_and_offset`."""
+    return pos_and_offset.bitwiseXOR(F.lit(_SIGN)).bitwiseAND(F.lit(_LOW_32))
+
+
 def activity(linked: DataFrame, *, bucket_ns: int, window_ns: int) -> DataFrame:
     """One aggregation of every record (:func:`link_records`' output), no sort:
     the per-boot, staleness and drop-rate findings all read its few rows.
@@ -180,9 +200,9 @@ def activity(linked: DataFrame, *, bucket_ns: int, window_ns: int) -> DataFrame:
     ``seq_block`` of 64 seqs (deliveries and drops). Each row holds ``n``
     records, ``first_ns`` and ``last_ns``, ``seqs``: which seqs of its block
     it has (a 64-bit set), and for the boot's
-    integrity: ``broken`` links, the first broken one's ``broken_pos`` and
-    ``broken_offset``, ``missing`` records by offset and what
-    ``journal_dropped`` records ``reported``.
+    integrity: ``broken`` links, the first broken one (``first_broken``: see
+    :func:`_pos_and_offset`), ``missing`` records by offset and the sum of the
+    records' ``count`` (what ``journal_dropped`` records ``reported``).
     """
     kind = F.col("kind")
     event = kind.isin(["delivered", *DROP_KINDS])
@@ -204,10 +224,10 @@ def activity(linked: DataFrame, *, bucket_ns: int, window_ns: int) -> DataFrame:
         F.min("time_ns").alias("first_ns"),
         F.max("time_ns").alias("last_ns"),
         F.sum(broken.cast("long")).alias("broken"),
-        F.min(F.when(broken, F.col("pos"))).alias("broken_pos"),
-        F.min_by("offset", F.when(broken, F.col("pos"))).alias("broken_offset"),
+        F.min(F.when(broken, _pos_and_offset(F.col("pos"), F.col("offset")))).alias("first_broken"),
         F.sum("missing_before").alias("missing"),
-        F.sum(F.when(kind == "journal_dropped", F.col("count"))).alias("reported"),
+        # ``kind`` is a key: only journal_dropped's rows are read (boot_facts).
+        F.sum("count").alias("reported"),
         F.bit_or(F.when(event, _bit(F.col("seq").bitwiseAND(F.lit(_BLOCK - 1))))).alias("seqs"),
     )
 
@@ -225,9 +245,11 @@ def boot_facts(activity: DataFrame) -> DataFrame:
     return activity.groupBy(*BOOT).agg(
         F.sum("n").alias("records"),
         F.sum("broken").alias("broken_links"),
-        F.min_by("broken_offset", "broken_pos").alias("first_broken_offset"),
+        _offset_of(F.min("first_broken")).alias("first_broken_offset"),
         F.sum("missing").alias("missing_records"),
-        F.coalesce(F.sum("reported"), F.lit(0)).alias("reported_dropped"),
+        F.coalesce(F.sum(F.when(kind == "journal_dropped", F.col("reported"))), F.lit(0)).alias(
+            "reported_dropped"
+        ),
         F.min("first_ns").alias("first_ns"),
         F.max("last_ns").alias("last_ns"),
         F.max((kind == "stop").cast("int")).cast("boolean").alias("clean_stop"),

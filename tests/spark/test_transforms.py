@@ -31,7 +31,14 @@ def test_parse_lines_checks_each_hash_and_sets_bad_lines_aside(spark: SparkSessi
     good_line, stop_line = [r.value for r in df.collect()]
     tampered = stop_line.replace('"reason":"x"', '"reason":"y"')
     df2 = spark.createDataFrame(
-        [(good_line, "s"), (tampered, "s"), ("{not json", "s"), ('{"kind":"x"}', "s")],
+        [
+            (good_line, "s"),
+            (tampered, "s"),
+            ("{not json", "s"),
+            ('{"kind":"x"}', "s"),
+            (good_line.replace('"offset":', '"offset":4294967296,"x":'), "s"),
+            (good_line.replace('"offset":', '"offset":-1,"x":'), "s"),
+        ],
         "value string, source string",
     )
     parsed = transforms.parse_lines(df2)
@@ -43,6 +50,8 @@ def test_parse_lines_checks_each_hash_and_sets_bad_lines_aside(spark: SparkSessi
     assert sorted(r.problem for r in bad.collect()) == [
         "missing a required field",
         "not a JSON record",
+        "offset is not a uint32",
+        "offset is not a uint32",
     ]
 
 
@@ -272,6 +281,24 @@ def test_chain_breaks_find_the_first_bad_link(spark: SparkSession) -> None:
     df = transforms.link_records(raw.withColumn("hash_ok", F.col("offset") != 13))
     breaks = transforms.boot_integrity(transforms.boot_facts(activity(df))).collect()
     assert [(b.records, b.broken_links, b.first_broken_offset) for b in breaks] == [(4, 2, 12)]
+
+
+def test_the_first_broken_link_is_first_by_position_past_2_to_the_31(
+    spark: SparkSession,
+) -> None:
+    # Positions 0, 95 and 2,999,999,995: the first broken link is at offset
+    # 100, though the other one's position does not fit a signed 32-bit int.
+    raw = records(
+        spark,
+        [
+            {"kind": "start", "offset": 5, "hash": "a", "prev_hash": ""},
+            {"kind": "publish", "offset": 3_000_000_000, "hash": "c", "prev_hash": "b"},
+            {"kind": "publish", "offset": 100, "hash": "b", "prev_hash": "a"},
+        ],
+    )
+    df = transforms.link_records(raw.withColumn("hash_ok", F.col("offset") == 5))
+    breaks = transforms.boot_integrity(transforms.boot_facts(activity(df))).collect()
+    assert [(b.broken_links, b.first_broken_offset) for b in breaks] == [(2, 100)]
 
 
 def test_drop_rates_per_app_queue_and_window(spark: SparkSession) -> None:
