@@ -149,7 +149,6 @@ def analyze(
     )
     # One row per boot: one partition (its consumers then run one task each).
     facts = transforms.boot_facts(active).coalesce(1).cache()
-    # The tables the summary and the report read again, kept once computed.
     kept: list[DataFrame] = [facts, active]
     try:
         with ThreadPoolExecutor(max_workers=1) as pool:
@@ -159,55 +158,43 @@ def analyze(
             seq_gaps = transforms.seq_gaps(active)
             integrity = transforms.boot_integrity(facts)
             boots = transforms.boots(facts)
+            # Kept: the summary and the report read them again.
             reconciliation = transforms.seq_reconciliation(active).cache()
             stale = transforms.stale_intervals(
                 active, thresholds=thresholds, default_ns=default_stale_ns
             ).cache()
-            drop_rates = transforms.drop_rates(active)
-            kept += [reconciliation, stale]
+            drop_rates = transforms.drop_rates(active).cache()
+            kept += [reconciliation, stale, drop_rates]
             materialized.result()
         local = "://" not in output or output.startswith("file://")
 
-        def write(name: str, df: DataFrame) -> None:
-            load.write_table(df, f"{output}/{name}")
-
-        def rows_of(name: str, df: DataFrame) -> int:
+        def write(name: str, df: DataFrame) -> int:
             """Write ``df``; its rows, counted while writing (no second job)."""
             seen = Observation(name)
-            write(name, df.observe(seen, F.count(F.lit(1)).alias("rows")))
+            load.write_table(df.observe(seen, F.count(F.lit(1)).alias("rows")), f"{output}/{name}")
             return int(seen.get["rows"])
 
-        def gaps_per_app() -> list[Row]:
-            write("reconciliation", reconciliation)
-            return _gaps_per_app(reconciliation)
+        def first_rows(df: DataFrame) -> list[dict[str, Any]]:
+            return _rows(df.limit(REPORT_ROWS)) if local else []
 
-        def stale_findings() -> dict[str, Any]:
-            write("stale", stale)
-            return {
-                "rows": stale.count(),
-                "keys": _stale_keys(stale),
-                "report": _rows(stale.limit(REPORT_ROWS)) if local else [],
-            }
-
-        def drop_rate_findings() -> list[dict[str, Any]]:
-            write("drop_rates", drop_rates)
-            # Read back: the first rows of the written table, not a second aggregation.
-            if not local:
-                return []
-            return _rows(spark.read.parquet(f"{output}/drop_rates").limit(REPORT_ROWS))
-
-        # Every table, and what the summary and the report need from it, at once.
+        # Every table, and what the summary and the report read from it, at once
+        # (a kept table is computed once, by whichever query gets there first).
+        # The longest first: the pool starts them in this order.
         found = _concurrently(
             {
-                "seq_gaps": partial(rows_of, "seq_gaps", seq_gaps),
+                "seq_gaps": partial(write, "seq_gaps", seq_gaps),
+                "reconciliation": partial(write, "reconciliation", reconciliation),
+                "gaps": partial(_gaps_per_app, reconciliation),
+                "stale": partial(write, "stale", stale),
+                "stale_keys": partial(_stale_keys, stale),
+                "stale_report": partial(first_rows, stale),
+                "drop_rates": partial(write, "drop_rates", drop_rates),
+                "drop_rates_report": partial(first_rows, drop_rates),
                 "boot_integrity": partial(write, "boot_integrity", integrity),
                 "boots": partial(write, "boots", boots),
-                "gaps": gaps_per_app,
-                "stale": stale_findings,
-                "drop_rates": drop_rate_findings,
                 "chain": lambda: _rows(integrity.where(F.col("broken_links") > 0)) if local else [],
-                "per_boot": lambda: _per_boot(facts),
-                "queues": lambda: _per_queue(active),
+                "per_boot": partial(_per_boot, facts),
+                "queues": partial(_per_queue, active),
                 "bad_lines": lambda: _bad_lines(spark, dataset).count(),
             }
         )
@@ -225,17 +212,17 @@ def analyze(
             "seq_gaps": found["seq_gaps"],
             "missing_seqs": missing,
             "unexplained_seqs": sum(a.get("unexplained_seqs", 0) for a in apps.values()),
-            "stale_intervals": int(found["stale"]["rows"]),
+            "stale_intervals": found["stale"],
             "broken_chains": int(per_boot["broken"]),
             "missing_journal_records": int(per_boot["missing_records"]),
             "reported_journal_drops": int(per_boot["reported_dropped"]),
             "apps": apps,
-            "stale_keys": found["stale"]["keys"],
+            "stale_keys": found["stale_keys"],
         }
         if local:
             report = {
-                "drop_rates": found["drop_rates"],
-                "stale": found["stale"]["report"],
+                "drop_rates": found["drop_rates_report"],
+                "stale": found["stale_report"],
                 "chain": found["chain"],
             }
             load.write_report(Path(output.removeprefix("file://")), summary, report)
