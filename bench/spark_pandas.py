@@ -171,10 +171,11 @@ def analyze(dataset: str, output: str, *, window_ns: int, stale_ns: int) -> dict
         "apps": apps,
         "stale_keys": {str(k): int(v) for k, v in writes.nlargest(job.STALE_KEYS_SHOWN).items()},
     }
-    rows = {
-        "drop_rates": rates.head(job.REPORT_ROWS).to_dict("records"),
-        "stale": stale.head(job.REPORT_ROWS).to_dict("records"),
-        "chain": integrity[integrity.broken_links > 0].to_dict("records"),
-    }
-    load.write_report(out, summary, rows)
+    load.write_report(
+        out,
+        summary,
+        integrity[integrity.broken_links > 0].to_dict("records"),
+        drops_png=load.plot_drops(rates.head(job.REPORT_ROWS).to_dict("records"), out),
+        stale_png=load.plot_staleness(stale.head(job.REPORT_ROWS).to_dict("records"), out),
+    )
     return summary

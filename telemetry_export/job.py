@@ -174,8 +174,14 @@ def analyze(
             load.write_table(df.observe(seen, F.count(F.lit(1)).alias("rows")), f"{output}/{name}")
             return int(seen.get["rows"])
 
-        def first_rows(df: DataFrame) -> list[dict[str, Any]]:
-            return _rows(df.limit(REPORT_ROWS)) if local else []
+        report = Path(output.removeprefix("file://"))
+
+        def plot(
+            draw: Callable[[list[dict[str, Any]], Path], str | None], df: DataFrame
+        ) -> str | None:
+            """``draw`` the first rows of ``df`` into the report (one task reads
+            partitions in turn until it has them: one job)."""
+            return draw(_rows(df.coalesce(1).limit(REPORT_ROWS)), report) if local else None
 
         # Every table, and what the summary and the report read from it, at once
         # (a kept table is computed once, by whichever query gets there first).
@@ -187,9 +193,9 @@ def analyze(
                 "gaps": partial(_gaps_per_app, reconciliation),
                 "stale": partial(write, "stale", stale),
                 "stale_keys": partial(_stale_keys, stale),
-                "stale_report": partial(first_rows, stale),
+                "stale_png": partial(plot, load.plot_staleness, stale),
                 "drop_rates": partial(write, "drop_rates", drop_rates),
-                "drop_rates_report": partial(first_rows, drop_rates),
+                "drops_png": partial(plot, load.plot_drops, drop_rates),
                 "boot_integrity": partial(write, "boot_integrity", integrity),
                 "boots": partial(write, "boots", boots),
                 "chain": lambda: _rows(integrity.where(F.col("broken_links") > 0)) if local else [],
@@ -220,12 +226,13 @@ def analyze(
             "stale_keys": found["stale_keys"],
         }
         if local:
-            report = {
-                "drop_rates": found["drop_rates_report"],
-                "stale": found["stale_report"],
-                "chain": found["chain"],
-            }
-            load.write_report(Path(output.removeprefix("file://")), summary, report)
+            load.write_report(
+                report,
+                summary,
+                found["chain"],
+                drops_png=found["drops_png"],
+                stale_png=found["stale_png"],
+            )
         return summary
     finally:
         for df in kept:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame
 
-__all__ = ["write_report", "write_table"]
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["plot_drops", "plot_staleness", "write_report", "write_table"]
 
 
 def write_table(df: DataFrame, path: str, *, partition_by: list[str] | None = None) -> None:
@@ -18,15 +21,15 @@ def write_table(df: DataFrame, path: str, *, partition_by: list[str] | None = No
     writer.parquet(path)
 
 
-def _plot_drops(rates: list[dict[str, Any]], out: Path) -> str | None:
+def plot_drops(rates: list[dict[str, Any]], out: Path) -> str | None:
+    """``drops.png`` in ``out`` from rows of the ``drop_rates`` table; its name,
+    or None without rows. Safe to call from any thread (no pyplot state)."""
     if not rates:
         return None
-    import matplotlib
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 3.5))
+    fig = Figure(figsize=(8, 3.5))
+    ax = fig.subplots()
     series: dict[str, list[tuple[float, int]]] = {}
     for r in rates:
         series.setdefault(f"{r['vehicle_id']} / {r['app']} / q{r['queue']}", []).append(
@@ -40,22 +43,18 @@ def _plot_drops(rates: list[dict[str, Any]], out: Path) -> str | None:
     ax.set_title("Drops over time")
     if len(series) <= 12:
         ax.legend(fontsize="small")
-    fig.tight_layout()
-    path = out / "drops.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path.name
+    return _save(fig, out / "drops.png")
 
 
-def _plot_staleness(stale: list[dict[str, Any]], out: Path) -> str | None:
+def plot_staleness(stale: list[dict[str, Any]], out: Path) -> str | None:
+    """``staleness.png`` in ``out`` from rows of the ``stale`` table; its name,
+    or None without rows. Safe to call from any thread (no pyplot state)."""
     if not stale:
         return None
-    import matplotlib
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 3.5))
+    fig = Figure(figsize=(8, 3.5))
+    ax = fig.subplots()
     keys = sorted({str(s["key"]) for s in stale})[:20]
     for i, key in enumerate(keys):
         for s in (s for s in stale if str(s["key"]) == key):
@@ -63,21 +62,29 @@ def _plot_staleness(stale: list[dict[str, Any]], out: Path) -> str | None:
     ax.set_yticks(range(len(keys)), keys, fontsize="x-small")
     ax.set_xlabel("time (s since epoch)")
     ax.set_title("Stale intervals (longer than the key's threshold)")
+    return _save(fig, out / "staleness.png")
+
+
+def _save(fig: Figure, path: Path) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    path = out / "staleness.png"
     fig.savefig(path, dpi=100)
-    plt.close(fig)
     return path.name
 
 
 def write_report(
-    out: Path, summary: dict[str, Any], tables: dict[str, list[dict[str, Any]]]
+    out: Path,
+    summary: dict[str, Any],
+    chain: list[dict[str, Any]],
+    *,
+    drops_png: str | None,
+    stale_png: str | None,
 ) -> None:
-    """``summary.json`` and ``report.md`` (with PNG plots) into the local directory ``out``."""
+    """``summary.json`` and ``report.md`` into the local directory ``out``:
+    ``chain`` has the ``boot_integrity`` rows of broken chains; the plots are
+    those :func:`plot_drops` and :func:`plot_staleness` made there."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
-    drops_png = _plot_drops(tables.get("drop_rates", []), out)
-    stale_png = _plot_staleness(tables.get("stale", []), out)
     lines = [
         "# Telemetry journal analysis",
         "",
@@ -110,7 +117,7 @@ def write_report(
     lines += ["", f"Reconciliation: {verdict}.", ""]
     if summary["broken_chains"]:
         lines += ["**Hash chain broken** (edited, reordered or deleted records):", ""]
-        for b in tables.get("chain", []):
+        for b in chain:
             if b["broken_links"]:
                 lines.append(
                     f"- {b['vehicle_id']} boot {b['boot_id']}: first broken at offset "
