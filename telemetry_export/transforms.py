@@ -59,8 +59,8 @@ def parse_lines(lines: DataFrame) -> DataFrame:
     A good line becomes its record's columns with ``hash_ok`` (its hash checks
     over its own bytes) and ``date`` (UTC, from ``time_ns``); ``problem`` is
     null. A line that is not JSON, lacks a required field or has an ``offset``
-    outside 0 .. 2^32 - 1 keeps ``value`` and ``source`` and says its ``problem``. Split them with
-    :func:`good_records` and :func:`bad_lines`.
+    outside 0 .. 2^32 - 1 keeps ``value`` and ``source`` and says its
+    ``problem``. Split them with :func:`good_records` and :func:`bad_lines`.
     """
     parsed = lines.select(F.from_json("value", RECORD).alias("r"), "value", "source")
     present = [F.col(f"r.{c}").isNotNull() for c in REQUIRED]
