@@ -46,15 +46,14 @@ _BAD_SCHEMA = "source string, value string, problem string"
 STALE_KEYS_SHOWN = 100
 
 
-def _per_queue(activity: DataFrame) -> list[Row]:
-    """Per app and queue, over the whole fleet: events delivered and dropped."""
-    kind = F.col("kind")
+def _per_queue(drop_rates: DataFrame) -> list[Row]:
+    """Per app and queue, over the whole fleet: events delivered and dropped
+    (from :func:`transforms.drop_rates`, which counts both per window)."""
     return (
-        activity.where(kind.isin(["delivered", *transforms.DROP_KINDS]))
-        .groupBy("app", "queue")
+        drop_rates.groupBy("app", "queue")
         .agg(
-            F.sum(F.when(kind == "delivered", F.col("n")).otherwise(0)).alias("delivered"),
-            F.sum(F.when(kind != "delivered", F.col("n")).otherwise(0)).alias("dropped"),
+            (F.sum("events") - F.sum("dropped")).alias("delivered"),
+            F.sum("dropped").alias("dropped"),
         )
         .collect()
     )
@@ -200,7 +199,7 @@ def analyze(
                 "boots": partial(write, "boots", boots),
                 "chain": lambda: _rows(integrity.where(F.col("broken_links") > 0)) if local else [],
                 "per_boot": partial(_per_boot, facts),
-                "queues": partial(_per_queue, active),
+                "queues": partial(_per_queue, drop_rates),
                 "bad_lines": lambda: _bad_lines(spark, dataset).count(),
             }
         )

@@ -50,6 +50,12 @@ def test_the_analysis_finds_exactly_the_drops_a_slow_app_saw(
     assert summary["missing_seqs"] == seen["missed"]
     assert summary["unexplained_seqs"] == 0
     assert summary["delivered"] == seen["received"]
+    # Per app and queue (from the drop-rate table) add up to the fleet's totals
+    # (from the per-boot facts).
+    apps = summary["apps"].values()
+    assert sum(a["delivered"] for a in apps) == summary["delivered"]
+    assert sum(a["dropped"] for a in apps) == summary["dropped"] > 0
+    assert all(sum(a["dropped_per_queue"].values()) == a["dropped"] for a in apps)
     assert json.loads((tmp_path / "report" / "summary.json").read_text()) == summary
     report = (tmp_path / "report" / "report.md").read_text()
     assert "every seq gap is explained by a drop record" in report
