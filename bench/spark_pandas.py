@@ -127,6 +127,11 @@ def analyze(dataset: str, output: str, *, window_ns: int, stale_ns: int) -> dict
         .reset_index()
     )
     rates["drop_rate"] = rates.dropped / rates.events
+    over_time = (
+        rates.groupby(["app", "queue", "window_start_ns"], observed=True)[["events", "dropped"]]
+        .sum()
+        .reset_index()
+    )
 
     out = Path(output)
     tables = {
@@ -175,7 +180,9 @@ def analyze(dataset: str, output: str, *, window_ns: int, stale_ns: int) -> dict
         out,
         summary,
         integrity[integrity.broken_links > 0].to_dict("records"),
-        drops_png=load.plot_drops(rates.head(job.REPORT_ROWS).to_dict("records"), out),
+        drops_png=load.plot_drops(
+            over_time.nsmallest(job.REPORT_ROWS, "window_start_ns").to_dict("records"), out
+        ),
         stale_png=load.plot_staleness(stale.head(job.REPORT_ROWS).to_dict("records"), out),
     )
     return summary

@@ -182,6 +182,12 @@ def analyze(
             partitions in turn until it has them: one job)."""
             return draw(_rows(df.coalesce(1).limit(REPORT_ROWS)), report) if local else None
 
+        def plot_drops() -> str | None:
+            """The fleet's drops per app and queue, its earliest windows."""
+            over_time = transforms.drops_over_time(drop_rates)
+            rows = over_time.orderBy("window_start_ns").limit(REPORT_ROWS)
+            return load.plot_drops(_rows(rows), report) if local else None
+
         # Every table, and what the summary and the report read from it, at once
         # (a kept table is computed once, by whichever query gets there first).
         # The longest first: the pool starts them in this order.
@@ -194,7 +200,7 @@ def analyze(
                 "stale_keys": partial(_stale_keys, stale),
                 "stale_png": partial(plot, load.plot_staleness, stale),
                 "drop_rates": partial(write, "drop_rates", drop_rates),
-                "drops_png": partial(plot, load.plot_drops, drop_rates),
+                "drops_png": plot_drops,
                 "boot_integrity": partial(write, "boot_integrity", integrity),
                 "boots": partial(write, "boots", boots),
                 "chain": lambda: _rows(integrity.where(F.col("broken_links") > 0)) if local else [],

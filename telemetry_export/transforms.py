@@ -21,6 +21,7 @@ __all__ = [
     "boot_integrity",
     "boots",
     "drop_rates",
+    "drops_over_time",
     "good_records",
     "link_records",
     "parse_lines",
@@ -502,4 +503,12 @@ def drop_rates(activity: DataFrame) -> DataFrame:
             F.sum(F.when(F.col("kind") != "delivered", F.col("n")).otherwise(0)).alias("dropped"),
         )
         .withColumn("drop_rate", F.col("dropped") / F.col("events"))
+    )
+
+
+def drops_over_time(drop_rates: DataFrame) -> DataFrame:
+    """The fleet's drops over time (from :func:`drop_rates`): per app, queue
+    and time window, the events and drops of every vehicle added up."""
+    return drop_rates.groupBy("app", "queue", "window_start_ns").agg(
+        F.sum("events").alias("events"), F.sum("dropped").alias("dropped")
     )

@@ -316,3 +316,24 @@ def test_drop_rates_per_app_queue_and_window(spark: SparkSession) -> None:
         (0, 2, 1, 0.5),
         (100, 1, 0, 0.0),
     ]
+
+
+def test_drops_over_time_add_up_every_vehicle_per_app_queue_and_window(
+    spark: SparkSession,
+) -> None:
+    rates = spark.createDataFrame(
+        [
+            ("car-1", "slow", 1, 0, 4, 1, 0.25),
+            ("car-2", "slow", 1, 0, 6, 3, 0.5),
+            ("car-2", "slow", 2, 0, 2, 0, 0.0),
+            ("car-1", "slow", 1, 100, 1, 1, 1.0),
+            ("car-1", "nav", 1, 0, 5, 0, 0.0),
+        ],
+        "vehicle_id string, app string, queue int, window_start_ns long, events long,"
+        " dropped long, drop_rate double",
+    )
+    expected = spark.createDataFrame(
+        [("slow", 1, 0, 10, 4), ("slow", 2, 0, 2, 0), ("slow", 1, 100, 1, 1), ("nav", 1, 0, 5, 0)],
+        "app string, queue int, window_start_ns long, events long, dropped long",
+    )
+    assertDataFrameEqual(transforms.drops_over_time(rates), expected)
