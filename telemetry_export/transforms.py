@@ -147,8 +147,13 @@ def stale_bucket_ns(thresholds: Sequence[tuple[str, int]], default_ns: int) -> i
 
 
 def _floor_to(time_ns: Column, width_ns: int) -> Column:
-    """``time_ns`` rounded down to a multiple of ``width_ns``, in exact integers."""
-    return time_ns - F.pmod(time_ns, F.lit(width_ns))
+    """``time_ns`` rounded down to a multiple of ``width_ns``, in exact integers.
+
+    One remainder for the times a journal has (not before 1970); ``pmod``, two
+    remainders, only for a negative one. ``pmod`` for all cost 10% of
+    :func:`activity` at 9M records."""
+    width = F.lit(width_ns)
+    return time_ns - F.when(time_ns >= 0, time_ns % width).otherwise(F.pmod(time_ns, width))
 
 
 _BLOCK_BITS: Final = 6

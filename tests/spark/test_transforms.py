@@ -337,3 +337,10 @@ def test_drops_over_time_add_up_every_vehicle_per_app_queue_and_window(
         "app string, queue int, window_start_ns long, events long, dropped long",
     )
     assertDataFrameEqual(transforms.drops_over_time(rates), expected)
+
+
+def test_time_windows_round_down_before_and_after_the_epoch(spark: SparkSession) -> None:
+    base = {"app": "slow", "queue": 1, "offset": 0, "kind": "delivered"}
+    df = linked(spark, [{**base, "time_ns": t} for t in (-101, -100, -1, 0, 99, 100)])
+    rates = transforms.drop_rates(activity(df, window_ns=100)).orderBy("window_start_ns").collect()
+    assert [(r.window_start_ns, r.events) for r in rates] == [(-200, 1), (-100, 2), (0, 2), (100, 1)]
