@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, Observation, Row, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, Row, SparkSession
 from pyspark.sql import functions as F
 
 from telemetry_export import extract, load, transforms
@@ -156,7 +156,13 @@ def analyze(
             materialized = pool.submit(active.count)
             seq_gaps = transforms.seq_gaps(active)
             integrity = transforms.boot_integrity(facts)
-            boots = transforms.boots(facts)
+            # The fleet's totals, summed over the boots while they are written.
+            # Vehicles: each is counted by its first boot (an observation cannot
+            # count distinct values).
+            fleet, vehicles = Observation("fleet"), Observation("vehicles")
+            boots = transforms.boots(facts.observe(fleet, *_fleet_totals())).observe(
+                vehicles, F.count(F.when(F.col("boot_number") == 1, 1)).alias("vehicles")
+            )
             # Kept: the summary and the report read them again.
             reconciliation = transforms.seq_reconciliation(active).cache()
             stale = transforms.stale_intervals(
@@ -204,12 +210,12 @@ def analyze(
                 "boot_integrity": partial(write, "boot_integrity", integrity),
                 "boots": partial(write, "boots", boots),
                 "chain": lambda: _rows(integrity.where(F.col("broken_links") > 0)) if local else [],
-                "per_boot": partial(_per_boot, facts),
                 "queues": partial(_per_queue, drop_rates),
                 "bad_lines": lambda: _bad_lines(spark, dataset).count(),
             }
         )
-        per_boot, apps = found["per_boot"], apps_summary(found["queues"], found["gaps"])
+        per_boot = {**fleet.get, **vehicles.get}
+        apps = apps_summary(found["queues"], found["gaps"])
         missing = sum(a.get("missing_seqs", 0) for a in apps.values())
         summary: dict[str, Any] = {
             "records": int(per_boot["records"]),
@@ -244,19 +250,17 @@ def analyze(
             df.unpersist()
 
 
-def _per_boot(facts: DataFrame) -> Row:
-    """The fleet's totals over :func:`transforms.boot_facts`."""
-    row = facts.agg(
+def _fleet_totals() -> list[Column]:
+    """The fleet's totals over :func:`transforms.boot_facts` (observed while
+    the boots are written: no job of their own)."""
+    return [
         F.count(F.lit(1)).alias("boots"),
-        F.count_distinct("vehicle_id").alias("vehicles"),
         *(
             F.coalesce(F.sum(c), F.lit(0)).alias(c)
             for c in ("records", "delivered", "dropped", "missing_records", "reported_dropped")
         ),
-        F.coalesce(F.sum((F.col("broken_links") > 0).cast("long")), F.lit(0)).alias("broken"),
-    ).first()
-    assert row is not None  # an aggregation without grouping has one row
-    return row
+        F.count(F.when(F.col("broken_links") > 0, 1)).alias("broken"),
+    ]
 
 
 REPORT_ROWS = 5000
