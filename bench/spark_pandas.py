@@ -122,7 +122,7 @@ def analyze(dataset: str, output: str, *, window_ns: int, stale_ns: int) -> dict
     # Drop rates per app, queue and window.
     ev = ev.assign(is_drop=ev.kind != "delivered")
     rates = (
-        ev.groupby(["vehicle_id", "app", "queue", "window_start_ns"], observed=True)
+        ev.groupby([*BOOT, "app", "queue", "window_start_ns"], observed=True)
         .agg(events=("is_drop", "size"), dropped=("is_drop", "sum"))
         .reset_index()
     )

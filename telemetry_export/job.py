@@ -138,12 +138,12 @@ def analyze(
     """The findings of a dataset written by ``ingest``; returns the summary."""
     records = extract.read_dataset(spark, f"{dataset}/records", transforms.ANALYSED)
     # One pass over the records: the aggregation every finding reads (small,
-    # kept in memory), laid out by boot and key so the per-key findings (seq
-    # gaps and reconciliation, staleness) need no further shuffle.
+    # kept in memory), laid out by boot so that no finding needs a further
+    # shuffle: each groups or orders within a boot.
     bucket_ns = transforms.stale_bucket_ns(thresholds, default_stale_ns)
     active = (
         transforms.activity(records, bucket_ns=bucket_ns, window_ns=window_ns)
-        .repartition(spark.sparkContext.defaultParallelism, *transforms.BOOT, "key_id")
+        .repartition(spark.sparkContext.defaultParallelism, *transforms.BOOT)
         .cache()
     )
     # One row per boot: one partition (its consumers then run one task each).

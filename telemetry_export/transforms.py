@@ -498,11 +498,12 @@ def stale_intervals(
 
 
 def drop_rates(activity: DataFrame) -> DataFrame:
-    """Per (vehicle, app, queue, time window of :func:`activity`): deliveries,
-    drops and the drop rate."""
+    """Per (vehicle, boot, app, queue, time window of :func:`activity`):
+    deliveries, drops and the drop rate. An app's queues are those of one
+    middleware process: a restart starts new ones."""
     return (
         activity.where(F.col("kind").isin(["delivered", *DROP_KINDS]))
-        .groupBy("vehicle_id", "app", "queue", "window_start_ns")
+        .groupBy(*BOOT, "app", "queue", "window_start_ns")
         .agg(
             F.sum("n").alias("events"),
             F.sum(F.when(F.col("kind") != "delivered", F.col("n")).otherwise(0)).alias("dropped"),
