@@ -19,13 +19,6 @@ SPARK_NOTES and BENCHMARKS.md):
   tasks or the next run used them, and recompiling took 30-40% of the
   findings' time at 9M records (BENCHMARKS.md). It is a static setting: it
   applies to a session built here, not one that already exists.
-* ``spark.sql.optimizer.canChangeCachedPlanOutputPartitioning`` = true: lets
-  adaptive execution coalesce the shuffle partitions of a table ``analyze``
-  keeps in memory, as it does for any other query. Off (Spark's default), the
-  drop-rate table of a few thousand rows was computed and written as 16 tasks
-  and files (0.6 s of a 9M-record analysis; 0.2 s with it on). The kept tables
-  that later queries read by their layout are repartitioned to a fixed number
-  of partitions, which adaptive execution leaves alone.
 * ``spark.ui.enabled`` off and ``SPARK_LOCAL_IP=127.0.0.1`` in tests and the demo.
 """
 
@@ -55,7 +48,6 @@ def build_session(
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.sources.parallelPartitionDiscovery.threshold": "1024",
         "spark.sql.codegen.cache.maxEntries": "1000",
-        "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         **(extra or {}),
