@@ -16,7 +16,7 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
-from middleware.config import Settings, load_settings
+from middleware.config import Settings, load_settings, masked
 from middleware.server import start_server
 
 log = logging.getLogger("middleware")
@@ -69,12 +69,15 @@ def _parser() -> argparse.ArgumentParser:
 
 async def _serve(settings: Settings, stop_grace: float) -> None:
     running = await start_server(settings)
-    # Tools and tests read this line to find the port when listening on port 0.
-    print(f"listening on {running.address}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    # Before the line below: whoever reads it may signal at once, and must get a clean stop.
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    # Tools and tests read this first line to find the port when listening on port 0.
+    print(f"listening on {running.address}", flush=True)
+    for more in running.addresses[1:]:  # e.g. the Unix socket beside TCP
+        print(f"also listening on {more}", flush=True)
     await stop.wait()
     log.info("stopping on signal")
     await running.stop(stop_grace)
@@ -150,6 +153,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    log.info(
+        "settings: %s", " ".join(f"{name}={value!r}" for name, value in masked(settings).items())
     )
     if settings.auth_mode == "open":
         log.warning(

@@ -13,9 +13,9 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
-__all__ = ["Settings", "load_settings"]
+__all__ = ["Settings", "load_settings", "masked"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +125,27 @@ class Settings:
             raise ValueError("listen and unix_socket are both empty: nothing to listen on")
         if self.max_value_size + 1024 > self.max_message_bytes:
             raise ValueError("max_message_bytes must exceed max_value_size by at least 1 KiB")
+
+
+_SECRET_WORDS: Final = frozenset({"token", "key", "secret", "password", "private", "credential"})
+"""A setting with one of these among the words of its name is masked when shown."""
+MASK: Final = "***"
+
+
+def masked(settings: Settings) -> dict[str, Any]:
+    """Every setting by name, for a log line: token- and key-related text masked.
+
+    A masked setting (a text setting with ``token``, ``key``, ``secret``, ...
+    among the words of its name) shows ``***`` when set and ``''`` when empty,
+    so the log says whether it is configured without saying what it is.
+    """
+    out: dict[str, Any] = {}
+    for f in fields(settings):
+        value = getattr(settings, f.name)
+        if isinstance(value, str) and _SECRET_WORDS & set(f.name.split("_")):
+            value = MASK if value else ""
+        out[f.name] = value
+    return out
 
 
 _TRUE = frozenset({"1", "true", "yes", "on"})

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
+import socket
+import stat
 from dataclasses import dataclass
 
 import grpc
@@ -24,7 +27,7 @@ from middleware.runtime import Runtime
 from vehicle.ess.v1 import ess_pb2, ess_pb2_grpc
 from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
-__all__ = ["RunningServer", "start_server"]
+__all__ = ["AddressInUseError", "RunningServer", "start_server"]
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +48,8 @@ class RunningServer:
     """The TCP port bound (0 when listening on a Unix socket only)."""
     address: str
     """A target a client can dial, e.g. ``127.0.0.1:50051`` or ``unix:/run/vmw.sock``."""
+    addresses: tuple[str, ...] = ()
+    """Every address served: the TCP one (as :attr:`address`), then the Unix socket."""
 
     async def stop(self, grace: float = 2.0) -> None:
         """Refuse new calls, end streams after ``grace`` seconds, forget every app."""
@@ -70,14 +75,61 @@ def _options(s: Settings) -> list[tuple[str, int]]:
         # Let clients ping every few seconds to find a dead middleware quickly.
         ("grpc.http2.min_ping_interval_without_data_ms", 1000),
         ("grpc.http2.min_recv_ping_interval_without_data_ms", 1000),
+        # gRPC sets SO_REUSEPORT by default: a second middleware on the same port
+        # would start without complaint and split the clients between two stores.
+        ("grpc.so_reuseport", 0),
     ]
+
+
+class AddressInUseError(RuntimeError):
+    """Another process serves (or holds) the address this server was told to use."""
+
+
+def _unix_socket_in_use(path: str) -> bool:
+    """Whether a live process accepts connections on the Unix socket ``path``.
+
+    A socket file left by a process that died (kill -9) refuses the connection:
+    it is stale, and gRPC replaces it when binding.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISSOCK(mode):
+        return False  # gRPC's bind fails on it, with its own message
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        try:
+            probe.connect(path)
+        except TimeoutError:
+            return True  # a live listener whose backlog is full
+        except OSError:
+            # ECONNREFUSED: nobody listens, the file is stale. Anything else
+            # (e.g. EACCES): cannot tell; the bind decides.
+            return False
+        return True
+
+
+def _bind(server: grpc.aio.Server, address: str) -> int:
+    """``add_insecure_port`` that raises :class:`AddressInUseError` naming the address."""
+    try:
+        port = server.add_insecure_port(address)
+    except RuntimeError:
+        port = 0
+    if port == 0:
+        raise AddressInUseError(
+            f"cannot listen on {address}: the address is in use (another middleware?) "
+            "or not available on this machine"
+        )
+    return port
 
 
 async def start_server(settings: Settings, runtime: Runtime | None = None) -> RunningServer:
     """Start serving; returns once the server listens.
 
     Raises:
-        RuntimeError: the address cannot be bound.
+        AddressInUseError: an address cannot be bound (e.g. another middleware
+            listens on the TCP port), or a live server answers on the Unix socket.
     """
     runtime = runtime or Runtime(settings)
     server = grpc.aio.server(options=_options(settings), interceptors=[DecodeGuard()])
@@ -93,17 +145,27 @@ async def start_server(settings: Settings, runtime: Runtime | None = None) -> Ru
         ),
         server,
     )
+    addresses: list[str] = []
     port = 0
-    address = ""
-    if settings.listen:
-        port = server.add_insecure_port(settings.listen)
-        if port == 0:
-            raise RuntimeError(f"cannot listen on {settings.listen}")
-        host = settings.listen.rsplit(":", 1)[0]
-        address = f"{host}:{port}"
-    if settings.unix_socket:
-        server.add_insecure_port(f"unix:{settings.unix_socket}")
-        address = address or f"unix:{settings.unix_socket}"
+    try:
+        if settings.listen:
+            port = _bind(server, settings.listen)
+            host = settings.listen.rsplit(":", 1)[0]
+            addresses.append(f"{host}:{port}")
+        if settings.unix_socket:
+            unix = f"unix:{settings.unix_socket}"
+            # gRPC unlinks an existing socket file before binding: without this
+            # check a second middleware would silently take the path over.
+            if _unix_socket_in_use(settings.unix_socket):
+                raise AddressInUseError(
+                    f"cannot listen on {unix}: another server is listening on that socket"
+                )
+            _bind(server, unix)
+            addresses.append(unix)
+    except AddressInUseError:
+        await server.stop(None)  # releases what was bound already
+        raise
+    address = addresses[0]
     await server.start()
     if runtime.journal is not None:
         runtime.journal.start(
@@ -115,5 +177,5 @@ async def start_server(settings: Settings, runtime: Runtime | None = None) -> Ru
         )
     for name in ("", *SERVICES):
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)
-    log.info("middleware listening on %s (boot %s)", address, runtime.boot_id)
-    return RunningServer(server, runtime, health, port, address)
+    log.info("middleware listening on %s (boot %s)", " and ".join(addresses), runtime.boot_id)
+    return RunningServer(server, runtime, health, port, address, tuple(addresses))

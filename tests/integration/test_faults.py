@@ -1,0 +1,177 @@
+"""Faults injected into real processes: a busy address, a stopped provider, a
+stuck app, a bad token, a flood at shutdown. Every process is started here and
+stopped here, and every wait has a deadline."""
+
+from __future__ import annotations
+
+import select
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from middleware.auth.tokens import generate_key_pair
+from tests.integration.test_providers import free_port
+
+PY = sys.executable
+
+
+def serve_expecting_failure(*args: str, timeout: float = 30.0) -> tuple[int, str, str]:
+    """Run ``python -m middleware serve ARGS``, which must exit on its own.
+
+    A middleware that starts instead (prints its ``listening on`` line) is
+    stopped and the test fails at once, rather than after a timeout.
+    """
+    proc = subprocess.Popen(
+        [PY, "-m", "middleware", "serve", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], timeout)
+        line = proc.stdout.readline() if ready else ""
+        if line.startswith("listening on"):
+            raise AssertionError(f"a second middleware started: {line.strip()}")
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, line + out, err
+
+
+class Middleware:
+    """A middleware process started by a test; ``err`` is its stderr once stopped."""
+
+    def __init__(self, *args: str) -> None:
+        # Unbuffered, so reading the first line leaves the rest for communicate().
+        self.proc = subprocess.Popen(
+            [PY, "-m", "middleware", "serve", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            bufsize=0,
+        )
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], 30)
+        line = self.proc.stdout.readline().decode() if ready else ""
+        if not line.startswith("listening on "):
+            self.proc.kill()
+            raise AssertionError(f"no listening line: {line!r} {self.proc.communicate(timeout=10)}")
+        self.address = line.split()[-1]
+        self.code: int | None = None
+        self.out = ""
+        self.err = ""
+
+    def stop(self) -> None:
+        """SIGTERM, then its exit code and what it printed (after the first line)."""
+        if self.code is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            out, err = self.proc.communicate(timeout=15)
+            self.out, self.err = out.decode(), err.decode()
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+        self.code = self.proc.returncode
+
+
+@contextmanager
+def middleware(*args: str) -> Iterator[Middleware]:
+    m = Middleware(*args)
+    try:
+        yield m
+    finally:
+        m.stop()
+
+
+# -- a second server ----------------------------------------------------------------
+
+
+def test_a_second_middleware_on_a_busy_tcp_port_exits_naming_the_address() -> None:
+    with middleware("--listen", "127.0.0.1:0") as first:
+        address = first.address
+        code, out, err = serve_expecting_failure("--listen", address)
+    assert code != 0
+    assert f"cannot listen on {address}" in err
+    assert "in use" in err
+    assert "listening on" not in out
+
+
+def test_a_second_middleware_on_a_live_unix_socket_exits_naming_the_path(tmp_path: Path) -> None:
+    sock = tmp_path / "vmw.sock"
+    with middleware("--listen", "", "--unix-socket", str(sock)) as first:
+        assert first.address == f"unix:{sock}"
+        code, _, err = serve_expecting_failure("--listen", "", "--unix-socket", str(sock))
+        assert code != 0
+        assert f"cannot listen on unix:{sock}" in err
+        assert "another server is listening" in err
+        # The first one still serves on it: the second did not take the path over.
+        again = subprocess.run(
+            [PY, "-m", "middleware", "serve", "--listen", "", "--unix-socket", str(sock)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert again.returncode != 0
+    # The TCP listener bound before the socket check was released: a refused
+    # start holds nothing.
+    with middleware("--listen", "", "--unix-socket", str(sock)):
+        port = free_port()
+        code, _, err = serve_expecting_failure(
+            "--listen", f"127.0.0.1:{port}", "--unix-socket", str(sock)
+        )
+        assert code != 0, err
+    with middleware("--listen", f"127.0.0.1:{port}") as m:
+        assert m.address == f"127.0.0.1:{port}"
+
+
+def test_a_unix_socket_left_by_a_killed_middleware_is_reused(tmp_path: Path) -> None:
+    sock = tmp_path / "vmw.sock"
+    with middleware("--listen", "", "--unix-socket", str(sock)) as first:
+        first.proc.kill()  # kill -9: the socket file stays behind
+        first.proc.wait(timeout=10)
+    assert sock.exists()
+    with middleware("--listen", "", "--unix-socket", str(sock)) as second:
+        assert second.address == f"unix:{sock}"
+
+
+def test_every_listening_address_and_the_masked_settings_are_printed_at_start(
+    tmp_path: Path,
+) -> None:
+    sock = tmp_path / "vmw.sock"
+    pub = tmp_path / "secret-name.pub"
+    pub.write_bytes(generate_key_pair("ES256")[1])
+    with middleware(
+        "--listen",
+        "127.0.0.1:0",
+        "--unix-socket",
+        str(sock),
+        "--auth-mode",
+        "token",
+        "--token-public-key",
+        str(pub),
+        "--token-audience",
+        "fleet-secret-aud",
+        "--event-budget",
+        "12345",
+    ) as m:
+        pass
+    assert m.code == 0, m.err
+    # The first line stays "listening on ADDRESS" (tools parse it); the others follow.
+    assert m.out.splitlines()[0] == f"also listening on unix:{sock}"
+    err, address = m.err, m.address
+    [settings] = [line for line in err.splitlines() if " settings: " in line]
+    assert "listen='127.0.0.1:0'" in settings
+    assert f"unix_socket='{sock}'" in settings
+    assert "event_budget=12345" in settings
+    assert "token_public_key='***'" in settings
+    assert "token_audience='***'" in settings
+    assert "secret-name" not in err
+    assert "fleet-secret-aud" not in err
+    assert f"listening on {address} and unix:{sock}" in err
