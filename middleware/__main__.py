@@ -44,7 +44,9 @@ def _parser() -> argparse.ArgumentParser:
     journal = sub.add_parser("journal", help="check a telemetry journal")
     journal_sub = journal.add_subparsers(dest="journal_command", required=True)
     verify_p = journal_sub.add_parser(
-        "verify", help="offsets, restarts, dropped records, torn lines and the hash chain"
+        "verify",
+        help="offsets, restarts, dropped records, torn lines and the hash chain; exits 1 on "
+        "a broken chain or a loss no record reports",
     )
     verify_p.add_argument("paths", type=Path, nargs="+", help="journal directories or segments")
     serve = sub.add_parser("serve", help="run the middleware")
@@ -127,6 +129,12 @@ def _journal(args: argparse.Namespace) -> int:
     for line in report.torn_lines:
         print(f"  torn line skipped: {line}")
     for boot in report.boots.values():
+        if boot.records == 0:
+            print(
+                f"  boot {boot.boot_id}: no records left ({boot.trimmed_files} segments removed "
+                f"by retention, {boot.reported_dropped} records reported lost)"
+            )
+            continue
         link = (
             "chain intact"
             if boot.first_broken_link is None
@@ -136,7 +144,18 @@ def _journal(args: argparse.Namespace) -> int:
             f"  boot {boot.boot_id}: {boot.records} records, {boot.offset_gaps} missing by "
             f"offset ({boot.reported_dropped} reported dropped), {link}"
         )
-    return 0 if report.intact else 1
+        if boot.trimmed_files:
+            print(
+                f"    retention removed its first {boot.trimmed_files} segments "
+                f"({boot.trimmed_bytes:,} bytes): the chain starts at its oldest kept record"
+            )
+        if boot.unreported:
+            print(
+                f"    LOSS NOT REPORTED: {boot.unreported} records missing that no record reports"
+            )
+        if not boot.stopped:
+            print("    UNCLEAN STOP: no stop record (killed, crashed, or still running)")
+    return 0 if report.intact and report.complete else 1
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,7 +2,8 @@
 
 Every record is a flat JSON object with, besides its own fields:
 ``kind``, ``vehicle_id``, ``boot_id``, ``offset`` (uint32, random start per
-boot, +1 per record modulo 2^32, including records the buffer had to drop),
+boot, +1 per record in written order modulo 2^32, including records that were
+lost: the buffer dropped them or the disk refused them),
 ``time_ns`` (when it was recorded), ``prev_hash`` and ``hash`` (the chain).
 
 - lifecycle: ``start`` (``version``, ``settings``) and ``stop`` (``reason``);
@@ -10,7 +11,13 @@ boot, +1 per record modulo 2^32, including records the buffer had to drop),
   ``disconnect`` (``app``, ``stream``: ``events`` or ``publish``,
   ``details``); ``register`` / ``deregister`` (``app``, ``key``, ``key_id``,
   ``queue``, ``trigger``, ``status``); ``journal_dropped`` (``count``,
-  ``cause``: records lost by the journal itself).
+  ``cause``: records lost by the journal itself: ``buffer full``, ``write
+  failed``, or ``not written before the process ended`` with
+  ``lost_boot_id``, the earlier boot the count belongs to, written by the
+  next boot); ``journal_trimmed`` (``trimmed_boot_id``, ``files``,
+  ``bytes``, ``kept_offset``, ``kept_prev_hash``: retention removed that
+  boot's oldest segments, and its chain now starts at the record with that
+  offset and prev_hash, or nowhere when ``kept_offset`` is null).
 - drops: ``evicted`` / ``lost`` / ``discarded`` (``app``, ``key``,
   ``key_id``, ``queue``, ``seq``, ``reason``).
 - full: ``publish`` (``key``, ``key_id``, ``version``, ``changed``, ``size``,
@@ -57,6 +64,7 @@ LEVEL_OF: Final[dict[str, Level]] = {
     "register": Level.LIFECYCLE,
     "deregister": Level.LIFECYCLE,
     "journal_dropped": Level.LIFECYCLE,
+    "journal_trimmed": Level.LIFECYCLE,
     "evicted": Level.DROPS,
     "lost": Level.DROPS,
     "discarded": Level.DROPS,

@@ -1,15 +1,31 @@
 """The journal writer: a bounded buffer on the event loop's side, a thread on disk's.
 
-``Journal.record`` (event loop) stamps a record with its offset and time and
-appends it to a bounded deque: an append and a length test, never a wait. If
-the buffer is full the record is dropped and counted; the next record that
-fits is preceded by a ``journal_dropped`` record with the count. The writer
-thread takes records in order, links them into the hash chain, and appends
-them as JSON lines to size-rotated segment files (gzip optional), flushing
-after each burst, so a crash leaves at most a torn last line. When the
-directory holds more than ``max_bytes`` of segments, the oldest go. A write
-that fails (a full disk) drops the record, and a ``journal_dropped`` record
-says so once writing works again.
+``Journal.record`` (event loop) stamps a record with its time and appends it
+to a bounded deque: an append and a length test, never a wait. If the buffer
+is full the record is dropped and counted; the next record that fits is
+preceded by a ``journal_dropped`` record with the count.
+
+The writer thread gives records their offsets (in the order written, so a
+lost record is a gap in the offsets exactly where it was lost), links them
+into the hash chain, and appends them in batches to size-rotated segment
+files (one ``write`` per batch; with gzip, one member per batch) after each
+burst, so a crash leaves at most a torn last line.
+
+Every loss is reported by a record, never only by a gap:
+
+- a batch that fails to reach disk (a full disk) is cut back to its last
+  whole line; its records are lost, and a ``journal_dropped`` record
+  (``cause`` ``write failed``) precedes the next record that is written;
+- at stop, if writes were still failing, the writer frees its reserve file
+  and writes that count and the ``stop`` record;
+- if the process dies first, the next boot reports what the marker file says
+  this one had not written (``cause`` ``not written before the process
+  ended``, ``lost_boot_id`` naming this boot): see :mod:`reserve`.
+
+Retention: when the directory holds more than ``max_bytes`` of segments, the
+oldest go, and a ``journal_trimmed`` record per boot whose segments went says
+where that boot's chain now starts (``kept_offset``, ``kept_prev_hash``), so
+a verifier tells retention from tampering.
 """
 
 from __future__ import annotations
@@ -17,15 +33,26 @@ from __future__ import annotations
 import contextlib
 import gzip
 import logging
+import os
+import secrets
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from middleware.journal.chain import Chain, OffsetCounter
+from middleware.journal.chain import OFFSET_MOD, Chain
 from middleware.journal.records import LEVEL_OF, Level
+from middleware.journal.reserve import LossMarker, MarkerState, Reserve
+from middleware.journal.segments import (
+    first_record,
+    last_offset,
+    segment_boot,
+    segment_files,
+    segment_name,
+)
 
 __all__ = ["Journal", "segment_files"]
 
@@ -33,15 +60,42 @@ log = logging.getLogger(__name__)
 
 _STOP: Final = object()
 _IDLE_WAIT_S: Final = 0.005  # the writer's poll when idle: latency to disk, not to apps
+_BATCH_BYTES: Final = 256 * 1024
+_MARK_EVERY_S: Final = 0.5
+CAUSE_BUFFER: Final = "buffer full"
+CAUSE_WRITE: Final = "write failed"
+CAUSE_CRASH: Final = "not written before the process ended"
 
 
-def segment_files(directory: Path) -> list[Path]:
-    """The journal's segment files in ``directory``, oldest first (names sort by time)."""
-    return sorted(p for p in directory.glob("journal-*.jsonl*") if p.is_file())
+@dataclass(slots=True)
+class _Gap:
+    """Records the buffer dropped: the writer skips their offsets."""
+
+    n: int
+
+
+@dataclass(slots=True)
+class _Line:
+    """A linked record waiting in a batch."""
+
+    size: int
+    hash: str
+    covers: int
+    """Losses a ``journal_dropped`` of this boot reports: reported again if it is lost."""
+    stop: bool
+
+
+def _open_unbuffered(path: Path) -> Any:
+    # Unbuffered: one write per batch, whose result says exactly what reached the file.
+    return path.open("ab", buffering=0)
 
 
 class Journal:
-    """One middleware process's journal."""
+    """One middleware process's journal.
+
+    ``opener`` opens a segment for appending (unbuffered); tests pass one that
+    fails like a full disk.
+    """
 
     def __init__(
         self,
@@ -56,6 +110,7 @@ class Journal:
         buffer: int = 100_000,
         clock: Callable[[], int] = time.time_ns,
         offset_start: int | None = None,
+        opener: Callable[[Path], Any] | None = None,
     ) -> None:
         self.directory = directory
         self.vehicle_id = vehicle_id
@@ -65,20 +120,39 @@ class Journal:
         """Whether per-event records (publish, queued, delivered) are wanted."""
         self.drops = level >= Level.DROPS
         self._segment_bytes = segment_bytes
+        self._batch_limit = min(_BATCH_BYTES, segment_bytes)
         self._max_bytes = max_bytes
         self._compress = compress
         self._bound = buffer
         self._clock = clock
-        self._offsets = OffsetCounter(offset_start)
         self._buffer: deque[Any] = deque()
-        self._dropped = 0  # producer side: records the buffer refused since the last report
+        # Producer (event loop) side.
+        self._dropped = 0  # records the buffer refused since the last report
+        self._accepted = 0  # records taken (buffered or dropped): each will use an offset
         self.dropped_total = 0
+        self._stop_reason: str | None = None
+        # Writer side.
+        self._next_offset = secrets.randbelow(OFFSET_MOD) if offset_start is None else offset_start
+        self._next_offset %= OFFSET_MOD
+        self._consumed = 0  # producer records given an offset
         self.written = 0
-        self._write_failed = 0  # writer side
+        self._unreported = 0  # records not on disk that no written record reports yet
+        self.write_failures = 0
+        self._stop_written = False
         self._chain = Chain()
-        self._file: Any = None  # a binary file or a GzipFile
+        self._batch: list[bytes] = []
+        self._batch_lines: list[_Line] = []
+        self._batch_bytes = 0
+        self._batch_prev = ""  # the chain's last hash on disk, before the batch
+        self._file: Any = None  # an unbuffered binary file
+        self._opener = opener or _open_unbuffered
         self._file_bytes = 0
         self._segment = 0
+        self._open_failed = False
+        self._marker = LossMarker(directory)
+        self._reserve = Reserve(directory)
+        self._marked_at = 0.0
+        self._mark_now = False
         self._started_ns = clock()
         self._thread = threading.Thread(target=self._run, name="journal-writer", daemon=True)
         self._stopped = threading.Event()
@@ -86,43 +160,84 @@ class Journal:
     # -- the event loop's side ------------------------------------------------------
 
     def start(self, **fields: Any) -> None:
-        """Create the directory, start the writer, and record ``start``."""
+        """Create the directory, start the writer, and record ``start``.
+
+        Also reports, for the previous boot that wrote here, the records its
+        marker says never reached disk if it ended without a ``stop``.
+        """
         self.directory.mkdir(parents=True, exist_ok=True)
+        previous = self._marker.read()
+        if not self._reserve.make():
+            log.warning("journal: no room for the reserve file in %s", self.directory)
+        if not self._marker.open():
+            log.warning("journal: cannot allocate the loss marker in %s", self.directory)
         self._thread.start()
         self.record("start", **fields)
+        if previous is not None and previous.boot_id != self.boot_id and not previous.stopped:
+            lost = self._lost_by(previous)
+            log.warning(
+                "journal: the previous boot %s ended without a stop record; %d of its records "
+                "never reached disk",
+                previous.boot_id,
+                lost,
+            )
+            if lost:
+                self.record(
+                    "journal_dropped", count=lost, cause=CAUSE_CRASH, lost_boot_id=previous.boot_id
+                )
+
+    def _lost_by(self, previous: MarkerState) -> int:
+        """Records a dead boot had taken but not written, by its marker and its last segment."""
+        files = [p for p in segment_files(self.directory) if segment_boot(p) == previous.boot_id]
+        last = last_offset(files)
+        if last is None:
+            return previous.unreported + previous.pending
+        expected_last = (previous.next_offset - 1 + previous.pending) % OFFSET_MOD
+        tail = (expected_last - last) % OFFSET_MOD
+        return tail if tail < OFFSET_MOD // 2 else 0
 
     def record(self, kind: str, **fields: Any) -> None:
         """Stamp and buffer one record (if its level is on). Never blocks."""
         if LEVEL_OF[kind] > self.level:
             return
+        self._accepted += 1
         buffer = self._buffer
         if len(buffer) >= self._bound:
             self._dropped += 1
             self.dropped_total += 1
-            self._offsets.take()  # the gap in offsets shows the loss too
             return
         if self._dropped:
-            buffer.append(
-                self._stamp("journal_dropped", {"count": self._dropped, "cause": "buffer full"})
-            )
-            self._dropped = 0
-        buffer.append(self._stamp(kind, fields))
+            self._note_dropped()
+        fields["kind"] = kind
+        fields["vehicle_id"] = self.vehicle_id
+        fields["boot_id"] = self.boot_id
+        fields["time_ns"] = self._clock()
+        buffer.append(fields)
 
-    def _stamp(self, kind: str, fields: dict[str, Any]) -> dict[str, Any]:
+    def _note_dropped(self) -> None:
+        self._accepted += 1
+        self._buffer.append(_Gap(self._dropped))
+        self._buffer.append(self._stamp("journal_dropped", count=self._dropped, cause=CAUSE_BUFFER))
+        self._dropped = 0
+
+    def _stamp(self, kind: str, **fields: Any) -> dict[str, Any]:
         return {
             "kind": kind,
             "vehicle_id": self.vehicle_id,
             "boot_id": self.boot_id,
-            "offset": self._offsets.take(),
             "time_ns": self._clock(),
             **fields,
         }
 
     def close(self, reason: str = "shutdown", timeout: float = 10.0) -> None:
-        """Record ``stop``, let the writer drain the buffer, and wait for it."""
+        """Record ``stop`` (past the buffer's bound), let the writer drain, and wait for it."""
         if not self._thread.is_alive():
             return
-        self.record("stop", reason=reason)
+        if self._dropped:
+            self._note_dropped()
+        self._stop_reason = reason
+        self._accepted += 1
+        self._buffer.append(self._stamp("stop", reason=reason))
         self._buffer.append(_STOP)
         self._thread.join(timeout)
 
@@ -139,80 +254,207 @@ class Journal:
                 try:
                     rec = buffer.popleft()
                 except IndexError:
-                    self._flush()
+                    self._write_batch()
+                    self._mark()
                     time.sleep(_IDLE_WAIT_S)
                     continue
                 if rec is _STOP:
                     break
-                self._write(rec)
+                if type(rec) is _Gap:
+                    self._next_offset = (self._next_offset + rec.n) % OFFSET_MOD
+                    self._consumed += rec.n
+                    continue
+                self._consumed += 1
+                self._emit(rec)
+                if self._batch_bytes >= self._batch_limit:
+                    self._write_batch()
+                    self._mark()
+        except Exception:
+            log.exception("journal writer failed")
         finally:
-            self._flush()
-            if self._file is not None:
-                self._file.close()
-                self._file = None
-            self._stopped.set()
+            self._finish()
 
-    def _write(self, rec: dict[str, Any]) -> None:
-        if self._write_failed:
-            note = {
-                "kind": "journal_dropped",
-                "vehicle_id": self.vehicle_id,
-                "boot_id": self.boot_id,
-                "offset": self._offsets.take(),
-                "time_ns": self._clock(),
-                "count": self._write_failed,
-                "cause": "write failed",
-            }
-            if not self._append(note):
-                self._write_failed += 1
-                return
-            self._write_failed = 0
-        if not self._append(rec):
-            self._write_failed += 1
+    def _emit(self, rec: dict[str, Any]) -> None:
+        if self._unreported:
+            self._note_failures()
+        self._emit_one(rec)
 
-    def _append(self, rec: dict[str, Any]) -> bool:
-        previous = self._chain.last
+    def _note_failures(self) -> None:
+        count, self._unreported = self._unreported, 0
+        self._emit_one(self._stamp("journal_dropped", count=count, cause=CAUSE_WRITE))
+
+    def _emit_one(self, rec: dict[str, Any]) -> None:
+        """Give ``rec`` the next offset, link it, and add it to the batch."""
+        if self._file is None or self._file_bytes + self._batch_bytes >= self._segment_bytes:
+            self._rotate()
+        rec["offset"] = self._next_offset
+        self._next_offset = (self._next_offset + 1) % OFFSET_MOD
         line = self._chain.line(rec)
-        try:
-            if self._file is None or self._file_bytes + len(line) > self._segment_bytes:
-                self._rotate()
-            assert self._file is not None
-            self._file.write(line)
-        except OSError as e:
-            if self._write_failed == 0:
-                log.error("journal write failed (%s); dropping records until it works again", e)
-            # The record is not in the file: the chain must go on from the last written one.
-            self._chain.last = previous
-            return False
-        self._file_bytes += len(line)
-        self.written += 1
-        return True
+        kind = rec["kind"]
+        covers = rec["count"] if kind == "journal_dropped" and "lost_boot_id" not in rec else 0
+        self._batch.append(line)
+        self._batch_lines.append(_Line(len(line), rec["hash"], covers, kind == "stop"))
+        self._batch_bytes += len(line)
 
-    def _flush(self) -> None:
-        if self._file is not None:
+    def _write_batch(self) -> None:
+        """Append the batch to the segment; what does not fit is cut back and counted lost."""
+        if not self._batch:
+            return
+        data = b"".join(self._batch)
+        lines = self._batch_lines
+        self._batch, self._batch_lines, self._batch_bytes = [], [], 0
+        payload = gzip.compress(data, 6) if self._compress else data
+        done, error = self._append(payload)
+        if done == len(payload):
+            kept = len(lines)
+        elif self._compress:
+            kept = 0  # a cut gzip member is unreadable from the cut on
+        else:
+            kept, size = 0, 0
+            while kept < len(lines) and size + lines[kept].size <= done:
+                size += lines[kept].size
+                kept += 1
+        written = len(payload) if kept == len(lines) else sum(x.size for x in lines[:kept])
+        if written != done and self._file is not None:
+            # Cut a torn line (or gzip member) so the segment ends on a whole record.
             with contextlib.suppress(OSError):
-                self._file.flush()
+                os.ftruncate(self._file.fileno(), self._file_bytes + written)
+        self._file_bytes += written
+        self.written += kept
+        if any(x.covers for x in lines[:kept]):
+            self._mark_now = True
+        if any(x.stop for x in lines[:kept]):
+            self._stop_written = True
+        if kept < len(lines):
+            lost = lines[kept:]
+            if not self._unreported and not self.write_failures:
+                log.error("journal write failed (%s); records are lost until writes work", error)
+            self.write_failures += len(lost)
+            self._unreported += len(lost) + sum(x.covers for x in lost)
+            self._chain.last = lines[kept - 1].hash if kept else self._batch_prev
+            self._mark_now = True
+        elif self.write_failures and self._unreported == 0:
+            log.warning("journal writes work again (%d records were lost)", self.write_failures)
+            self.write_failures = 0
+        self._batch_prev = self._chain.last
+
+    def _append(self, payload: bytes) -> tuple[int, OSError | None]:
+        """Write ``payload`` to the open segment; bytes written, and the error that stopped it."""
+        if self._file is None:
+            return 0, OSError("no segment file is open")
+        done = 0
+        view = memoryview(payload)
+        try:
+            while done < len(payload):
+                n = self._file.write(view[done:])
+                if not n:
+                    raise OSError("short write")
+                done += n
+        except OSError as e:
+            return done, e
+        return done, None
 
     def _rotate(self) -> None:
+        self._write_batch()
         if self._file is not None:
-            self._file.close()
+            with contextlib.suppress(OSError):
+                self._file.close()
             self._file = None
-        self._segment += 1
-        suffix = ".jsonl.gz" if self._compress else ".jsonl"
-        name = f"journal-{self._started_ns:020d}-{self.boot_id}-{self._segment:06d}{suffix}"
-        path = self.directory / name
-        # Kept open across calls on purpose: closed by _rotate and when the thread ends.
-        self._file = gzip.open(path, "ab") if self._compress else path.open("ab")  # noqa: SIM115
-        self._file_bytes = 0
+        if not self._open_failed:
+            self._segment += 1
+        path = self.directory / segment_name(
+            self._started_ns, self.boot_id, self._segment, compress=self._compress
+        )
+        try:
+            self._file = self._opener(path)
+        except OSError as e:
+            if not self._open_failed:
+                log.error("journal cannot open %s: %s", path.name, e)
+            self._open_failed = True
+            return
+        self._open_failed = False
+        self._file_bytes = self._file.seek(0, os.SEEK_END)
         self._retain()
 
     def _retain(self) -> None:
+        """Remove the oldest segments beyond ``max_bytes``; record where each boot now starts."""
         files = segment_files(self.directory)
         sizes = {p: p.stat().st_size for p in files}
         total = sum(sizes.values())
+        removed: dict[str, list[Path]] = {}
         for p in files[:-1]:  # never the one being written
             if total <= self._max_bytes:
                 break
             total -= sizes[p]
-            p.unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+            removed.setdefault(segment_boot(p) or "", []).append(p)
             log.info("journal retention removed %s", p.name)
+        if not removed:
+            return
+        kept = [p for p in files if not any(p in ps for ps in removed.values())]
+        # This boot's first: if its chain now starts in the segment just opened, the trim
+        # record itself is that segment's first record, so its offset and prev_hash are next.
+        for boot in sorted(removed, key=lambda b: b != self.boot_id):
+            rest = [p for p in kept if segment_boot(p) == boot]
+            anchor: dict[str, Any] | None
+            if rest and rest[0] == files[-1] and self._file_bytes == 0:
+                anchor = {"offset": self._next_offset, "prev_hash": self._chain.last}
+            else:
+                anchor = first_record(rest[0]) if rest else None
+            self._emit_one(
+                self._stamp(
+                    "journal_trimmed",
+                    trimmed_boot_id=boot,
+                    files=len(removed[boot]),
+                    bytes=sum(sizes[p] for p in removed[boot]),
+                    kept_offset=None if anchor is None else anchor.get("offset"),
+                    kept_prev_hash="" if anchor is None else anchor.get("prev_hash", ""),
+                )
+            )
+
+    def _mark(self) -> None:
+        """Keep the loss marker current: at once after a loss or a report, else every 0.5 s."""
+        now = time.monotonic()
+        if not self._mark_now and now - self._marked_at < _MARK_EVERY_S:
+            return
+        self._marked_at, self._mark_now = now, False
+        self._marker.write(
+            MarkerState(
+                boot_id=self.boot_id,
+                next_offset=self._next_offset,
+                pending=self._accepted - self._consumed,
+                unreported=self._unreported,
+                stopped=self._stop_written,
+            )
+        )
+
+    def _finish(self) -> None:
+        """Write what is left; on a full disk, use the reserve for the loss count and stop."""
+        try:
+            self._write_batch()
+            stop_lost = self._stop_reason is not None and not self._stop_written
+            if self._unreported or stop_lost:
+                self._reserve.release()
+                if self._unreported:
+                    self._note_failures()
+                if stop_lost:
+                    self._emit_one(self._stamp("stop", reason=self._stop_reason))
+                self._write_batch()
+                if self._unreported:
+                    log.error(
+                        "journal: %d records lost and not reported in this boot; the next "
+                        "boot reports them",
+                        self._unreported,
+                    )
+        except Exception:
+            log.exception("journal writer failed at stop")
+        finally:
+            if self._file is not None:
+                with contextlib.suppress(OSError):
+                    self._file.close()
+                self._file = None
+            self._mark_now = True
+            self._mark()
+            self._marker.close()
+            self._stopped.set()

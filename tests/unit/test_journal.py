@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import itertools
 from pathlib import Path
 
@@ -101,11 +102,57 @@ def test_segments_rotate_by_size_and_retention_removes_the_oldest(
     assert sum(f.stat().st_size for f in files) <= 6_000 + 2_000
     records = read_journal([tmp_path])
     assert records[-1]["kind"] == "stop"
-    # Retention removed the oldest segments: what is left still chains, from its first record.
+    # Retention removed the oldest segments and said so: what is left verifies, from its start.
     assert records[0]["kind"] != "start"
-    kept = verify(records).boots["boot-a"]
-    assert kept.first_broken_link == records[0]["offset"]  # its prev_hash points at a removed one
+    report = verify(records)
+    kept = report.boots["boot-a"]
+    assert report.intact
+    assert report.complete
+    assert kept.first_broken_link is None
+    assert kept.trimmed_files >= 1
+    assert kept.trimmed_bytes > 0
     assert kept.offset_gaps == 0
+
+
+def trimmed_journal(tmp_path: Path) -> list[Path]:
+    j = make(tmp_path, level=Level.FULL, segment_bytes=2_000, max_bytes=6_000)
+    j.start()
+    for i in range(300):
+        j.record("queued", app="a", key_id=i, queue=0, seq=i + 1)
+    j.close()
+    return segment_files(tmp_path)
+
+
+def test_the_verify_command_accepts_a_journal_trimmed_by_retention(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from middleware.__main__ import main
+
+    trimmed_journal(tmp_path)
+    assert main(["journal", "verify", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "chain intact" in out
+    assert "retention removed its first" in out
+    assert "BROKEN" not in out
+    assert "NOT REPORTED" not in out
+
+
+def test_a_record_deleted_in_the_middle_of_a_trimmed_journal_is_caught(tmp_path: Path) -> None:
+    files = trimmed_journal(tmp_path)
+    middle = files[len(files) // 2]
+    lines = middle.read_bytes().splitlines(keepends=True)
+    middle.write_bytes(b"".join(lines[:3] + lines[4:]))
+    report = verify(read_journal([tmp_path]))
+    assert not report.intact
+    assert "prev_hash does not match" in report.boots["boot-a"].broken_reason
+
+
+def test_a_segment_removed_by_hand_is_not_taken_for_retention(tmp_path: Path) -> None:
+    files = trimmed_journal(tmp_path)
+    files[0].unlink()  # the oldest kept one: no journal_trimmed record says so
+    report = verify(read_journal([tmp_path]))
+    assert not report.intact
+    assert "no journal_trimmed record" in report.boots["boot-a"].broken_reason
 
 
 def test_a_torn_last_line_is_skipped_and_reported(tmp_path: Path) -> None:
@@ -172,3 +219,127 @@ def test_each_line_carries_its_hash_first_over_its_own_bytes(tmp_path: Path) -> 
         assert line.startswith(b'{"hash":"')
         body = b"{" + line[HASH_PREFIX_LEN:]
         assert hashlib.sha256(body).hexdigest().encode() == line[9:73]
+
+
+class FullDisk:
+    """Opens segments whose writes fail like a full disk while ``full`` (after ``room`` bytes).
+
+    ``until_reserve_gone``: the disk is full until the journal removes its reserve file.
+    """
+
+    def __init__(self, directory: Path, *, until_reserve_gone: bool = False) -> None:
+        self.full = False
+        self.room = 0
+        self.directory = directory
+        self.until_reserve_gone = until_reserve_gone
+
+    def is_full(self) -> bool:
+        if self.until_reserve_gone and not (self.directory / ".journal-reserve").exists():
+            return False
+        return self.full
+
+    def __call__(self, path: Path) -> object:
+        disk = self
+        raw = path.open("ab", buffering=0)
+
+        class Segment:
+            def write(self, data: bytes | memoryview) -> int:
+                if disk.is_full():
+                    if disk.room <= 0:
+                        raise OSError(errno.ENOSPC, "No space left on device")
+                    n = min(len(data), disk.room)
+                    disk.room -= n
+                    return raw.write(data[:n])
+                return raw.write(data)
+
+            def fileno(self) -> int:
+                return raw.fileno()
+
+            def seek(self, pos: int, whence: int = 0) -> int:
+                return raw.seek(pos, whence)
+
+            def close(self) -> None:
+                raw.close()
+
+        return Segment()
+
+
+def test_records_a_full_disk_refuses_are_reported_once_writes_work_again(tmp_path: Path) -> None:
+    disk = FullDisk(tmp_path)
+    j = make(tmp_path, level=Level.FULL, opener=disk)
+    j.start()
+    wait_until(lambda: j.written == 1, what="the start record on disk")
+    disk.full, disk.room = True, 150  # a torn line: part of one record fits
+    for i in range(50):
+        j.record("queued", app="a", key_id=1, queue=0, seq=i + 1)
+    wait_until(lambda: not j.pending() and j._unreported, what="the writer to meet the full disk")
+    disk.full = False
+    j.record("queued", app="a", key_id=1, queue=0, seq=51)
+    j.close()
+    report = JournalReport()
+    records = read_journal([tmp_path], report)
+    assert report.torn_lines == []  # the torn line was cut back
+    dropped = [r for r in records if r["kind"] == "journal_dropped"]
+    assert [r["cause"] for r in dropped] == ["write failed"]
+    verify(records, report)
+    boot = report.boots["boot-a"]
+    assert report.intact
+    assert report.complete
+    assert boot.offset_gaps == boot.reported_dropped == dropped[0]["count"] > 0
+    assert records[-1]["kind"] == "stop"
+    assert boot.stopped
+    assert sum(r["kind"] == "queued" for r in records) + dropped[0]["count"] == 51
+
+
+def test_a_disk_full_at_stop_still_gets_the_loss_count_and_stop_from_the_reserve(
+    tmp_path: Path,
+) -> None:
+    disk = FullDisk(tmp_path, until_reserve_gone=True)
+    j = make(tmp_path, level=Level.FULL, opener=disk)
+    j.start()
+    wait_until(lambda: j.written == 1, what="the start record on disk")
+    disk.full = True
+    for i in range(40):
+        j.record("queued", app="a", key_id=1, queue=0, seq=i + 1)
+    j.close()
+    assert not (tmp_path / ".journal-reserve").exists()  # spent on the last records
+    records = read_journal([tmp_path])
+    assert [r["kind"] for r in records] == ["start", "journal_dropped", "stop"]
+    assert records[1]["count"] == 41  # the 40 records and the first stop record
+    report = verify(records)
+    assert report.intact
+    assert report.complete
+    assert report.boots["boot-a"].stopped
+
+
+def test_the_next_boot_reports_what_a_dead_boot_never_wrote(tmp_path: Path) -> None:
+    from middleware.journal.reserve import LossMarker, MarkerState
+
+    first = make(tmp_path, level=Level.FULL)
+    first.start()
+    first.record("queued", app="a", key_id=1, queue=0, seq=1)
+    first.close()
+    # As if killed before its stop: drop that line, and leave the marker a dead boot leaves,
+    # which says 5 records were taken beyond the last on disk (3 buffered, 2 refused by disk).
+    [segment] = segment_files(tmp_path)
+    segment.write_bytes(b"".join(segment.read_bytes().splitlines(keepends=True)[:-1]))
+    last = read_journal([tmp_path])[-1]["offset"]
+    marker = LossMarker(tmp_path)
+    assert marker.open()
+    marker.write(
+        MarkerState(boot_id="boot-a", next_offset=last + 3, pending=3, unreported=2, stopped=False)
+    )
+    marker.close()
+    second = Journal(tmp_path, vehicle_id="car-1", boot_id="boot-b", level=Level.FULL)
+    second.start()
+    second.close()
+    records = read_journal([tmp_path])
+    [note] = [r for r in records if r["kind"] == "journal_dropped"]
+    assert note["boot_id"] == "boot-b"
+    assert note["lost_boot_id"] == "boot-a"
+    assert note["count"] == 5
+    assert note["cause"] == "not written before the process ended"
+    report = verify(records)
+    assert report.boots["boot-a"].reported_dropped == 5
+    assert not report.boots["boot-a"].stopped
+    assert report.boots["boot-b"].stopped
