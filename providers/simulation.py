@@ -2,15 +2,18 @@
 
 :class:`Simulation` is driven by the caller's clock: :meth:`Simulation.step`
 at time ``t`` returns every signal due by then, each once, with its value.
-A signal ticks at its own rate (``sim.hz``, scaled by ``rate_scale``); a
-caller that falls behind does not get a burst of catch-up ticks, the next
-tick is simply one period later. Same seed, same times: same values.
+A signal ticks at its own rate (``sim.hz``, scaled by ``rate_scale``) and
+phase; a caller that falls behind (a stall) does not get a burst of catch-up
+ticks: each late signal is published once and its missed ticks are skipped,
+so it goes on at its own phase and the signals stay spread out. Same seed,
+same times: same values.
 """
 
 from __future__ import annotations
 
 import heapq
 import logging
+import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -127,7 +130,14 @@ class Simulation:
             d = self._driven[i]
             nxt = due + d.period if d.ticked else d.phase
             d.ticked = True
-            heapq.heappush(self._due, (nxt if nxt > t else t + d.period, i))
+            if nxt <= t:
+                # Late (the caller was blocked): skip the missed ticks but stay on
+                # this signal's own grid. Rescheduling from ``t`` instead would line
+                # every late signal up on the same instant, a burst every period.
+                nxt += d.period * (math.floor((t - nxt) / d.period) + 1)
+                while nxt <= t:  # rounding
+                    nxt += d.period
+            heapq.heappush(self._due, (nxt, i))
             name = d.signal.name
             if any(s.covers(name, t) for s in self._stalls):
                 continue

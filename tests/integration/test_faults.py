@@ -4,15 +4,22 @@ stopped here, and every wait has a deadline."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import select
 import signal
 import subprocess
 import sys
+import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from middleware.auth.tokens import generate_key_pair
+from middleware.client import AppClient, DataEvent, QueueSpec, Sub
+from middleware.status_file import read_status
+from tests.conftest import eventually
 from tests.integration.test_providers import free_port
 
 PY = sys.executable
@@ -175,3 +182,91 @@ def test_every_listening_address_and_the_masked_settings_are_printed_at_start(
     assert "secret-name" not in err
     assert "fleet-secret-aud" not in err
     assert f"listening on {address} and unix:{sock}" in err
+
+
+@contextmanager
+def process(*args: str, **kw: object) -> Iterator[subprocess.Popen[str]]:
+    """``python -m ARGS``, always ended on the way out (continued first if stopped)."""
+    proc = subprocess.Popen([PY, "-m", *args], text=True, **kw)  # type: ignore[call-overload]
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGCONT)
+                proc.terminate()
+            try:
+                proc.communicate(timeout=15)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+
+
+# -- a stalled provider ---------------------------------------------------------------
+
+SLOT_NS = 10_000_000
+"""The simulation publishes at most every 10 ms: what it writes in one slot is one burst."""
+
+
+def busiest_slot(times: list[int], start_ns: int, end_ns: int) -> int:
+    slots = Counter(t // SLOT_NS for t in times if start_ns <= t < end_ns)
+    return max(slots.values(), default=0)
+
+
+async def test_a_provider_stopped_for_2_s_then_continued_keeps_its_signals_spread(
+    tmp_path: Path,
+) -> None:
+    status = tmp_path / "sim.json"
+    with (
+        middleware("--listen", "127.0.0.1:0") as m,
+        process(
+            "providers", "sim", "--target", m.address, "--status", str(status),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        ) as provider,
+    ):  # fmt: skip
+        await eventually(
+            lambda: (read_status(status) or {}).get("state") == "publishing",
+            timeout=30,
+            what="the provider publishing",
+        )
+        # The write times the middleware stamped, as the app receives them.
+        times: list[int] = []
+        async with AppClient(m.address, "watcher", queues=[QueueSpec(0, 10, 200)]) as app:
+            names = await app.list_keys("Vehicle.")
+            assert len(names) == 270
+            await app.subscribe([Sub(n, on_update=True) for n in names])
+
+            async def read() -> None:
+                async for batch in app.batches():
+                    times.extend(e.time_ns for e in batch if isinstance(e, DataEvent))
+
+            reader = asyncio.create_task(read())
+            try:
+                before_ns = time.time_ns() + 500_000_000
+                await eventually(
+                    lambda: bool(times) and times[-1] > before_ns + 3_000_000_000,
+                    timeout=20,
+                    what="3 s of updates before the stall",
+                )
+                provider.send_signal(signal.SIGSTOP)
+                stopped_ns = time.time_ns()
+                await asyncio.sleep(2.0)  # the fault: the provider blocked for 2 s
+                provider.send_signal(signal.SIGCONT)
+                resumed_ns = time.time_ns()
+                # From 0.5 s after: past the one update of each late signal.
+                after_ns = resumed_ns + 500_000_000
+                await eventually(
+                    lambda: times[-1] > after_ns + 3_000_000_000,
+                    timeout=20,
+                    what="3 s of updates after the stall",
+                )
+            finally:
+                reader.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await reader
+    assert busiest_slot(times, stopped_ns + 50_000_000, resumed_ns) == 0  # it was stopped
+    before = busiest_slot(times, before_ns, before_ns + 3_000_000_000)
+    after = busiest_slot(times, after_ns, after_ns + 3_000_000_000)
+    # Before the fix the 1 Hz signals lined up: about 230 updates in one slot every second.
+    assert 0 < after <= before * 1.5 + 10, (before, after)

@@ -156,3 +156,55 @@ def test_large_integers_keep_their_precision() -> None:
     big = Signal("Vehicle.Big", "sensor", "int64", sim={"model": "constant", "value": 2**60 + 1})
     [(_, value)] = Simulation([big]).step(0.0)
     assert value == 2**60 + 1
+
+
+_ONE_HZ = frozenset(
+    s.name for s in default_catalog() if s.sim.get("hz", 0.1 if s.type == "attribute" else 1.0) == 1
+)
+
+
+def _drive_from(sim: Simulation, start: float, seconds: float) -> list[tuple[float, str, object]]:
+    out: list[tuple[float, str, object]] = []
+    for i in range(round(seconds / 0.01)):
+        t = round(start + i * 0.01, 6)
+        out += [(t, name, value) for name, value in sim.step(t)]
+    return out
+
+
+def _busiest_slot(sim: Simulation, start: float, seconds: float) -> int:
+    """The most signals published in one 10 ms step from ``start`` for ``seconds``."""
+    most = 0
+    for i in range(round(seconds / 0.01)):
+        most = max(most, len(sim.step(round(start + i * 0.01, 6))))
+    return most
+
+
+def test_after_a_stall_each_signal_keeps_its_own_phase_instead_of_lining_up() -> None:
+    sim = Simulation(default_catalog())
+    sim.step(0.0)  # every signal once: the car's initial state
+    phases_before = {
+        name: (t % 1.0) for t, name, _ in _drive_from(sim, 1.0, 2.0) if name in _ONE_HZ
+    }
+    before = _busiest_slot(sim, 3.0, 5.0)
+    caught_up = sim.step(10.0)  # the caller was blocked for 2 s
+    assert len(caught_up) == len({n for n, _ in caught_up})  # each signal at most once
+    after = _busiest_slot(sim, 10.01, 5.0)
+    assert after <= before + 2, (before, after)
+    # The 1 Hz signals still tick at the phases they had before the stall.
+    phases_after = {
+        name: (t % 1.0) for t, name, _ in _drive_from(sim, 15.01, 2.0) if name in _ONE_HZ
+    }
+    assert phases_after.keys() == phases_before.keys()
+    for name, phase in phases_before.items():
+        assert abs(phases_after[name] - phase) < 0.011 or abs(phases_after[name] - phase) > 0.989
+
+
+def test_a_signal_that_missed_ticks_skips_them_and_resumes_on_its_own_grid() -> None:
+    [signal] = extra_signals(1, hz=10.0)
+    sim = Simulation([signal], seed=3)
+    sim.step(0.0)
+    first = sim.next_due()  # its phase, in (0, 0.1]
+    sim.step(first)
+    assert sim.next_due() == pytest.approx(first + 0.1)
+    assert len(sim.step(first + 0.1 * 20 + 0.05)) == 1  # 20 ticks missed: one update
+    assert sim.next_due() == pytest.approx(first + 0.1 * 21)
