@@ -100,6 +100,8 @@ class _App:
     wake: Callable[[], None] | None
     drops: dict[tuple[int, int], DropCounts] = field(default_factory=dict)
     dropped: int = 0
+    overflowed: int = 0
+    """Of ``dropped``, the evicted and lost: the drop rule's doing, not a deregistration's."""
 
 
 class EventSubSystem:
@@ -459,6 +461,12 @@ class EventSubSystem:
         state = self._apps.get(app)
         return state.dropped if state is not None else 0
 
+    def overflowed(self, app: str) -> int:
+        """Events of the app evicted or lost so far: the drops of a reader that does
+        not keep up (discards, e.g. by deregistering, are not counted). O(1); 0 if unknown."""
+        state = self._apps.get(app)
+        return state.overflowed if state is not None else 0
+
     # -- internals ----------------------------------------------------------
 
     def _resolve(self, app: str, name: str, *, check_policy: bool = True) -> int | RegisterResult:
@@ -501,8 +509,10 @@ class EventSubSystem:
             state.dropped += 1
             if reason is DropReason.EVICTED:
                 counts.evicted += 1
+                state.overflowed += 1
             elif reason is DropReason.LOST:
                 counts.lost += 1
+                state.overflowed += 1
             else:
                 counts.discarded += 1
         if self._observer is not None:
@@ -524,6 +534,8 @@ class EventSubSystem:
                 assert q.tracked_keys() <= subscribed, "queue indexes a key the app left"
                 in_use += q.over_min()
             in_use += state.reserved
+            # Running totals (per-key counts go with a removed key): only bounded here.
+            assert 0 <= state.overflowed <= state.dropped
             for sub in self._table.of_app(name):
                 assert sub.target in state.queues
         for sub_app in {s.app for subs in self._subs_by_key.values() for s in subs.values()}:

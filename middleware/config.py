@@ -68,6 +68,8 @@ class Settings:
     publish_burst: int = 10_000
     claim_grace_s: float = 5.0
     """A key claimed by an app with no open stream is released after this long."""
+    slow_app_report_s: float = 10.0
+    """While an app's queues keep dropping events, a warning with running counts this often."""
     vehicle_id: str = "vehicle"
     """Written in every journal record."""
     journal_dir: str = ""
@@ -100,6 +102,8 @@ class Settings:
             "journal_max_bytes",
             "journal_buffer",
         )
+        if self.slow_app_report_s <= 0:
+            raise ValueError(f"slow_app_report_s must be above 0, got {self.slow_app_report_s}")
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")

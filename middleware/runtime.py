@@ -24,6 +24,7 @@ from middleware.errors import LimitExceededError
 from middleware.journal.records import Level
 from middleware.journal.taps import DropJournal, PublishTap
 from middleware.journal.writer import Journal
+from middleware.slow_apps import SlowAppWatch
 from vstore import VStore
 
 __all__ = ["AppStream", "Runtime"]
@@ -107,6 +108,8 @@ class Runtime:
             self.store.set_listener(self.publish_tap)
         else:
             self.store.set_listener(self.ess)
+        self.slow_apps = SlowAppWatch(self.ess, every=settings.slow_app_report_s)
+        """Reports apps whose queues drop events (driven by the server)."""
         self._streams: dict[str, AppStream] = {}
         self._expiry: dict[str, asyncio.TimerHandle] = {}
         self._removals = 0

@@ -7,6 +7,8 @@ a peer that vanished is found and its app removed.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import logging
 import os
@@ -50,9 +52,15 @@ class RunningServer:
     """A target a client can dial, e.g. ``127.0.0.1:50051`` or ``unix:/run/vmw.sock``."""
     addresses: tuple[str, ...] = ()
     """Every address served: the TCP one (as :attr:`address`), then the Unix socket."""
+    watch: asyncio.Task[None] | None = None
+    """Reports apps that do not keep up (see :mod:`middleware.slow_apps`)."""
 
     async def stop(self, grace: float = 2.0) -> None:
         """Refuse new calls, end streams after ``grace`` seconds, forget every app."""
+        if self.watch is not None:
+            self.watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.watch
         await self.health.enter_graceful_shutdown()
         self.runtime.begin_shutdown()
         await self.server.stop(grace)
@@ -178,4 +186,5 @@ async def start_server(settings: Settings, runtime: Runtime | None = None) -> Ru
     for name in ("", *SERVICES):
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)
     log.info("middleware listening on %s (boot %s)", " and ".join(addresses), runtime.boot_id)
-    return RunningServer(server, runtime, health, port, address, tuple(addresses))
+    watch = asyncio.create_task(runtime.slow_apps.run(), name="slow-app-watch")
+    return RunningServer(server, runtime, health, port, address, tuple(addresses), watch)

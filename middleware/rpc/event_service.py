@@ -51,8 +51,7 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
         batch_max = self._rt.settings.batch_max
         journal = self._rt.journal
         max_bytes = self._rt.settings.max_message_bytes - 1024
-        dropped_before = ess.dropped(app)
-        struggling = False
+        slow_apps = self._rt.slow_apps
         try:
             assert stream.effective is not None
             await context.write(convert.started_batch(self._rt.boot_id, stream.effective))
@@ -80,19 +79,11 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
                                 write_time_ns=e.time_ns,
                                 sent_ns=sent,
                             )
-                # One warning per episode of drops, not one per drop.
-                dropped = ess.dropped(app)
-                if dropped != dropped_before and not struggling:
-                    struggling = True
-                    log.warning("app %s is not keeping up: its queues are dropping events", app)
-                elif struggling and not ess.pending(app):
-                    struggling = False
-                    log.info(
-                        "app %s caught up; %d events dropped meanwhile",
-                        app,
-                        dropped - dropped_before,
-                    )
-                    dropped_before = dropped
+                # Drops are reported per episode by the runtime's SlowAppWatch (also
+                # while this loop is blocked on a reader that stopped); it needs to
+                # know when the app has read everything queued.
+                if not ess.pending(app):
+                    slow_apps.drained(app)
         except asyncio.CancelledError:
             if not (stream.replaced or stream.expired or stream.ended) or context.cancelled():
                 raise  # the peer went away (or the server is cancelling it): nothing to say

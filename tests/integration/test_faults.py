@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import re
 import select
 import signal
 import subprocess
@@ -69,6 +71,8 @@ class Middleware:
             self.proc.kill()
             raise AssertionError(f"no listening line: {line!r} {self.proc.communicate(timeout=10)}")
         self.address = line.split()[-1]
+        self._seen = b""  # stderr read so far by wait_for_log
+        self._cursor = 0
         self.code: int | None = None
         self.out = ""
         self.err = ""
@@ -80,12 +84,35 @@ class Middleware:
         self.proc.send_signal(signal.SIGTERM)
         try:
             out, err = self.proc.communicate(timeout=15)
-            self.out, self.err = out.decode(), err.decode()
+            self.out, self.err = out.decode(), (self._seen + err).decode()
         finally:
             if self.proc.poll() is None:
                 self.proc.kill()
                 self.proc.wait()
         self.code = self.proc.returncode
+
+    def wait_for_log(self, pattern: str, timeout: float) -> re.Match[str]:
+        """The next stderr line (after the last one found) matching ``pattern``."""
+        assert self.proc.stderr is not None
+        fd = self.proc.stderr.fileno()
+        deadline = time.monotonic() + timeout
+        regex = re.compile(pattern)
+        while True:
+            text = self._seen.decode(errors="replace")
+            complete = text[: text.rfind("\n") + 1]
+            found = regex.search(complete, self._cursor)
+            if found is not None:
+                self._cursor = complete.index("\n", found.end()) + 1
+                return found
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"no log line matching {pattern!r} in {timeout} s:\n{text}")
+            ready, _, _ = select.select([fd], [], [], left)
+            if ready:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    raise AssertionError(f"the middleware exited; no {pattern!r}:\n{text}")
+                self._seen += chunk
 
 
 @contextmanager
@@ -270,3 +297,83 @@ async def test_a_provider_stopped_for_2_s_then_continued_keeps_its_signals_sprea
     after = busiest_slot(times, after_ns, after_ns + 3_000_000_000)
     # Before the fix the 1 Hz signals lined up: about 230 updates in one slot every second.
     assert 0 < after <= before * 1.5 + 10, (before, after)
+
+
+# -- a stuck app ------------------------------------------------------------------------
+
+
+async def test_an_app_that_stops_reading_is_reported_while_stuck_every_period_and_once_caught_up(
+    tmp_path: Path,
+) -> None:
+    with (
+        middleware("--listen", "127.0.0.1:0", "--slow-app-report-s", "1") as m,
+        process(
+            "providers", "sim", "--target", m.address, "--rate-scale", "3",
+            "--status", str(tmp_path / "sim.json"),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        ),
+    ):  # fmt: skip
+        await eventually(
+            lambda: (read_status(tmp_path / "sim.json") or {}).get("state") == "publishing",
+            timeout=30,
+            what="the provider publishing",
+        )
+        reading = asyncio.Event()
+        received = 0
+        # A 64 KiB receive window: back-pressure reaches the middleware's queues
+        # as soon as the app stops reading.
+        async with AppClient(
+            m.address,
+            "stuck",
+            queues=[QueueSpec(0, 10, 200)],
+            channel_options=(("grpc.http2.bdp_probe", 0),),
+        ) as app:
+            names = await app.list_keys("Vehicle.")
+            await app.subscribe([Sub(n, on_update=True) for n in names])
+
+            async def read() -> None:
+                nonlocal received
+                async for batch in app.batches():
+                    received += len(batch)
+                    await reading.wait()
+
+            reader = asyncio.create_task(read())
+            try:
+                # It stops reading after its first batch.
+                await eventually(lambda: received > 0, timeout=10, what="a first batch")
+                started = await asyncio.to_thread(
+                    m.wait_for_log,
+                    r"WARNING middleware\.slow_apps: app stuck is not keeping up: its queues are "
+                    r"dropping events \((\d+) dropped",
+                    timeout=15,
+                )
+                assert not reading.is_set()  # reported while stuck, not once it reads
+                first = await asyncio.to_thread(
+                    m.wait_for_log,
+                    r"app stuck is still not keeping up: (\d+) events dropped in the last [\d.]+ s,"
+                    r" (\d+) in this episode",
+                    timeout=5,
+                )
+                second = await asyncio.to_thread(
+                    m.wait_for_log,
+                    r"app stuck is still not keeping up: (\d+) events dropped in the last [\d.]+ s,"
+                    r" (\d+) in this episode",
+                    timeout=5,
+                )
+                # Running counts: the episode's total grows by what each line adds.
+                assert int(first[2]) > int(started[1])
+                assert int(second[2]) == int(first[2]) + int(second[1])
+                reading.set()
+                await asyncio.to_thread(
+                    m.wait_for_log,
+                    r"INFO middleware\.slow_apps: app stuck caught up; (\d+) events dropped in "
+                    r"this episode of [\d.]+ s",
+                    timeout=20,
+                )
+            finally:
+                reading.set()
+                reader.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await reader
+    # One warning for the episode, not one per read or per drop.
+    assert m.err.count("app stuck is not keeping up") == 1, m.err

@@ -436,6 +436,19 @@ def test_drop_counts_of_a_removed_key_do_not_follow_its_recycled_id() -> None:
     assert s.ess.dropped("a") == 2  # the running total still counts them
 
 
+def test_overflowed_counts_evictions_and_losses_not_discards() -> None:
+    s = System()
+    s.app("a", sub(WINDOW), queues=(small(hi=1),))
+    s.store.set(WINDOW, b"1")
+    s.store.set(WINDOW, b"2")  # evicts seq 1: the reader did not keep up
+    assert s.ess.overflowed("a") == 1
+    s.ess.deregister("a", [WINDOW])  # discards seq 2: the app's own doing
+    s.ess.check()
+    assert s.ess.dropped("a") == 2
+    assert s.ess.overflowed("a") == 1
+    assert s.ess.overflowed("nobody") == 0
+
+
 def test_an_ess_attached_after_keys_exist_treats_them_as_unwatched() -> None:
     store = VStore()
     ess = EventSubSystem(store)
