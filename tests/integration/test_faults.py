@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 from middleware.auth.tokens import generate_key_pair
 from middleware.client import AppClient, DataEvent, QueueSpec, Sub
 from middleware.status_file import read_status
@@ -377,3 +379,54 @@ async def test_an_app_that_stops_reading_is_reported_while_stuck_every_period_an
                     await reader
     # One warning for the episode, not one per read or per drop.
     assert m.err.count("app stuck is not keeping up") == 1, m.err
+
+
+# -- an app stopping while data flows ----------------------------------------------------
+
+DRAIN_BOUND_S = 2.0
+"""What the README promises: an app reads what is still queued for it for at most this."""
+
+
+@pytest.mark.parametrize("how", ["sigint", "duration"])
+async def test_an_app_stops_within_its_drain_bound_while_a_provider_floods(
+    tmp_path: Path, how: str
+) -> None:
+    sim_status, app_status = tmp_path / "sim.json", tmp_path / "app.json"
+    with (
+        middleware("--listen", "127.0.0.1:0") as m,
+        process(
+            "providers", "sim", "--target", m.address, "--rate-scale", "3",
+            "--status", str(sim_status),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        ),
+    ):  # fmt: skip
+        await eventually(
+            lambda: (read_status(sim_status) or {}).get("state") == "publishing",
+            timeout=30,
+            what="the provider publishing",
+        )
+        duration = ["--duration", "2"] if how == "duration" else []
+        with process(
+            "middleware.apps", "logger", "--target", m.address, "--out", str(tmp_path / "x.jsonl"),
+            "--status", str(app_status), *duration,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        ) as app:  # fmt: skip
+            await eventually(
+                lambda: (read_status(app_status) or {}).get("received", 0) > 0,
+                timeout=30,
+                what="the app reading",
+            )
+            began = time.monotonic()
+            if how == "sigint":
+                app.send_signal(signal.SIGINT)
+                expected = DRAIN_BOUND_S
+            else:
+                expected = 2.0 + DRAIN_BOUND_S  # --duration counts from when it reads
+            _, err = app.communicate(timeout=30)
+            took = time.monotonic() - began
+    assert app.returncode == 0, err
+    final = read_status(app_status) or {}
+    assert final["state"] == "stopped"
+    assert final["received"] > 0
+    # The bound, plus closing the channel and the interpreter's exit.
+    assert took < expected + 1.5, (took, err)
