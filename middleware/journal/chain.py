@@ -51,7 +51,7 @@ class OffsetCounter:
 
 def canonical(record: dict[str, Any]) -> bytes:
     """The bytes a record's hash is computed over: sorted keys, no spaces, no ``hash``."""
-    body = {k: v for k, v in record.items() if k != "hash"}
+    body = {k: v for k, v in record.items() if k != "hash"} if "hash" in record else record
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 

@@ -74,17 +74,6 @@ class _Gap:
     n: int
 
 
-@dataclass(slots=True)
-class _Line:
-    """A linked record waiting in a batch."""
-
-    size: int
-    hash: str
-    covers: int
-    """Losses a ``journal_dropped`` of this boot reports: reported again if it is lost."""
-    stop: bool
-
-
 def _open_unbuffered(path: Path) -> Any:
     # Unbuffered: one write per batch, whose result says exactly what reached the file.
     return path.open("ab", buffering=0)
@@ -140,8 +129,11 @@ class Journal:
         self.write_failures = 0
         self._stop_written = False
         self._chain = Chain()
-        self._batch: list[bytes] = []
-        self._batch_lines: list[_Line] = []
+        self._batch: list[bytes] = []  # linked lines not yet written
+        self._batch_hashes: list[str] = []  # their hashes, to roll the chain back on a failure
+        # (index, losses reported, is stop) of the batch's journal_dropped and stop lines: a
+        # journal_dropped of this boot that is lost reports its count again.
+        self._batch_marks: list[tuple[int, int, bool]] = []
         self._batch_bytes = 0
         self._batch_prev = ""  # the chain's last hash on disk, before the batch
         self._file: Any = None  # an unbuffered binary file
@@ -265,7 +257,9 @@ class Journal:
                     self._consumed += rec.n
                     continue
                 self._consumed += 1
-                self._emit(rec)
+                if self._unreported:
+                    self._note_failures()
+                self._emit_one(rec)
                 if self._batch_bytes >= self._batch_limit:
                     self._write_batch()
                     self._mark()
@@ -273,11 +267,6 @@ class Journal:
             log.exception("journal writer failed")
         finally:
             self._finish()
-
-    def _emit(self, rec: dict[str, Any]) -> None:
-        if self._unreported:
-            self._note_failures()
-        self._emit_one(rec)
 
     def _note_failures(self) -> None:
         count, self._unreported = self._unreported, 0
@@ -290,48 +279,48 @@ class Journal:
         rec["offset"] = self._next_offset
         self._next_offset = (self._next_offset + 1) % OFFSET_MOD
         line = self._chain.line(rec)
-        kind = rec["kind"]
-        covers = rec["count"] if kind == "journal_dropped" and "lost_boot_id" not in rec else 0
         self._batch.append(line)
-        self._batch_lines.append(_Line(len(line), rec["hash"], covers, kind == "stop"))
+        self._batch_hashes.append(rec["hash"])
         self._batch_bytes += len(line)
+        kind = rec["kind"]
+        if kind == "journal_dropped" or kind == "stop":
+            covers = rec["count"] if kind == "journal_dropped" and "lost_boot_id" not in rec else 0
+            self._batch_marks.append((len(self._batch) - 1, covers, kind == "stop"))
 
     def _write_batch(self) -> None:
         """Append the batch to the segment; what does not fit is cut back and counted lost."""
         if not self._batch:
             return
-        data = b"".join(self._batch)
-        lines = self._batch_lines
-        self._batch, self._batch_lines, self._batch_bytes = [], [], 0
+        batch, hashes, marks = self._batch, self._batch_hashes, self._batch_marks
+        self._batch, self._batch_hashes, self._batch_marks, self._batch_bytes = [], [], [], 0
+        data = b"".join(batch)
         payload = gzip.compress(data, 6) if self._compress else data
         done, error = self._append(payload)
         if done == len(payload):
-            kept = len(lines)
-        elif self._compress:
-            kept = 0  # a cut gzip member is unreadable from the cut on
+            kept, written = len(batch), len(payload)
         else:
-            kept, size = 0, 0
-            while kept < len(lines) and size + lines[kept].size <= done:
-                size += lines[kept].size
-                kept += 1
-        written = len(payload) if kept == len(lines) else sum(x.size for x in lines[:kept])
-        if written != done and self._file is not None:
-            # Cut a torn line (or gzip member) so the segment ends on a whole record.
-            with contextlib.suppress(OSError):
-                os.ftruncate(self._file.fileno(), self._file_bytes + written)
+            kept, written = 0, 0
+            if not self._compress:  # a cut gzip member is unreadable from the cut on
+                while kept < len(batch) and written + len(batch[kept]) <= done:
+                    written += len(batch[kept])
+                    kept += 1
+            if self._file is not None:
+                # Cut a torn line (or gzip member) so the segment ends on a whole record.
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._file.fileno(), self._file_bytes + written)
         self._file_bytes += written
         self.written += kept
-        if any(x.covers for x in lines[:kept]):
-            self._mark_now = True
-        if any(x.stop for x in lines[:kept]):
-            self._stop_written = True
-        if kept < len(lines):
-            lost = lines[kept:]
+        for index, _, stop in marks:
+            if index < kept:
+                self._mark_now = True  # a report or the stop reached disk
+                self._stop_written = self._stop_written or stop
+        if kept < len(batch):
             if not self._unreported and not self.write_failures:
                 log.error("journal write failed (%s); records are lost until writes work", error)
-            self.write_failures += len(lost)
-            self._unreported += len(lost) + sum(x.covers for x in lost)
-            self._chain.last = lines[kept - 1].hash if kept else self._batch_prev
+            self.write_failures += len(batch) - kept
+            self._unreported += len(batch) - kept
+            self._unreported += sum(covers for index, covers, _ in marks if index >= kept)
+            self._chain.last = hashes[kept - 1] if kept else self._batch_prev
             self._mark_now = True
         elif self.write_failures and self._unreported == 0:
             log.warning("journal writes work again (%d records were lost)", self.write_failures)
