@@ -14,7 +14,15 @@ from pyspark.sql import functions as F
 
 from telemetry_export import extract, load, transforms
 
-__all__ = ["REPORT_ROWS", "STALE_KEYS_SHOWN", "analyze", "apps_summary", "ingest"]
+__all__ = [
+    "REPORT_ROWS",
+    "STALE_KEYS_SHOWN",
+    "analyze",
+    "apps_summary",
+    "ingest",
+    "stale_keys",
+    "vehicle_apps",
+]
 
 
 def ingest(spark: SparkSession, inputs: Sequence[str], output: str) -> dict[str, int]:
@@ -35,9 +43,13 @@ def ingest(spark: SparkSession, inputs: Sequence[str], output: str) -> dict[str,
     linked = transforms.link_records(good.repartition("vehicle_id")).sortWithinPartitions(
         "vehicle_id", "date", "boot_id", "pos"
     )
-    load.write_table(linked, f"{output}/records", partition_by=["vehicle_id", "date"])
-    transforms.bad_lines(parsed).write.mode("overwrite").json(f"{output}/_bad")
-    counts = {"records": good.count(), "bad_lines": _bad_lines(spark, output).count()}
+    written, bad = Observation("records"), Observation("bad")
+    rows = F.count(F.lit(1)).alias("rows")
+    load.write_table(
+        linked.observe(written, rows), f"{output}/records", partition_by=["vehicle_id", "date"]
+    )
+    transforms.bad_lines(parsed).observe(bad, rows).write.mode("overwrite").json(f"{output}/_bad")
+    counts = {"records": int(written.get["rows"]), "bad_lines": int(bad.get["rows"])}
     parsed.unpersist()
     return counts
 
@@ -47,10 +59,10 @@ STALE_KEYS_SHOWN = 100
 
 
 def _per_queue(drop_rates: DataFrame) -> list[Row]:
-    """Per app and queue, over the whole fleet: events delivered and dropped
-    (from :func:`transforms.drop_rates`, which counts both per window)."""
+    """Per vehicle, app and queue: events delivered and dropped (from
+    :func:`transforms.drop_rates`, which counts both per window)."""
     return (
-        drop_rates.groupBy("app", "queue")
+        drop_rates.groupBy("vehicle_id", "app", "queue")
         .agg(
             (F.sum("events") - F.sum("dropped")).alias("delivered"),
             F.sum("dropped").alias("dropped"),
@@ -63,18 +75,50 @@ _GAP_TOTALS = ("missing", "explained", "unexplained", "drops_after_last_delivery
 
 
 def _gaps_per_app(reconciliation: DataFrame) -> list[Row]:
-    """Per app, over the whole fleet: its seqs missing, explained or not, and
-    dropped after its last delivery."""
-    return reconciliation.groupBy("app").agg(*(F.sum(c).alias(c) for c in _GAP_TOTALS)).collect()
+    """Per vehicle and app: its seqs missing, explained or not, and dropped
+    after its last delivery."""
+    return (
+        reconciliation.groupBy("vehicle_id", "app")
+        .agg(*(F.sum(c).alias(c) for c in _GAP_TOTALS))
+        .collect()
+    )
+
+
+def _gaps_per_key(reconciliation: DataFrame) -> list[Row]:
+    """Per app and key (by name), over the fleet: the seq totals and the
+    vehicles they were seen on."""
+    return (
+        reconciliation.groupBy("app", "key")
+        .agg(
+            *(F.sum(c).alias(c) for c in _GAP_TOTALS),
+            F.count_distinct("vehicle_id").alias("vehicles"),
+        )
+        .collect()
+    )
+
+
+def _stale_per_key(stale: DataFrame) -> list[Row]:
+    """Per key, what went quiet (writes, or deliveries to an app) and its
+    threshold: intervals, vehicles and the longest interval."""
+    return (
+        stale.groupBy("key", "what", "app", "threshold_ns")
+        .agg(
+            F.count(F.lit(1)).alias("intervals"),
+            F.count_distinct("vehicle_id").alias("vehicles"),
+            F.max("interval_ns").alias("longest_ns"),
+        )
+        .collect()
+    )
 
 
 def apps_summary(queues: Iterable[Any], gaps: Iterable[Any]) -> dict[str, dict[str, Any]]:
     """``summary.json``'s ``apps``: deliveries, drops per queue, and seq gaps.
 
-    ``queues`` has, per app and queue, ``app``, ``queue``, ``delivered`` and
-    ``dropped``; ``gaps``, per app, ``app`` and the sums of the reconciliation's
-    ``missing``, ``explained``, ``unexplained`` and ``drops_after_last_delivery``
-    (rows or dicts: each field read as ``row[name]``).
+    ``queues`` has, per vehicle (or not), app and queue, ``app``, ``queue``,
+    ``delivered`` and ``dropped``; ``gaps``, per vehicle (or not) and app,
+    ``app`` and the sums of the reconciliation's ``missing``, ``explained``,
+    ``unexplained`` and ``drops_after_last_delivery`` (rows or dicts: each
+    field read as ``row[name]``). Both are added up over the vehicles.
     """
     apps: dict[str, dict[str, Any]] = {}
 
@@ -85,33 +129,70 @@ def apps_summary(queues: Iterable[Any], gaps: Iterable[Any]) -> dict[str, dict[s
         a = app(r["app"])
         a["delivered"] += int(r["delivered"])
         a["dropped"] += int(r["dropped"])
-        a["dropped_per_queue"][str(r["queue"])] = int(r["dropped"])
+        q = a["dropped_per_queue"]
+        q[str(r["queue"])] = q.get(str(r["queue"]), 0) + int(r["dropped"])
+    names = {
+        "missing": "missing_seqs",
+        "explained": "explained_seqs",
+        "unexplained": "unexplained_seqs",
+        "drops_after_last_delivery": "drops_after_last_delivery",
+    }
     for r in gaps:
         a = app(r["app"])
-        a["missing_seqs"] = int(r["missing"])
-        a["explained_seqs"] = int(r["explained"])
-        a["unexplained_seqs"] = int(r["unexplained"])
-        a["drops_after_last_delivery"] = int(r["drops_after_last_delivery"])
+        for c, name in names.items():
+            a[name] = a.get(name, 0) + int(r[c])
     return apps
 
 
-def _stale_keys(stale: DataFrame) -> dict[str, int]:
-    """The keys whose writes stopped for longer than their threshold, with the longest
-    interval (ns), longest first (at most 100). Gaps in deliveries to an app are
-    in the ``stale`` table, not here: they are the app's, not the signal's."""
-    rows = (
-        stale.where(F.col("what") == "write")
-        .groupBy("key")
-        .agg(F.max("interval_ns").alias("longest"))
-        .orderBy(F.desc("longest"))
-        .limit(STALE_KEYS_SHOWN)
-        .collect()
-    )
-    return {r["key"] or "?": int(r["longest"]) for r in rows}
+def vehicle_apps(queues: Iterable[Any], gaps: Iterable[Any]) -> list[dict[str, Any]]:
+    """The report's rows per vehicle and app: ``delivered``, ``dropped`` and
+    the seq totals (inputs as :func:`apps_summary`'s, per vehicle), by vehicle
+    and app."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def row(r: Any) -> dict[str, Any]:
+        return rows.setdefault(
+            (r["vehicle_id"], r["app"]),
+            {
+                "vehicle_id": r["vehicle_id"],
+                "app": r["app"],
+                "delivered": 0,
+                "dropped": 0,
+                **dict.fromkeys(_GAP_TOTALS, 0),
+            },
+        )
+
+    for r in queues:
+        a = row(r)
+        a["delivered"] += int(r["delivered"])
+        a["dropped"] += int(r["dropped"])
+    for r in gaps:
+        a = row(r)
+        for c in _GAP_TOTALS:
+            a[c] += int(r[c])
+    return [rows[k] for k in sorted(rows)]
 
 
-def _bad_lines(spark: SparkSession, dataset: str) -> DataFrame:
-    return spark.read.schema(_BAD_SCHEMA).json(f"{dataset}/_bad")
+def stale_keys(per_key: Iterable[Any]) -> dict[str, int]:
+    """``summary.json``'s ``stale_keys`` from :func:`_stale_per_key`'s rows:
+    the keys whose writes stopped for longer than their threshold, with the
+    longest interval (ns), longest first (at most 100). Gaps in deliveries to
+    an app are in the ``stale`` table, not here: they are the app's, not the
+    signal's."""
+    longest: dict[str, int] = {}
+    for r in per_key:
+        if r["what"] == "write":
+            key = r["key"] or "?"
+            longest[key] = max(longest.get(key, 0), int(r["longest_ns"]))
+    ordered = sorted(longest.items(), key=lambda kv: (-kv[1], kv[0]))
+    return dict(ordered[:STALE_KEYS_SHOWN])
+
+
+def _bad_lines(spark: SparkSession, dataset: str) -> int:
+    """The bad lines ``ingest`` set aside (none: no data file, nothing read)."""
+    if not extract.has_rows(spark, f"{dataset}/_bad"):
+        return 0
+    return spark.read.schema(_BAD_SCHEMA).json(f"{dataset}/_bad").count()
 
 
 def _concurrently(tasks: dict[str, Callable[[], Any]]) -> dict[str, Any]:
@@ -136,7 +217,9 @@ def analyze(
     window_ns: int = 1_000_000_000,
 ) -> dict[str, Any]:
     """The findings of a dataset written by ``ingest``; returns the summary."""
-    records = extract.read_dataset(spark, f"{dataset}/records", transforms.ANALYSED)
+    records = extract.read_dataset(
+        spark, f"{dataset}/records", transforms.ANALYSED, optional=transforms.OPTIONAL
+    )
     # One pass over the records: the aggregation every finding reads (small,
     # kept in memory), laid out by boot so that no finding needs a further
     # shuffle: each groups or orders within a boot.
@@ -148,13 +231,18 @@ def analyze(
     )
     # One row per boot: one partition (its consumers then run one task each).
     facts = transforms.boot_facts(active).coalesce(1).cache()
-    kept: list[DataFrame] = [facts, active]
+    # One row per boot and key: joined to the tables that have only key ids.
+    names = transforms.key_names(active).coalesce(1).cache()
+    # Where each key's seqs start in a boot whose oldest records retention
+    # removed (few rows: those boots only).
+    floors = transforms.seq_floors(active, facts).coalesce(1).cache()
+    kept: list[DataFrame] = [facts, names, floors, active]
     try:
         with ThreadPoolExecutor(max_workers=1) as pool:
             # The pass runs while this thread plans the findings (about a second
             # of driver time here).
             materialized = pool.submit(active.count)
-            seq_gaps = transforms.seq_gaps(active)
+            seq_gaps = transforms.with_key_names(transforms.seq_gaps(active, floors), names)
             integrity = transforms.boot_integrity(facts)
             # The fleet's totals, summed over the boots while they are written.
             # Vehicles: each is counted by its first boot (an observation cannot
@@ -164,7 +252,9 @@ def analyze(
                 vehicles, F.count(F.when(F.col("boot_number") == 1, 1)).alias("vehicles")
             )
             # Kept: the summary and the report read them again.
-            reconciliation = transforms.seq_reconciliation(active).cache()
+            reconciliation = transforms.with_key_names(
+                transforms.seq_reconciliation(active, floors), names
+            ).cache()
             stale = transforms.stale_intervals(
                 active, thresholds=thresholds, default_ns=default_stale_ns
             ).cache()
@@ -192,7 +282,16 @@ def analyze(
             """The fleet's drops per app and queue, its earliest windows."""
             over_time = transforms.drops_over_time(drop_rates)
             rows = over_time.orderBy("window_start_ns").limit(REPORT_ROWS)
-            return load.plot_drops(_rows(rows), report) if local else None
+            return load.plot_drops(_rows(rows), report, window_ns=window_ns) if local else None
+
+        def boot_rows() -> list[dict[str, Any]]:
+            """Every boot with its facts, for the report (none: not local)."""
+            if not local:
+                return []
+            order = transforms.boots(facts).select(
+                *transforms.BOOT, "boot_number", "after_clean_stop"
+            )
+            return _rows(facts.join(order, transforms.BOOT).limit(REPORT_ROWS))
 
         # Every table, and what the summary and the report read from it, at once
         # (a kept table is computed once, by whichever query gets there first).
@@ -202,16 +301,17 @@ def analyze(
                 "seq_gaps": partial(write, "seq_gaps", seq_gaps),
                 "reconciliation": partial(write, "reconciliation", reconciliation),
                 "gaps": partial(_gaps_per_app, reconciliation),
+                "gap_keys": partial(_gaps_per_key, reconciliation),
                 "stale": partial(write, "stale", stale),
-                "stale_keys": partial(_stale_keys, stale),
+                "stale_keys": partial(_stale_per_key, stale),
                 "stale_png": partial(plot, load.plot_staleness, stale),
                 "drop_rates": partial(write, "drop_rates", drop_rates),
                 "drops_png": plot_drops,
                 "boot_integrity": partial(write, "boot_integrity", integrity),
                 "boots": partial(write, "boots", boots),
-                "chain": lambda: _rows(integrity.where(F.col("broken_links") > 0)) if local else [],
+                "boot_rows": boot_rows,
                 "queues": partial(_per_queue, drop_rates),
-                "bad_lines": lambda: _bad_lines(spark, dataset).count(),
+                "bad_lines": partial(_bad_lines, spark, dataset),
             }
         )
         per_boot = {**fleet.get, **vehicles.get}
@@ -224,6 +324,7 @@ def analyze(
             "boots": int(per_boot["boots"]),
             # Every boot of a vehicle after its first is a restart.
             "restarts": int(per_boot["boots"] - per_boot["vehicles"]),
+            "unclean_stops": int(per_boot["unclean"]),
             "delivered": int(per_boot["delivered"]),
             "dropped": int(per_boot["dropped"]),
             "seq_gaps": found["seq_gaps"],
@@ -231,16 +332,28 @@ def analyze(
             "unexplained_seqs": sum(a.get("unexplained_seqs", 0) for a in apps.values()),
             "stale_intervals": found["stale"],
             "broken_chains": int(per_boot["broken"]),
+            "trimmed_boots": int(per_boot["trimmed"]),
             "missing_journal_records": int(per_boot["missing_records"]),
             "reported_journal_drops": int(per_boot["reported_dropped"]),
+            "unreported_journal_losses": int(per_boot["unreported_lost"]),
             "apps": apps,
-            "stale_keys": found["stale_keys"],
+            "stale_keys": stale_keys(found["stale_keys"]),
         }
         if local:
             load.write_report(
                 report,
                 summary,
-                found["chain"],
+                load.ReportTables(
+                    boots=found["boot_rows"],
+                    vehicle_apps=vehicle_apps(found["queues"], found["gaps"]),
+                    gap_keys=[r.asDict() for r in found["gap_keys"]],
+                    stale_keys=[r.asDict() for r in found["stale_keys"]],
+                ),
+                load.Settings(
+                    thresholds=tuple(thresholds),
+                    default_stale_ns=default_stale_ns,
+                    window_ns=window_ns,
+                ),
                 drops_png=found["drops_png"],
                 stale_png=found["stale_png"],
             )
@@ -257,9 +370,18 @@ def _fleet_totals() -> list[Column]:
         F.count(F.lit(1)).alias("boots"),
         *(
             F.coalesce(F.sum(c), F.lit(0)).alias(c)
-            for c in ("records", "delivered", "dropped", "missing_records", "reported_dropped")
+            for c in (
+                "records",
+                "delivered",
+                "dropped",
+                "missing_records",
+                "reported_dropped",
+                "unreported_lost",
+            )
         ),
         F.count(F.when(F.col("broken_links") > 0, 1)).alias("broken"),
+        F.count(F.when(F.col("chain") == "trimmed", 1)).alias("trimmed"),
+        F.count(F.when(~F.col("clean_stop"), 1)).alias("unclean"),
     ]
 
 

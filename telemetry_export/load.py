@@ -3,16 +3,30 @@
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from pyspark.sql import DataFrame
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["plot_drops", "plot_staleness", "write_report", "write_table"]
+__all__ = [
+    "ReportTables",
+    "Settings",
+    "plot_drops",
+    "plot_staleness",
+    "write_report",
+    "write_table",
+]
+
+TABLE_ROWS: Final = 200
+"""Rows of each table report.md lists, at most (the Parquet tables have all)."""
 
 
 def write_table(df: DataFrame, path: str, *, partition_by: list[str] | None = None) -> None:
@@ -22,62 +36,155 @@ def write_table(df: DataFrame, path: str, *, partition_by: list[str] | None = No
     writer.parquet(path)
 
 
-def plot_drops(rates: list[dict[str, Any]], out: Path) -> str | None:
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The analysis' settings, said in the report beside what they found."""
+
+    thresholds: tuple[tuple[str, int], ...] = ()
+    """Staleness thresholds (ns) per key prefix; the longest prefix wins."""
+    default_stale_ns: int = 5_000_000_000
+    window_ns: int = 1_000_000_000
+    """The drop-rate window."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReportTables:
+    """The rows report.md lists (dicts, or anything read as ``row[name]``)."""
+
+    boots: list[dict[str, Any]] = field(default_factory=list)
+    """Per boot: the ``boot_integrity`` and ``boots`` columns, ``delivered`` and
+    ``dropped``."""
+    vehicle_apps: list[dict[str, Any]] = field(default_factory=list)
+    """Per vehicle and app: ``delivered``, ``dropped`` and the seq totals."""
+    gap_keys: list[dict[str, Any]] = field(default_factory=list)
+    """Per app and key name over the fleet: the seq totals and ``vehicles``."""
+    stale_keys: list[dict[str, Any]] = field(default_factory=list)
+    """Per key name, ``what``, ``app`` and ``threshold_ns``: ``intervals``,
+    ``vehicles`` and ``longest_ns``."""
+
+
+# -- plots ------------------------------------------------------------------------
+
+
+def plot_drops(rates: list[dict[str, Any]], out: Path, *, window_ns: int) -> str | None:
     """``drops.png`` in ``out`` from rows of :func:`transforms.drops_over_time`
-    (``app``, ``queue``, ``window_start_ns``, ``dropped``): one line per app and
-    queue. Its name, or None without rows. Safe to call from any thread (no
-    pyplot state)."""
+    (``app``, ``queue``, ``window_start_ns``, ``dropped``): per app and queue,
+    the drops of each ``window_ns`` window as a step, nothing drawn across
+    windows without events. Its name, or None without rows. Safe to call from
+    any thread (no pyplot state)."""
     if not rates:
         return None
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(8, 3.5))
+    fig = Figure(figsize=(9, 4))
     ax = fig.subplots()
     series: dict[str, list[tuple[int, int]]] = {}
     for r in rates:
-        series.setdefault(f"{r['app']} / q{r['queue']}", []).append(
-            (r["window_start_ns"], r["dropped"])
+        series.setdefault(f"{r['app']} / queue {r['queue']}", []).append(
+            (int(r["window_start_ns"]), int(r["dropped"]))
         )
     for label, points in sorted(series.items()):
-        points.sort()
-        ax.plot(_utc([p[0] for p in points]), [p[1] for p in points], marker=".", label=label)
-    ax.xaxis_date(UTC)
-    ax.set_xlabel("time (UTC)")
-    ax.set_ylabel("events dropped per window")
-    ax.set_title("Drops over time, all vehicles")
+        xs, ys = _steps(sorted(points), window_ns)
+        ax.plot(_utc(xs), ys, drawstyle="steps-post", linewidth=1.5, label=label)
+    starts = [int(r["window_start_ns"]) for r in rates]
+    _time_axis(ax, min(starts), max(starts) + window_ns)
+    ax.set_ylim(bottom=0)
+    window = _duration(window_ns)
+    ax.set_ylabel(f"events dropped per {window}")
+    ax.set_title(f"Drops per {window} window, all vehicles added up")
     if len(series) <= 12:
-        ax.legend(fontsize="small")
+        ax.legend(fontsize="small", title="app / queue", title_fontsize="small")
     return _save(fig, out / "drops.png")
 
 
+def _steps(points: list[tuple[int, int]], width: int) -> tuple[list[int], list[float]]:
+    """Windows as steps: each run of adjacent windows closed at its last one's
+    end, runs apart separated by a break (NaN), so no line crosses a gap."""
+    xs: list[int] = []
+    ys: list[float] = []
+    for i, (t, y) in enumerate(points):
+        if i and t > points[i - 1][0] + width:
+            end = points[i - 1][0] + width
+            xs += [end, end]
+            ys += [points[i - 1][1], math.nan]
+        xs.append(t)
+        ys.append(y)
+    xs.append(points[-1][0] + width)
+    ys.append(points[-1][1])
+    return xs, ys
+
+
 def plot_staleness(stale: list[dict[str, Any]], out: Path) -> str | None:
-    """``staleness.png`` in ``out`` from rows of the ``stale`` table; its name,
-    or None without rows. Safe to call from any thread (no pyplot state)."""
+    """``staleness.png`` in ``out`` from rows of the ``stale`` table: a bar per
+    interval, a row per key and what went quiet (its writes, or its deliveries
+    to an app), labelled with the threshold. Its name, or None without rows.
+    Safe to call from any thread (no pyplot state)."""
     if not stale:
         return None
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(8, 3.5))
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for s in stale:
+        rows.setdefault(_quiet_label(s), []).append(s)
+    labels = sorted(rows)[:20]
+    fig = Figure(figsize=(10, 1.4 + 0.42 * len(labels)))
     ax = fig.subplots()
-    keys = sorted({str(s["key"]) for s in stale})[:20]
-    for i, key in enumerate(keys):
-        spans = [s for s in stale if str(s["key"]) == key]
-        # One collection per key: a line per interval costs a few ms each.
+    vehicles = {s["vehicle_id"] for s in stale}
+    # Each vehicle at its own height within a row, so that intervals of
+    # several vehicles at the same time stay apart.
+    lane = {v: i for i, v in enumerate(sorted(vehicles))}
+    step = 0.7 / max(len(lane), 1)
+    for i, label in enumerate(labels):
+        spans = rows[label]
+        # One collection per row: a line per interval costs a few ms each.
         ax.hlines(
-            [i] * len(spans),
+            [i - 0.35 + step * (lane[s["vehicle_id"]] + 0.5) for s in spans],
             _utc([s["from_ns"] for s in spans]),
             _utc([s["to_ns"] for s in spans]),
-            linewidth=4,
+            linewidth=max(1.0, min(6.0, 40 * step)),
             color=f"C{i % 10}",
         )
-    ax.xaxis_date(UTC)
-    ax.set_yticks(range(len(keys)), keys, fontsize="x-small")
-    ax.set_xlabel("time (UTC)")
-    ax.set_title("Stale intervals (longer than the key's threshold)")
+    ticks = []
+    for label in labels:
+        spans = rows[label]
+        n = len({s["vehicle_id"] for s in spans})
+        ticks.append(f"{label}\n{len(spans)} intervals, {n} vehicle{'s' if n != 1 else ''}")
+    ax.set_yticks(range(len(labels)), ticks, fontsize="x-small")
+    ax.set_ylim(-0.5, len(labels) - 0.5)
+    ax.invert_yaxis()
+    shown = [s for label in labels for s in rows[label]]
+    _time_axis(ax, min(s["from_ns"] for s in shown), max(s["to_ns"] for s in shown))
+    more = f" (first 20 of {len(rows)} rows)" if len(rows) > 20 else ""
+    ax.set_title(
+        f"Stale intervals: quiet longer than the key's threshold, {len(vehicles)} "
+        f"vehicle{'s' if len(vehicles) != 1 else ''} (one lane each){more}",
+        fontsize="medium",
+    )
     return _save(fig, out / "staleness.png")
 
 
-def _utc(times_ns: list[int]) -> Any:
+def _quiet_label(s: Any) -> str:
+    what = "writes" if s["what"] == "write" else f"deliveries to {s['app']}"
+    return f"{s['key'] or 'key ' + str(s['key_id'])}: {what} (> {_duration(s['threshold_ns'])})"
+
+
+def _time_axis(ax: Axes, start_ns: int, end_ns: int) -> None:
+    """A UTC time axis over ``start_ns`` .. ``end_ns`` (a little margin), with
+    ticks that suit that span (seconds to days), not matplotlib's default years
+    around a single point."""
+    import matplotlib.dates as mdates
+
+    margin = max((end_ns - start_ns) // 40, 1_000_000_000)
+    ax.set_xlim(*_utc([start_ns - margin, end_ns + margin]))
+    locator = mdates.AutoDateLocator(tz=UTC, minticks=4, maxticks=10)  # type: ignore[no-untyped-call]
+    ax.xaxis.set_major_locator(locator)
+    formatter = mdates.ConciseDateFormatter(locator, tz=UTC)  # type: ignore[no-untyped-call]
+    ax.xaxis.set_major_formatter(formatter)
+    ax.set_xlabel("time (UTC)")
+    ax.grid(True, axis="x", alpha=0.3)
+
+
+def _utc(times_ns: Sequence[int]) -> Any:
     """Times in ns since the epoch as dates (UTC) for matplotlib (``Any``: its
     stubs do not say it takes them)."""
     return [datetime.fromtimestamp(t / 1e9, tz=UTC) for t in times_ns]
@@ -90,25 +197,128 @@ def _save(fig: Figure, path: Path) -> str:
     return path.name
 
 
+# -- the report -------------------------------------------------------------------
+
+
+def _duration(ns: int | float | None) -> str:
+    """``ns`` for people: 250 ms, 30 s, 2.5 min, 3.1 h."""
+    if ns is None:
+        return "?"
+    s = ns / 1e9
+    if s < 1:
+        return f"{s * 1000:g} ms"
+    if s < 120:
+        return f"{s:.3g} s" if s != int(s) else f"{int(s)} s"
+    if s < 7200:
+        return f"{s / 60:.3g} min"
+    return f"{s / 3600:.3g} h"
+
+
+def _time(ns: int | None) -> str:
+    if ns is None:
+        return "-"
+    return datetime.fromtimestamp(ns / 1e9, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _bytes(n: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:,} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def _table(header: list[str], rows: list[list[Any]], *, right: int = 0) -> list[str]:
+    """A Markdown table; the last ``right`` columns right-aligned."""
+    align = ["---"] * (len(header) - right) + ["---:"] * right
+    out = [f"| {' | '.join(header)} |", f"| {' | '.join(align)} |"]
+    out += [f"| {' | '.join(str(c) for c in r)} |" for r in rows]
+    return [*out, ""]
+
+
+def _cut(rows: list[Any], what: str) -> tuple[list[Any], list[str]]:
+    if len(rows) <= TABLE_ROWS:
+        return rows, []
+    return rows[:TABLE_ROWS], [f"(The first {TABLE_ROWS} of {len(rows):,}; all in `{what}`.)", ""]
+
+
+def _ended(b: Any) -> str:
+    if b["clean_stop"] is None:
+        return "unknown (no record on disk)"
+    if b["clean_stop"]:
+        return "stop record (clean)"
+    return "**no stop record: unclean** (killed, crashed, or still running)"
+
+
+def _started(b: Any) -> str:
+    if b["boot_number"] == 1:
+        return "first boot"
+    before = b["after_clean_stop"]
+    if before is None:
+        return "restart"
+    return "restart after a clean stop" if before else "**restart after an unclean stop**"
+
+
+def _chain(b: Any) -> str:
+    chain, trimmed = b["chain"], ""
+    if b["trimmed_files"]:
+        trimmed = f"{b['trimmed_files']} files, {_bytes(b['trimmed_bytes'])}"
+    if chain == "intact":
+        return "intact"
+    if chain == "trimmed":
+        if not b["records"]:
+            return f"all its records removed by retention ({trimmed})"
+        return f"intact, oldest records removed by retention ({trimmed})"
+    if chain == "start missing":
+        more = f"; {b['broken_links'] - 1} more broken links" if b["broken_links"] > 1 else ""
+        return (
+            f"**records missing before offset {b['first_broken_offset']}** "
+            f"(no journal_trimmed record accounts for them){more}"
+        )
+    return (
+        f"**broken at offset {b['first_broken_offset']}** (edited, reordered or deleted "
+        f"records; {b['broken_links']} broken links)"
+    )
+
+
+def _rate(dropped: int, delivered: int) -> str:
+    total = dropped + delivered
+    return f"{dropped / total:.1%}" if total else "-"
+
+
 def write_report(
     out: Path,
     summary: dict[str, Any],
-    chain: list[dict[str, Any]],
+    tables: ReportTables,
+    settings: Settings,
     *,
     drops_png: str | None,
     stale_png: str | None,
 ) -> None:
     """``summary.json`` and ``report.md`` into the local directory ``out``:
-    ``chain`` has the ``boot_integrity`` rows of broken chains; the plots are
-    those :func:`plot_drops` and :func:`plot_staleness` made there."""
+    ``tables`` has the rows listed (per boot, per vehicle and app, per app and
+    key, per stale key); the plots are those :func:`plot_drops` and
+    :func:`plot_staleness` made there."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    boots = sorted(tables.boots, key=lambda b: (b["vehicle_id"], b["boot_number"]))
+    unclean_restarts = sum(1 for b in boots if b["after_clean_stop"] is False)
+    thresholds = ", ".join(
+        f"{_duration(ns)} for keys under `{p}`" for p, ns in sorted(settings.thresholds)
+    )
+    window = _duration(settings.window_ns)
     lines = [
         "# Telemetry journal analysis",
         "",
-        f"{summary['records']:,} records from {summary['vehicles']} vehicles, "
-        f"{summary['boots']} boots ({summary['restarts']} restarts); "
-        f"{summary['bad_lines']} bad lines kept aside.",
+        f"{summary['vehicles']} vehicles, {summary['boots']} boots ({summary['restarts']} "
+        f"restarts, {unclean_restarts} of them after an unclean stop), "
+        f"{summary['records']:,} records; {summary['bad_lines']} bad lines kept aside "
+        "(`_bad` in the dataset).",
+        "",
+        f"Settings: a key is stale when quiet longer than "
+        f"{_duration(settings.default_stale_ns)}"
+        + (f" ({thresholds}; the longest prefix wins)" if thresholds else "")
+        + f"; drop rates per {window} window.",
         "",
         "## Findings",
         "",
@@ -122,9 +332,12 @@ def write_report(
         "missing_seqs",
         "unexplained_seqs",
         "stale_intervals",
+        "unclean_stops",
         "broken_chains",
+        "trimmed_boots",
         "missing_journal_records",
         "reported_journal_drops",
+        "unreported_journal_losses",
     ):
         lines.append(f"| {key.replace('_', ' ')} | {summary[key]:,} |")
     verdict = (
@@ -133,17 +346,280 @@ def write_report(
         else f"**{summary['unexplained_seqs']} missing seqs have no drop record**"
     )
     lines += ["", f"Reconciliation: {verdict}.", ""]
-    if summary["broken_chains"]:
-        lines += ["**Hash chain broken** (edited, reordered or deleted records):", ""]
-        for b in chain:
-            if b["broken_links"]:
-                lines.append(
-                    f"- {b['vehicle_id']} boot {b['boot_id']}: first broken at offset "
-                    f"{b['first_broken_offset']} ({b['broken_links']} links)"
-                )
-        lines.append("")
-    if drops_png:
-        lines += ["## Drops over time", "", f"![drops]({drops_png})", ""]
+    lines += _journal_verdicts(summary, boots)
+    lines += _vehicles(boots, tables.vehicle_apps)
+    lines += _boots(boots)
+    lines += _vehicle_apps(tables.vehicle_apps, window)
+    lines += _gap_keys(tables.gap_keys)
+    lines += ["## Staleness", ""]
+    if tables.stale_keys:
+        rows = sorted(
+            tables.stale_keys,
+            key=lambda r: (r["key"] or "", r["what"] != "write", r["app"] or ""),
+        )
+        shown, note = _cut(rows, "stale")
+        lines += _table(
+            ["key", "what went quiet", "threshold", "intervals", "vehicles", "longest"],
+            [
+                [
+                    f"`{r['key']}`",
+                    "its writes" if r["what"] == "write" else f"deliveries to {r['app']}",
+                    _duration(r["threshold_ns"]),
+                    f"{r['intervals']:,}",
+                    r["vehicles"],
+                    _duration(r["longest_ns"]),
+                ]
+                for r in shown
+            ],
+            right=3,
+        )
+        lines += note
+    else:
+        lines += ["No key was quiet longer than its threshold.", ""]
     if stale_png:
-        lines += ["## Staleness", "", f"![staleness]({stale_png})", ""]
+        lines += [f"![staleness]({stale_png})", ""]
+    if drops_png:
+        lines += [
+            "## Drops over time",
+            "",
+            f"Events dropped per {window} window, all vehicles added up, per app and queue.",
+            "",
+            f"![drops]({drops_png})",
+            "",
+        ]
     (out / "report.md").write_text("\n".join(lines))
+
+
+def _journal_verdicts(summary: dict[str, Any], boots: list[Any]) -> list[str]:
+    lines: list[str] = []
+
+    def listing(title: str, which: list[Any], say: Any) -> None:
+        if not which:
+            return
+        nonlocal lines
+        lines += [title, ""]
+        shown, note = _cut(which, "boot_integrity")
+        lines += [
+            f"- {b['vehicle_id']} boot {b['boot_number']} (`{b['boot_id']}`): {say(b)}"
+            for b in shown
+        ]
+        lines += ["", *note]
+
+    listing(
+        "**Hash chain broken** (edited, reordered or deleted records):",
+        [b for b in boots if b["chain"] in ("broken", "start missing")],
+        _chain,
+    )
+    listing(
+        "**Journal records lost that no `journal_dropped` record reports:**",
+        [b for b in boots if b["unreported_lost"]],
+        lambda b: (
+            f"{b['unreported_lost']:,} of {b['missing_records']:,} missing by offset "
+            f"({b['reported_dropped']:,} reported)"
+        ),
+    )
+    listing(
+        "Oldest records removed by the journal's retention (reported by `journal_trimmed` "
+        "records; not tampering):",
+        [b for b in boots if b["chain"] == "trimmed"],
+        _chain,
+    )
+    listing(
+        "**Boots that ended without a `stop` record** (killed, crashed, or still running):",
+        [b for b in boots if b["clean_stop"] is False],
+        lambda b: f"last record at {_time(b['last_ns'])} UTC",
+    )
+    if not lines:
+        lines = ["Journal: every chain intact, every boot stopped cleanly, no loss unreported.", ""]
+    return lines
+
+
+def _vehicles(boots: list[Any], vehicle_apps: list[Any]) -> list[str]:
+    per: dict[str, dict[str, Any]] = {}
+    for b in boots:
+        v = per.setdefault(
+            b["vehicle_id"],
+            {"boots": 0, "unclean": 0, "records": 0, "delivered": 0, "dropped": 0, "chain": []},
+        )
+        v["boots"] += 1
+        v["unclean"] += b["clean_stop"] is False
+        v["records"] += b["records"]
+        v["delivered"] += b["delivered"]
+        v["dropped"] += b["dropped"]
+        if b["chain"] in ("broken", "start missing"):
+            v["chain"].append("**broken**")
+        elif b["chain"] == "trimmed":
+            v["chain"].append("trimmed")
+    gaps: dict[str, list[int]] = {}
+    for a in vehicle_apps:
+        g = gaps.setdefault(a["vehicle_id"], [0, 0])
+        g[0] += a["missing"]
+        g[1] += a["unexplained"]
+    rows = [
+        [
+            name,
+            v["boots"],
+            v["boots"] - 1,
+            v["unclean"],
+            f"{v['records']:,}",
+            f"{v['delivered']:,}",
+            f"{v['dropped']:,}",
+            f"{gaps.get(name, [0, 0])[0]:,}",
+            f"{gaps.get(name, [0, 0])[1]:,}",
+            ", ".join(sorted(set(v["chain"]))) or "intact",
+        ]
+        for name, v in sorted(per.items())
+    ]
+    shown, note = _cut(rows, "boots")
+    return [
+        "## Vehicles",
+        "",
+        *_table(
+            [
+                "vehicle",
+                "boots",
+                "restarts",
+                "unclean stops",
+                "records",
+                "delivered",
+                "dropped",
+                "missing seqs",
+                "unexplained",
+                "journal",
+            ],
+            shown,
+        ),
+        *note,
+    ]
+
+
+def _boots(boots: list[Any]) -> list[str]:
+    rows = [
+        [
+            b["vehicle_id"],
+            b["boot_number"],
+            f"`{b['boot_id']}`",
+            _time(b["first_ns"]),
+            _time(b["last_ns"]),
+            _duration(b["last_ns"] - b["first_ns"]) if b["first_ns"] is not None else "-",
+            f"{b['records']:,}",
+            _started(b),
+            _ended(b),
+            _chain(b),
+            f"{b['missing_records']:,} / {b['reported_dropped']:,} / "
+            + (f"**{b['unreported_lost']:,}**" if b["unreported_lost"] else "0"),
+        ]
+        for b in boots
+    ]
+    shown, note = _cut(rows, "boots")
+    return [
+        "## Boots and restarts",
+        "",
+        "Each middleware process is a boot; every boot of a vehicle after its first is a "
+        "restart. A boot ended cleanly if its journal ends with a `stop` record. Journal "
+        "records lost: missing by offset / reported by `journal_dropped` / reported by none.",
+        "",
+        *_table(
+            [
+                "vehicle",
+                "#",
+                "boot",
+                "first record (UTC)",
+                "last record (UTC)",
+                "span",
+                "records",
+                "started as",
+                "ended with",
+                "hash chain",
+                "journal records lost",
+            ],
+            shown,
+        ),
+        *note,
+    ]
+
+
+def _vehicle_apps(rows_in: list[Any], window: str) -> list[str]:
+    if not rows_in:
+        return [
+            "## Drops and gaps per vehicle and app",
+            "",
+            "No event was delivered or dropped.",
+            "",
+        ]
+    rows = [
+        [
+            a["vehicle_id"],
+            a["app"],
+            f"{a['delivered']:,}",
+            f"{a['dropped']:,}",
+            _rate(a["dropped"], a["delivered"]),
+            f"{a['missing']:,}",
+            f"{a['explained']:,}",
+            f"**{a['unexplained']:,}**" if a["unexplained"] else "0",
+            f"{a['drops_after_last_delivery']:,}",
+        ]
+        for a in rows_in
+    ]
+    shown, note = _cut(rows, "drop_rates")
+    return [
+        "## Drops and gaps per vehicle and app",
+        "",
+        "Dropped: `evicted`/`lost` records. Missing seqs: never delivered to the app "
+        "(`seq_gaps`); explained: a drop record accounts for the seq. Per "
+        f"{window} window: the `drop_rates` table.",
+        "",
+        *_table(
+            [
+                "vehicle",
+                "app",
+                "delivered",
+                "dropped",
+                "drop rate",
+                "missing seqs",
+                "explained",
+                "unexplained",
+                "dropped after last delivery",
+            ],
+            shown,
+            right=7,
+        ),
+        *note,
+    ]
+
+
+def _gap_keys(rows_in: list[Any]) -> list[str]:
+    if not rows_in:
+        return []
+    ordered = sorted(rows_in, key=lambda r: (-r["missing"], r["app"], r["key"] or ""))
+    rows = [
+        [
+            r["app"],
+            f"`{r['key']}`" if r["key"] else "(unnamed)",
+            f"{r['missing']:,}",
+            f"{r['explained']:,}",
+            f"**{r['unexplained']:,}**" if r["unexplained"] else "0",
+            f"{r['drops_after_last_delivery']:,}",
+            r["vehicles"],
+        ]
+        for r in ordered
+    ]
+    shown, note = _cut(rows, "reconciliation")
+    return [
+        "## Gaps per app and key, all vehicles",
+        "",
+        *_table(
+            [
+                "app",
+                "key",
+                "missing seqs",
+                "explained",
+                "unexplained",
+                "dropped after last delivery",
+                "vehicles",
+            ],
+            shown,
+            right=5,
+        ),
+        *note,
+    ]

@@ -1,4 +1,7 @@
-"""The explicit schema of a journal record (see middleware.journal.records)."""
+"""The explicit schema of a journal record (see middleware.journal.records).
+
+Fields added by later journal versions are nullable: an older journal reads
+with them null."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-__all__ = ["HASH_PREFIX_LEN", "RECORD", "REQUIRED"]
+__all__ = ["HASH_FIELDS", "HASH_PREFIX_LEN", "RECORD", "REQUIRED"]
 
 HASH_PREFIX_LEN: Final = len('{"hash":"",') + 64
 """A line is ``{"hash":"<64 hex>",`` then the canonical body the hash is over."""
@@ -44,6 +47,18 @@ _FIELDS: Final = [
     ("trigger", StringType()),
     ("status", StringType()),
     ("details", StringType()),  # nested JSON kept as its text
+    # journal_trimmed: what retention removed of one boot, and where that boot's
+    # chain now starts on disk (kept_offset null: none of its records remain).
+    ("trimmed_boot_id", StringType()),
+    ("files", LongType()),
+    ("bytes", LongType()),
+    ("kept_offset", LongType()),
+    ("kept_prev_hash", StringType()),
+    # journal_dropped: the boot the count belongs to, when not the writer's own
+    # (a later boot reporting what a crashed or disk-full one could not).
+    ("lost_boot_id", StringType()),
 ]
 RECORD: Final = StructType([StructField(n, t, nullable=True) for n, t in _FIELDS])
+HASH_FIELDS: Final = ("hash", "prev_hash", "kept_prev_hash")
+"""Hex SHA-256 fields, stored as 32 bytes."""
 REQUIRED: Final = ("kind", "vehicle_id", "boot_id", "offset", "time_ns", "hash", "prev_hash")

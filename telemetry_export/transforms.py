@@ -12,7 +12,7 @@ from typing import Final
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from telemetry_export.schema import HASH_PREFIX_LEN, RECORD, REQUIRED
+from telemetry_export.schema import HASH_FIELDS, HASH_PREFIX_LEN, RECORD, REQUIRED
 
 __all__ = [
     "activity",
@@ -23,13 +23,16 @@ __all__ = [
     "drop_rates",
     "drops_over_time",
     "good_records",
+    "key_names",
     "link_records",
     "parse_lines",
+    "seq_floors",
     "seq_gaps",
     "seq_reconciliation",
     "stale_bucket_ns",
     "stale_intervals",
     "threshold_for",
+    "with_key_names",
 ]
 
 OFFSET_MOD = 2**32
@@ -49,8 +52,16 @@ ANALYSED = [
     "queue",
     "seq",
     "count",
+    "chain_start",
+    "trimmed_boot_id",
+    "files",
+    "bytes",
+    "lost_boot_id",
 ]
 """The columns the analysis reads; the rest stay in the dataset for people."""
+OPTIONAL = ("chain_start", "trimmed_boot_id", "files", "bytes", "lost_boot_id")
+"""Columns of :data:`ANALYSED` a dataset ingested before they existed lacks:
+read as nulls (no trimmed chains, every loss the writer's own)."""
 DROP_KINDS = ["evicted", "lost"]
 
 
@@ -80,11 +91,10 @@ def parse_lines(lines: DataFrame) -> DataFrame:
     body = F.concat(F.lit("{"), F.expr(f"substring(value, {HASH_PREFIX_LEN + 1}, 2147483647)"))
     # Hashes are kept as 32 bytes, not 64 hex characters: they dominate the
     # row size otherwise, and do not compress.
-    fields = [c for c in RECORD.fieldNames() if c not in ("hash", "prev_hash")]
+    fields = [c for c in RECORD.fieldNames() if c not in HASH_FIELDS]
     return parsed.select(
         *(F.col(f"r.{c}").alias(c) for c in fields),
-        F.unhex("r.hash").alias("hash"),
-        F.unhex("r.prev_hash").alias("prev_hash"),
+        *(F.unhex(f"r.{c}").alias(c) for c in HASH_FIELDS),
         (F.sha2(body, 256) == F.col("r.hash")).alias("hash_ok"),
         F.to_date(F.timestamp_micros(F.floor(F.col("r.time_ns") / 1000))).alias("date"),
         problem.alias("problem"),
@@ -111,31 +121,67 @@ def link_records(records: DataFrame) -> DataFrame:
       relative to the boot's ``start`` record (or, if retention removed it, its
       earliest record), so it orders without a wrap.
     * ``link_ok``: the record's hash checks over its bytes and its ``prev_hash``
-      is the previous record's ``hash`` (empty for a boot's first record; a
-      boot whose ``start`` is gone cannot check its first link).
+      is the previous record's ``hash``. The boot's first record present has
+      an empty ``prev_hash`` (it is the chain's start), or the chain's start is
+      gone: then its link holds only if a ``journal_trimmed`` record of the
+      same vehicle (written by any boot) says retention removed that boot's
+      records before it, naming its offset (``kept_offset``) and ``prev_hash``
+      (``kept_prev_hash``).
+    * ``chain_start``: on that first record only, when its ``prev_hash`` is not
+      empty: ``trimmed`` (a trim record accounts for it) or ``missing``
+      (nothing does: records were deleted before it). Null otherwise.
     * ``missing_before``: offsets missing between the previous record and this
       one (lost, or dropped by the journal's buffer).
 
-    A boot's records must all be in ``records`` (one ingest), whatever their
-    dates: the window is over the boot, not over a file.
+    A vehicle's records must all be in ``records`` (one ingest), whatever their
+    dates: the window is over the boot, and a trim record may be in a later boot.
     """
-    first = records.groupBy(*BOOT).agg(
+    kind = F.col("kind")
+    trim = F.when(
+        (kind == "journal_trimmed") & F.col("kept_offset").isNotNull(),
+        F.struct(F.col("trimmed_boot_id").alias("boot_id"), "kept_offset", "kept_prev_hash"),
+    )
+    # One aggregation per boot: where it starts (its ``start``, else its
+    # earliest record; ties by offset) and the trim records it wrote.
+    per_boot = records.groupBy(*BOOT).agg(
         F.coalesce(
-            F.min(F.when(F.col("kind") == "start", F.col("offset"))),
-            F.min_by("offset", "time_ns"),
-        ).alias("_first")
+            F.min(F.when(kind == "start", F.col("offset"))),
+            F.min_by("offset", F.struct("time_ns", "offset")),
+        ).alias("_first"),
+        F.collect_list(trim).alias("_trims"),
+    )
+    trims = per_boot.select(F.col("vehicle_id").alias("_vehicle"), F.explode("_trims").alias("t"))
+    # The trims a vehicle's records hold are few (one per boot per trim): the
+    # prev_hashes that may start each boot's chain at its first offset.
+    starts = (
+        per_boot.select(*BOOT, "_first")
+        .join(
+            trims,
+            (F.col("vehicle_id") == F.col("_vehicle"))
+            & (F.col("boot_id") == F.col("t.boot_id"))
+            & (F.col("_first") == F.col("t.kept_offset")),
+            "left",
+        )
+        .groupBy(*BOOT, "_first")
+        .agg(F.collect_set("t.kept_prev_hash").alias("_kept"))
     )
     w = Window.partitionBy(*BOOT).orderBy("pos")
     prev_hash, prev_pos = F.lag("hash").over(w), F.lag("pos").over(w)
-    broken = ~F.col("hash_ok") | F.when(
-        prev_hash.isNull(), (F.col("pos") == 0) & (F.length("prev_hash") != 0)
-    ).otherwise(F.col("prev_hash") != prev_hash)
+    late_start = prev_hash.isNull() & (F.col("pos") == 0) & (F.length("prev_hash") != 0)
+    accepted = F.array_contains(F.col("_kept"), F.col("prev_hash"))
+    broken = ~F.col("hash_ok") | F.when(prev_hash.isNull(), late_start & ~accepted).otherwise(
+        F.col("prev_hash") != prev_hash
+    )
     missing = F.coalesce(F.col("pos") - prev_pos - 1, F.lit(0))
     return (
-        records.join(F.broadcast(first), BOOT)
+        records.join(F.broadcast(starts), BOOT)
         .withColumn("pos", F.pmod(F.col("offset") - F.col("_first"), F.lit(OFFSET_MOD)))
-        .drop("_first")
         .withColumn("link_ok", ~broken)
+        .withColumn(
+            "chain_start",
+            F.when(late_start, F.when(accepted, F.lit("trimmed")).otherwise(F.lit("missing"))),
+        )
+        .drop("_first", "_kept")
         .withColumn("missing_before", F.greatest(missing, F.lit(0)))
     )
 
@@ -207,24 +253,39 @@ def activity(linked: DataFrame, *, bucket_ns: int, window_ns: int) -> DataFrame:
     records, ``first_ns`` and ``last_ns``, ``seqs``: which seqs of its block
     it has (a 64-bit set), and for the boot's
     integrity: ``broken`` links, the first broken one (``first_broken``: see
-    :func:`_pos_and_offset`), ``missing`` records by offset and the sum of the
-    records' ``count`` (what ``journal_dropped`` records ``reported``).
+    :func:`_pos_and_offset`), ``missing`` records by offset, the sum of the
+    records' ``count`` (what ``journal_dropped`` records ``reported``), the
+    boot's ``chain_start`` (:func:`link_records`) and, for ``journal_trimmed``
+    and ``journal_dropped`` records, the boot they are about (``about_boot``:
+    ``trimmed_boot_id``, ``lost_boot_id``) and the ``files`` and ``bytes``
+    retention removed. Key names (``key``) come with the kinds that carry them:
+    writes, drops and ``key_added``.
     """
     kind = F.col("kind")
     event = kind.isin(["delivered", *DROP_KINDS])
+    drop = kind.isin(DROP_KINDS)
     broken = ~F.col("link_ok")
     return linked.groupBy(
         *BOOT,
         "kind",
         F.when(event, F.col("app")).alias("app"),
-        F.when(event | (kind == "publish"), F.col("key_id")).alias("key_id"),
-        F.when(kind == "publish", F.col("key")).alias("key"),
+        F.when(event | (kind == "publish") | (kind == "key_added"), F.col("key_id")).alias(
+            "key_id"
+        ),
+        # Key names where records carry them (deliveries do not): a key_id
+        # names one key in a boot, so this adds no rows.
+        F.when((kind == "publish") | drop | (kind == "key_added"), F.col("key")).alias("key"),
         F.when(event, F.col("queue")).alias("queue"),
         F.when(kind.isin("publish", "delivered"), _floor_to(F.col("time_ns"), bucket_ns)).alias(
             "bucket"
         ),
         F.when(event, _floor_to(F.col("time_ns"), window_ns)).alias("window_start_ns"),
         F.when(event, F.shiftright("seq", _BLOCK_BITS)).alias("seq_block"),
+        # The boot a journal_trimmed or journal_dropped record is about, when
+        # not its writer's.
+        F.when(kind == "journal_trimmed", F.col("trimmed_boot_id"))
+        .when(kind == "journal_dropped", F.col("lost_boot_id"))
+        .alias("about_boot"),
     ).agg(
         F.count(F.lit(1)).alias("n"),
         F.min("time_ns").alias("first_ns"),
@@ -235,6 +296,11 @@ def activity(linked: DataFrame, *, bucket_ns: int, window_ns: int) -> DataFrame:
         # ``kind`` is a key: only journal_dropped's rows are read (boot_facts).
         F.sum("count").alias("reported"),
         F.bit_or(F.when(event, _bit(F.col("seq").bitwiseAND(F.lit(_BLOCK - 1))))).alias("seqs"),
+        # Null but on a boot's first record (link_records): one value per boot.
+        F.max("chain_start").alias("chain_start"),
+        # journal_trimmed's (``kind`` is a key: only its rows are read).
+        F.sum("files").alias("files"),
+        F.sum("bytes").alias("bytes"),
     )
 
 
@@ -242,43 +308,106 @@ def boot_facts(activity: DataFrame) -> DataFrame:
     """Per boot, from :func:`activity`: what :func:`boot_integrity`,
     :func:`boots` and the summary need.
 
-    ``records``; the hash chain's ``broken_links`` and where the first is
-    (``first_broken_offset``); ``missing_records`` by offset and
-    ``reported_dropped`` (what ``journal_dropped`` records said); ``first_ns``,
-    ``last_ns`` and ``clean_stop``; ``delivered`` and ``dropped`` events.
+    ``records``; the hash chain: ``chain`` (``intact``; ``trimmed``: retention
+    removed its start and a ``journal_trimmed`` record says so;
+    ``start missing``: records are gone before its first record on disk and no
+    record says why; ``broken``: a link in the middle does not hold),
+    ``broken_links`` and where the first is (``first_broken_offset``);
+    ``trimmed_files`` and ``trimmed_bytes`` (what ``journal_trimmed`` records
+    of any boot of the vehicle say retention removed of this boot);
+    ``missing_records`` by offset, ``reported_dropped`` (what
+    ``journal_dropped`` records said about this boot: its own without
+    ``lost_boot_id``, and any boot's naming it) and ``unreported_lost`` (the
+    offsets missing that no record reports); ``first_ns``, ``last_ns`` and
+    ``clean_stop``; ``delivered`` and ``dropped`` events.
+
+    A boot that only trim or drop records name (none of its records on disk)
+    has a row with ``records`` 0 and no times.
     """
     kind = F.col("kind")
-    return activity.groupBy(*BOOT).agg(
+    own = activity.groupBy(*BOOT).agg(
         F.sum("n").alias("records"),
         F.sum("broken").alias("broken_links"),
-        _offset_of(F.min("first_broken")).alias("first_broken_offset"),
+        F.min("first_broken").alias("_first_broken"),
+        F.max("chain_start").alias("_chain_start"),
         F.sum("missing").alias("missing_records"),
-        F.coalesce(F.sum(F.when(kind == "journal_dropped", F.col("reported"))), F.lit(0)).alias(
-            "reported_dropped"
-        ),
         F.min("first_ns").alias("first_ns"),
         F.max("last_ns").alias("last_ns"),
         F.max((kind == "stop").cast("int")).cast("boolean").alias("clean_stop"),
         F.coalesce(F.sum(F.when(kind == "delivered", F.col("n"))), F.lit(0)).alias("delivered"),
         F.coalesce(F.sum(F.when(kind.isin(DROP_KINDS), F.col("n"))), F.lit(0)).alias("dropped"),
     )
+    # What journal_dropped and journal_trimmed records say, by the boot they
+    # are about (a few rows per boot).
+    about = F.when(kind == "journal_trimmed", F.col("about_boot")).otherwise(
+        F.coalesce(F.col("about_boot"), F.col("boot_id"))
+    )
+    said = (
+        activity.where(kind.isin("journal_dropped", "journal_trimmed"))
+        .groupBy("vehicle_id", about.alias("boot_id"))
+        .agg(
+            F.sum(F.when(kind == "journal_dropped", F.col("reported"))).alias("reported_dropped"),
+            F.sum(F.when(kind == "journal_trimmed", F.col("files"))).alias("trimmed_files"),
+            F.sum(F.when(kind == "journal_trimmed", F.col("bytes"))).alias("trimmed_bytes"),
+        )
+        .where(F.col("boot_id").isNotNull())
+    )
+    first_pos = F.shiftright(F.col("_first_broken").bitwiseXOR(F.lit(_SIGN)), 32)
+    zero = F.lit(0).cast("long")
+    return own.join(said, BOOT, "full").select(
+        *BOOT,
+        F.coalesce("records", zero).alias("records"),
+        F.when(F.col("_first_broken").isNotNull() & (first_pos != 0), F.lit("broken"))
+        .when(
+            F.col("_first_broken").isNotNull() & (F.col("_chain_start") == "missing"),
+            F.lit("start missing"),
+        )
+        .when(F.col("_first_broken").isNotNull(), F.lit("broken"))
+        .when(F.col("_chain_start") == "trimmed", F.lit("trimmed"))
+        .when(F.col("records").isNull(), F.lit("trimmed"))
+        .otherwise(F.lit("intact"))
+        .alias("chain"),
+        F.coalesce("broken_links", zero).alias("broken_links"),
+        _offset_of(F.col("_first_broken")).alias("first_broken_offset"),
+        F.coalesce("trimmed_files", zero).alias("trimmed_files"),
+        F.coalesce("trimmed_bytes", zero).alias("trimmed_bytes"),
+        F.coalesce("missing_records", zero).alias("missing_records"),
+        F.coalesce("reported_dropped", zero).alias("reported_dropped"),
+        F.greatest(
+            F.coalesce("missing_records", zero) - F.coalesce("reported_dropped", zero), zero
+        ).alias("unreported_lost"),
+        "first_ns",
+        "last_ns",
+        "clean_stop",
+        F.coalesce("delivered", zero).alias("delivered"),
+        F.coalesce("dropped", zero).alias("dropped"),
+    )
+
+
+INTEGRITY = [
+    "records",
+    "chain",
+    "broken_links",
+    "first_broken_offset",
+    "trimmed_files",
+    "trimmed_bytes",
+    "missing_records",
+    "reported_dropped",
+    "unreported_lost",
+]
+"""The columns of :func:`boot_integrity`, after the boot."""
 
 
 def boot_integrity(facts: DataFrame) -> DataFrame:
     """Per boot (from :func:`boot_facts`): ``records``, the hash chain
-    (``broken_links``, ``first_broken_offset``: a link holds when the record's
-    hash checks over its bytes and its ``prev_hash`` is the previous record's
-    ``hash``), ``missing_records`` by offset (lost, or dropped by the journal's
-    buffer) and ``reported_dropped`` (what ``journal_dropped`` records said).
+    (``chain``, ``broken_links``, ``first_broken_offset``: a link holds when
+    the record's hash checks over its bytes and its ``prev_hash`` is the
+    previous record's ``hash``), what retention removed (``trimmed_files``,
+    ``trimmed_bytes``), ``missing_records`` by offset (lost, or dropped by the
+    journal's buffer), ``reported_dropped`` (what ``journal_dropped`` records
+    said) and ``unreported_lost`` (missing, and reported by no record).
     """
-    return facts.select(
-        *BOOT,
-        "records",
-        "broken_links",
-        "first_broken_offset",
-        "missing_records",
-        "reported_dropped",
-    )
+    return facts.select(*BOOT, *INTEGRITY)
 
 
 def boots(facts: DataFrame) -> DataFrame:
@@ -286,17 +415,77 @@ def boots(facts: DataFrame) -> DataFrame:
     is every boot after the first.
 
     ``clean_stop`` is whether the boot ended with a ``stop`` record (else it
-    crashed, or its journal is cut).
+    was killed or crashed, its journal is cut, or it is still running);
+    ``after_clean_stop``, for a restart, whether the boot before it stopped
+    cleanly. A boot with no record on disk (retention removed them all) is
+    the vehicle's earliest.
     """
-    w = Window.partitionBy("vehicle_id").orderBy("first_ns")
+    w = Window.partitionBy("vehicle_id").orderBy(F.asc_nulls_first("first_ns"), "boot_id")
     return (
         facts.select(*BOOT, "first_ns", "last_ns", "records", "clean_stop")
         .withColumn("boot_number", F.row_number().over(w))
         .withColumn("restart", F.col("boot_number") > 1)
+        .withColumn("after_clean_stop", F.lag("clean_stop").over(w))
     )
 
 
-def seq_gaps(activity: DataFrame) -> DataFrame:
+def key_names(activity: DataFrame) -> DataFrame:
+    """Per boot and ``key_id``, the key's name (from :func:`activity`'s rows
+    of the kinds that carry it): for tables whose records only have ids."""
+    return (
+        activity.where(F.col("key").isNotNull() & F.col("key_id").isNotNull())
+        .groupBy(*BOOT, "key_id")
+        .agg(F.min("key").alias("key"))
+    )
+
+
+def with_key_names(df: DataFrame, names: DataFrame) -> DataFrame:
+    """``df`` (with ``key_id``) with the ``key`` of :func:`key_names` beside
+    ``key_id`` (null where no record named it)."""
+    cols = [c for c in df.columns if c != "key"]
+    at = cols.index("key_id")
+    out = df.drop("key").join(F.broadcast(names), [*BOOT, "key_id"], "left")
+    return out.select(*cols[:at], "key", *cols[at:])
+
+
+def seq_floors(activity: DataFrame, facts: DataFrame) -> DataFrame:
+    """Per (boot, app, key) of a boot whose oldest records retention removed
+    (``chain`` ``trimmed`` in :func:`boot_facts`): the lowest seq on disk
+    (delivered or dropped), as ``floor``. Seqs below it are not missing: their
+    records were removed, with any drop record that explained them. Few rows
+    (trimmed boots only)."""
+    trimmed = facts.where(F.col("chain") == "trimmed").select(*BOOT)
+    # The lowest seq of a block: its trailing zero bits (a string, but on the
+    # rows of trimmed boots only; ``seqs & -seqs`` overflows at bit 63).
+    bits = F.bin("seqs")
+    lowest = (
+        F.col("seq_block") * _BLOCK + F.length(bits) - F.length(F.regexp_replace(bits, "0+$", ""))
+    )
+    return (
+        activity.where(F.col("kind").isin(["delivered", *DROP_KINDS]))
+        .join(F.broadcast(trimmed), BOOT)
+        .groupBy(*BOOT, "app", "key_id")
+        .agg(F.min(lowest).alias("floor"))
+    )
+
+
+def _above_floors(gaps: DataFrame, floors: DataFrame | None) -> DataFrame:
+    """:func:`seq_gaps`' rows without the seqs below a trimmed boot's
+    :func:`seq_floors` (a gap from before the trim starts at the floor, or goes)."""
+    if floors is None:
+        return gaps
+    cols = gaps.columns
+    start = F.greatest(F.col("from_seq"), F.coalesce(F.col("floor"), F.lit(0)))
+    return (
+        gaps.join(F.broadcast(floors), [*BOOT, "app", "key_id"], "left")
+        .withColumn("from_seq", start)
+        .withColumn("missing", F.col("to_seq") - F.col("from_seq") + 1)
+        .where(F.col("missing") > 0)
+        .select(*cols)
+    )
+
+
+def seq_gaps(activity: DataFrame, floors: DataFrame | None = None) -> DataFrame:
     """Jumps in ``seq`` between consecutive deliveries of one (app, key), from
     :func:`activity`'s sets of seqs per block of 64: no delivery is sorted.
 
@@ -310,7 +499,8 @@ def seq_gaps(activity: DataFrame) -> DataFrame:
     the carry being whether the block before ended with a delivery. A gap runs
     back to the highest delivered seq below its end: in the block, or the last
     of an earlier block. A seq delivered twice ends a gap once, in its first
-    row (by window, then queue).
+    row (by window, then queue). In a boot whose oldest records retention
+    removed, no gap reaches below the key's ``floors`` (:func:`seq_floors`).
     """
     keys = [*BOOT, "app", "key_id"]
     block, seqs = F.col("seq_block"), F.col("seqs")
@@ -355,7 +545,7 @@ def seq_gaps(activity: DataFrame) -> DataFrame:
     prev_delivered = F.when(below != 0, block * _BLOCK + _highest_bit(below)).otherwise(
         F.col("_prev_top")
     )
-    return (
+    gaps = (
         rows.withColumn("_ends", ends)
         .where(F.col("_ends") != 0)
         .withColumn(
@@ -372,9 +562,10 @@ def seq_gaps(activity: DataFrame) -> DataFrame:
             "window_start_ns",
         )
     )
+    return _above_floors(gaps, floors)
 
 
-def seq_reconciliation(activity: DataFrame) -> DataFrame:
+def seq_reconciliation(activity: DataFrame, floors: DataFrame | None = None) -> DataFrame:
     """Per (boot, app, key), from :func:`activity`'s sets of seqs per block of
     64: missing seqs, those a drop record explains, and the rest.
 
@@ -385,7 +576,9 @@ def seq_reconciliation(activity: DataFrame) -> DataFrame:
     ``unexplained`` > 0 means a gap no ``evicted``/``lost`` record accounts
     for: the journal or the middleware is wrong. ``drops_after_last_delivery``
     are drops after the last delivered event (no gap shows them yet). No seq
-    is listed: the sets are counted with bit operations.
+    is listed: the sets are counted with bit operations. In a boot whose
+    oldest records retention removed, the seqs below the key's ``floors``
+    (:func:`seq_floors`) are not missing.
     """
     keys = [*BOOT, "app", "key_id"]
     delivered, dropped = F.col("_delivered"), F.col("_dropped")
@@ -411,14 +604,14 @@ def seq_reconciliation(activity: DataFrame) -> DataFrame:
     )
     at_last = F.when(block == last_block, _bit(last_bit)).otherwise(F.lit(0)).cast("long")
     seq_0 = F.when(block == 0, _bit(F.lit(0))).otherwise(F.lit(0)).cast("long")
-    counted = F.bitwise_not(seq_0)  # seq 0 does not exist
-    return (
+    exists = F.bitwise_not(seq_0)  # seq 0 does not exist
+    counted = (
         blocks.withColumn("_last", last)
         .groupBy(*keys)
         .agg(
             F.max("_last").alias("_last"),
             F.sum(
-                F.bit_count(delivered.bitwiseAND(before.bitwiseOR(at_last)).bitwiseAND(counted))
+                F.bit_count(delivered.bitwiseAND(before.bitwiseOR(at_last)).bitwiseAND(exists))
             ).alias("_distinct"),
             F.sum(F.bit_count(dropped.bitwiseAND(before))).alias("explained"),
             F.sum(F.bit_count(dropped.bitwiseAND(F.bitwise_not(before.bitwiseOR(at_last))))).alias(
@@ -427,7 +620,16 @@ def seq_reconciliation(activity: DataFrame) -> DataFrame:
             F.max((dropped != 0).cast("int")).alias("_drops"),
         )
         .withColumn("missing", F.coalesce(F.col("_last") - F.col("_distinct"), F.lit(0)))
-        .where((F.col("missing") > 0) | (F.col("_drops") > 0))
+    )
+    if floors is not None:
+        below = F.greatest(F.coalesce(F.col("floor"), F.lit(1)) - 1, F.lit(0))
+        counted = (
+            counted.join(F.broadcast(floors), keys, "left")
+            .withColumn("missing", F.greatest(F.col("missing") - below, F.lit(0)))
+            .drop("floor")
+        )
+    return (
+        counted.where((F.col("missing") > 0) | (F.col("_drops") > 0))
         .withColumn("unexplained", F.col("missing") - F.col("explained"))
         .select(*keys, "missing", "explained", "drops_after_last_delivery", "unexplained")
     )

@@ -14,7 +14,7 @@ from middleware.config import Settings
 from middleware.journal.chain import Chain, OffsetCounter
 from middleware.server import start_server
 from telemetry_export import job
-from telemetry_export.synth import write_fleet
+from telemetry_export.synth import STALE_KEY, write_fleet
 from tests.integration.scenarios import slow_app
 
 
@@ -62,10 +62,14 @@ def test_the_analysis_finds_exactly_the_drops_a_slow_app_saw(
     assert (tmp_path / "report" / "drops.png").stat().st_size > 0
 
 
-def test_a_synthetic_fleet_shows_restarts_lost_records_staleness_and_tampering(
+def test_a_synthetic_fleet_shows_restarts_lost_records_staleness_tampering_and_trimming(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    facts = write_fleet(str(tmp_path / "fleet"), vehicles=3, records=20_000, seed=3, tamper=True)
+    facts = write_fleet(
+        str(tmp_path / "fleet"), vehicles=3, records=20_000, seed=3, tamper=True, trim=True
+    )
+    assert facts["trimmed"]
+    assert facts["lost_reported_later"]
     torn = tmp_path / "fleet" / "car-0001" / "journal-99999999999999999999-torn-000001.jsonl"
     torn.write_text('{"hash":"x","kind":"lost","vehicle_id":"car-0001"\n{not json at all\n')
     counts = job.ingest(spark, [str(tmp_path / "fleet")], str(tmp_path / "dataset"))
@@ -76,23 +80,38 @@ def test_a_synthetic_fleet_shows_restarts_lost_records_staleness_and_tampering(
         str(tmp_path / "report"),
         default_stale_ns=int(facts["stale_gap_min_s"] * 0.9 * 1e9),
     )
-    assert summary["vehicles"] == facts["vehicles"]
-    assert summary["boots"] == facts["boots"]
-    assert summary["restarts"] == facts["restarts"]
-    assert summary["dropped"] == facts["dropped"]
+    for name in ("vehicles", "boots", "restarts", "unclean_stops", "dropped", "delivered"):
+        assert summary[name] == facts[name], name
+    # The trimmed boot's seqs before its first segment on disk are not missing.
     assert summary["unexplained_seqs"] == 0
     assert summary["missing_journal_records"] == facts["missing_journal_records"]
-    assert summary["reported_journal_drops"] == facts["missing_journal_records"]
+    assert summary["reported_journal_drops"] == facts["reported_journal_drops"]
+    assert summary["unreported_journal_losses"] == 0
+    # Tampering breaks one chain; retention's trim is reported, not broken.
     assert summary["broken_chains"] == 1
-    chain = spark.read.parquet(str(tmp_path / "report" / "boot_integrity")).where(
-        "broken_links > 0"
-    )
-    [broken] = chain.collect()
-    assert broken.first_broken_offset == facts["tampered"]["offset"]
-    stale = spark.read.parquet(str(tmp_path / "report" / "stale")).where("what = 'write'")
-    assert stale.count() == facts["stale_intervals"]
-    assert {r.key for r in stale.collect()} == {"Vehicle.Cabin.HVAC.AmbientAirTemperature"}
-    assert "Hash chain broken" in (tmp_path / "report" / "report.md").read_text()
+    assert summary["trimmed_boots"] == 1
+    integrity = {
+        r.boot_id: r
+        for r in spark.read.parquet(str(tmp_path / "report" / "boot_integrity")).collect()
+    }
+    [broken] = [r for r in integrity.values() if r.broken_links]
+    assert (broken.chain, broken.first_broken_offset) == ("broken", facts["tampered"]["offset"])
+    trimmed = integrity[facts["trimmed"]["trimmed_boot_id"]]
+    assert (trimmed.chain, trimmed.broken_links) == ("trimmed", 0)
+    assert (trimmed.trimmed_files, trimmed.trimmed_bytes) == (1, facts["trimmed"]["bytes"])
+    # What a crashed boot lost is reported by the next boot, for the crashed one.
+    for lost in facts["lost_reported_later"]:
+        crashed = integrity[lost["boot_id"]]
+        assert crashed.reported_dropped == 7 + sum(lost["counts"].values())
+        assert crashed.unreported_lost == 0
+    stale = spark.read.parquet(str(tmp_path / "report" / "stale"))
+    assert stale.where("what = 'write'").count() == facts["stale_intervals"]
+    assert stale.where("what = 'delivery'").count() == facts["stale_deliveries"]
+    assert {r.key for r in stale.collect()} == {STALE_KEY}
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert "Hash chain broken" in report
+    assert "removed by retention (1 files" in report
+    assert "restart after an unclean stop" in report
 
 
 def test_a_boot_across_midnight_keeps_its_chain_over_two_date_partitions(
