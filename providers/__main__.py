@@ -5,8 +5,11 @@
     python -m providers catalog                  # what sim would publish
 
 SIGINT or SIGTERM stop a provider cleanly: it flushes what it wrote, writes
-its status file one last time and exits 0. A middleware restart is survived:
-the provider waits for it, adds its keys again and goes on.
+its status file one last time and exits 0. With ``--token`` its app id is the
+token's subject unless ``--app-id`` says otherwise; a refusal by the
+middleware (a bad token, a missing scope) is one line and exit status 1. A
+middleware restart is survived: the provider waits for it, adds its keys
+again and goes on.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any
 
 import grpc
 
+from middleware.cli_support import REFUSED_EXIT, TokenFormatError, app_id_for, refusal
 from middleware.client import ProviderClient
 from middleware.status_file import status_path, write_periodically
 from providers.catalog import DEFAULT_CATALOG, CatalogError, Signal, load_catalog
@@ -70,7 +74,12 @@ def _parser() -> argparse.ArgumentParser:
 
     def common(p: argparse.ArgumentParser, app_id: str) -> None:
         p.add_argument("--target", default="127.0.0.1:50051", help="middleware address")
-        p.add_argument("--app-id", default=app_id, help=f"provider identity (default {app_id})")
+        p.add_argument(
+            "--app-id",
+            default=None,
+            help=f"provider identity (default: the --token's subject, else {app_id})",
+        )
+        p.set_defaults(default_app_id=app_id)
         p.add_argument("--token", default=None, help="a JWT, for a middleware in token mode")
         p.add_argument(
             "--status", type=status_path, default=None, help="write counters here (JSON)"
@@ -183,6 +192,13 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.DEBUG if getattr(args, "verbose", False) else logging.INFO,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
+    me = f"python -m providers {args.command}"
+    if args.command != "catalog":
+        try:
+            args.app_id = app_id_for(args.app_id, args.token, args.default_app_id)
+        except TokenFormatError as e:
+            print(f"{me}: --token: {e}", file=sys.stderr)
+            return 2
     try:
         if args.command == "catalog":
             return _catalog(args)
@@ -207,6 +223,12 @@ def main(argv: list[str] | None = None) -> int:
     except (CatalogError, RecordingError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except Exception as e:
+        why = refusal(e)
+        if why is None:
+            raise
+        print(f"{me}: provider {args.app_id!r}: {why}", file=sys.stderr)
+        return REFUSED_EXIT
     return 0
 
 

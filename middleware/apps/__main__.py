@@ -5,9 +5,12 @@
     python -m middleware.apps slow
 
 Each subscribes to the keys under ``--prefix`` (default ``Vehicle.``, also
-keys added later) and any ``--key``. SIGINT or SIGTERM stop it: it reads what
-is still queued for it, writes its ``--status`` file and exits 0. A
-middleware restart is survived: the app reconnects and subscribes again.
+keys added later) and any ``--key``; with ``--token`` its app id is the
+token's subject unless ``--app-id`` says otherwise. A refusal by the
+middleware (a bad token, a missing scope) is one line and exit status 1.
+SIGINT or SIGTERM stop it: it reads what is still queued for it (for 2 s at
+most), writes its ``--status`` file and exits 0. A middleware restart is
+survived: the app reconnects and subscribes again.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import IO
 from middleware.apps.dashboard import DashboardView
 from middleware.apps.harness import AppOptions, AppStats, run_app
 from middleware.apps.logger import EventLogger
+from middleware.cli_support import REFUSED_EXIT, TokenFormatError, app_id_for, refusal
 from middleware.client import ClientEvent
 from middleware.status_file import status_path
 
@@ -52,7 +56,12 @@ def _parser() -> argparse.ArgumentParser:
 
     def common(p: argparse.ArgumentParser, app_id: str, *, on_update: bool = True) -> None:
         p.add_argument("--target", default="127.0.0.1:50051", help="middleware address")
-        p.add_argument("--app-id", default=app_id, help=f"app identity (default {app_id})")
+        p.add_argument(
+            "--app-id",
+            default=None,
+            help=f"app identity (default: the --token's subject, else {app_id})",
+        )
+        p.set_defaults(default_app_id=app_id)
         p.add_argument("--token", default=None, help="a JWT, for a middleware in token mode")
         p.add_argument(
             "--prefix",
@@ -90,10 +99,10 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _options(args: argparse.Namespace) -> AppOptions:
+def _options(args: argparse.Namespace, app_id: str) -> AppOptions:
     return AppOptions(
         target=args.target,
-        app_id=args.app_id,
+        app_id=app_id,
         prefixes=tuple(args.prefix if args.prefix is not None else ["Vehicle."]),
         keys=tuple(args.key),
         queue=args.queue,
@@ -167,19 +176,32 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
         stream=sys.stderr,
     )
-    options = _options(args)
+    me = f"python -m middleware.apps {args.command}"
+    try:
+        app_id = app_id_for(args.app_id, args.token, args.default_app_id)
+    except TokenFormatError as e:
+        print(f"{me}: --token: {e}", file=sys.stderr)
+        return 2
+    options = _options(args, app_id)
     if args.command == "dashboard" and sys.stdout.isatty():
         logging.getLogger().setLevel(logging.WARNING)  # INFO lines would scribble on the view
-    if args.command == "dashboard":
-        stats = asyncio.run(_dashboard(options, args.refresh))
-    elif args.command == "logger":
-        stats = asyncio.run(_logger(options, args.out))
-    else:
-        # A slow reader whose receive window stays at 64 KiB (no BDP growth):
-        # back-pressure reaches the middleware's queues within seconds, not
-        # after gRPC has buffered megabytes for it.
-        options = dataclasses.replace(options, channel_options=(("grpc.http2.bdp_probe", 0),))
-        stats = asyncio.run(run_app(options, _noop, pace=args.period))
+    try:
+        if args.command == "dashboard":
+            stats = asyncio.run(_dashboard(options, args.refresh))
+        elif args.command == "logger":
+            stats = asyncio.run(_logger(options, args.out))
+        else:
+            # A slow reader whose receive window stays at 64 KiB (no BDP growth):
+            # back-pressure reaches the middleware's queues within seconds, not
+            # after gRPC has buffered megabytes for it.
+            options = dataclasses.replace(options, channel_options=(("grpc.http2.bdp_probe", 0),))
+            stats = asyncio.run(run_app(options, _noop, pace=args.period))
+    except Exception as e:
+        why = refusal(e)
+        if why is None:
+            raise
+        print(f"{me}: app {app_id!r}: {why}", file=sys.stderr)
+        return REFUSED_EXIT
     log.info(
         "%s: %d events received, %d missed (seq gaps)", options.app_id, stats.received, stats.missed
     )

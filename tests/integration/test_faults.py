@@ -9,6 +9,7 @@ import contextlib
 import os
 import re
 import select
+import shlex
 import signal
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from middleware.auth.tokens import generate_key_pair
+from middleware.auth.tokens import generate_key_pair, mint
 from middleware.client import AppClient, DataEvent, QueueSpec, Sub
 from middleware.status_file import read_status
 from tests.conftest import eventually
@@ -58,13 +59,14 @@ def serve_expecting_failure(*args: str, timeout: float = 30.0) -> tuple[int, str
 class Middleware:
     """A middleware process started by a test; ``err`` is its stderr once stopped."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, cwd: Path | None = None) -> None:
         # Unbuffered, so reading the first line leaves the rest for communicate().
         self.proc = subprocess.Popen(
             [PY, "-m", "middleware", "serve", *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             bufsize=0,
+            cwd=cwd,
         )
         assert self.proc.stdout is not None
         ready, _, _ = select.select([self.proc.stdout], [], [], 30)
@@ -118,8 +120,8 @@ class Middleware:
 
 
 @contextmanager
-def middleware(*args: str) -> Iterator[Middleware]:
-    m = Middleware(*args)
+def middleware(*args: str, cwd: Path | None = None) -> Iterator[Middleware]:
+    m = Middleware(*args, cwd=cwd)
     try:
         yield m
     finally:
@@ -430,3 +432,133 @@ async def test_an_app_stops_within_its_drain_bound_while_a_provider_floods(
     assert final["received"] > 0
     # The bound, plus closing the channel and the interpreter's exit.
     assert took < expected + 1.5, (took, err)
+
+
+# -- tokens ------------------------------------------------------------------------------
+
+README = Path(__file__).parents[2] / "README.md"
+
+
+def readme_token_commands() -> list[tuple[str | None, list[str]]]:
+    """The README's token example: (variable it is assigned to, or None; the words)."""
+    text = README.read_text()
+    block = text.split("Development keys and tokens", 1)[1].split("```sh\n", 1)[1]
+    block = block.split("```", 1)[0].replace("\\\n", " ")
+    commands: list[tuple[str | None, list[str]]] = []
+    for line in block.splitlines():
+        words = shlex.split(line, comments=True)
+        if not words:
+            continue
+        assigned = re.fullmatch(r"(\w+)=\$\((.*)", words[0])
+        if assigned is None:
+            commands.append((None, words))
+            continue
+        assert words[-1].endswith(")"), line
+        words = [assigned[2], *words[1:-1], words[-1][:-1]]
+        commands.append((assigned[1], words))
+    return commands
+
+
+async def test_the_readme_token_example_works_as_written(tmp_path: Path) -> None:
+    """Each command as the README has it, run in a fresh directory; the only
+    additions are where to listen and connect (a free port, not 50051), a
+    --status file to wait on, and a --duration for the logger."""
+    commands = readme_token_commands()
+    assert [w[1:4] for _, w in commands] == [
+        ["-m", "middleware", "token"],
+        ["-m", "middleware", "serve"],
+        ["-m", "middleware", "token"],
+        ["-m", "providers", "sim"],
+        ["-m", "middleware", "token"],
+        ["-m", "middleware.apps", "logger"],
+    ]
+    variables: dict[str, str] = {}
+
+    def args(words: list[str]) -> list[str]:
+        assert words[0] == ".venv/bin/python"
+        return [variables[w[1:]] if w.startswith("$") else w for w in words[2:]]
+
+    def run(words: list[str], *more: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [PY, "-m", *args(words), *more],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    (_, keygen), (_, serve), (sim_var, mint_sim), (_, sim), (app_var, mint_app), (_, logger) = (
+        commands
+    )
+    assert run(keygen).returncode == 0
+    with middleware(*args(serve)[2:], "--listen", "127.0.0.1:0", cwd=tmp_path) as m:
+        assert sim_var is not None
+        assert app_var is not None
+        variables[sim_var] = run(mint_sim).stdout.strip()
+        sim_status = tmp_path / "sim.json"
+        with process(
+            *args(sim), "--target", m.address, "--status", str(sim_status),
+            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        ):  # fmt: skip
+            await eventually(
+                lambda: (read_status(sim_status) or {}).get("state") == "publishing",
+                timeout=30,
+                what="the provider publishing with its token",
+            )
+            variables[app_var] = run(mint_app).stdout.strip()
+            app_status = tmp_path / "app.json"
+            result = await asyncio.to_thread(
+                run, logger, "--target", m.address, "--duration", "1", "--status", str(app_status)
+            )
+    assert result.returncode == 0, result.stderr
+    final = read_status(app_status) or {}
+    assert final["app"] == "dashboard"  # the token's subject
+    assert final["received"] > 0
+    assert (tmp_path / "drive.jsonl").read_text().count("\n") == final["received"]
+
+
+async def test_a_refused_token_ends_an_app_and_a_provider_with_one_line(tmp_path: Path) -> None:
+    private, public = generate_key_pair("ES256")
+    (tmp_path / "k.pub").write_bytes(public)
+    reader = mint(private, subject="dashboard", scope="read:Vehicle.**", ttl_s=600)
+    expired = mint(private, subject="dashboard", scope="read:**", ttl_s=1, now=time.time() - 3600)
+    with middleware(
+        "--listen", "127.0.0.1:0", "--auth-mode", "token", "--token-public-key",
+        str(tmp_path / "k.pub"),
+    ) as m:  # fmt: skip
+        cases = {
+            # the README's original mistake: a token for 'dashboard' used by the logger
+            ("middleware.apps", "logger", "--app-id", "logger", "--token", reader): (
+                "python -m middleware.apps logger: app 'logger': the middleware refused it "
+                "(UNAUTHENTICATED): 'app-id' 'logger' does not match the token's subject "
+                "'dashboard'"
+            ),
+            ("middleware.apps", "slow", "--token", expired): (
+                "python -m middleware.apps slow: app 'dashboard': the middleware refused it "
+                "(UNAUTHENTICATED): token refused: token expired"
+            ),
+            ("middleware.apps", "dashboard", "--token", "not-a-token"): (
+                "python -m middleware.apps dashboard: --token: not a JWT"
+            ),
+            ("providers", "sim", "--token", reader): (
+                "python -m providers sim: provider 'dashboard': the middleware refused it "
+                "(PERMISSION_DENIED): names[0]: app 'dashboard' may not add or remove key"
+            ),
+            ("providers", "replay", "providers/recordings/short-drive.jsonl"): (
+                "python -m providers replay: provider 'replay': the middleware refused it "
+                "(UNAUTHENTICATED): missing 'authorization' metadata"
+            ),
+        }
+        for argv, line in cases.items():
+            result = await asyncio.to_thread(
+                subprocess.run,
+                [PY, "-m", *argv, "--target", m.address],
+                cwd=README.parent,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert result.returncode != 0, (argv, result.stderr)
+            assert "Traceback" not in result.stderr, (argv, result.stderr)
+            [said] = [s for s in result.stderr.splitlines() if s.startswith("python -m ")]
+            assert said.startswith(line), (argv, result.stderr)
