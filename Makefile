@@ -55,10 +55,11 @@ bench: bench-core bench-e2e bench-providers bench-spark
 bench-core: $(STAMP)
 	$(PY) -m bench.core
 
-## Providers -> middleware -> 1/10/100 apps, beside a bare grpc.aio ceiling; a
-## stuck app for a minute; the aio-vs-threads measurement. About 4 minutes.
+## Providers -> middleware -> 1/10/100 apps, beside the strongest bare grpc.aio
+## ceiling and the raw limit; latency per event; journal drops vs full; a stuck
+## app for a minute; a slow app's lag; each target met or not. About 4 minutes.
 bench-e2e: $(STAMP)
-	$(PY) -m bench.e2e --stuck-seconds 60 --compare-sync
+	$(PY) -m bench.e2e --stuck-seconds 60 --lag-seconds 5 --journal-compare
 
 ## The simulated car's and the replay reader's own cost, beside bare floors. Seconds.
 bench-providers: $(STAMP)

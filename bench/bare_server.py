@@ -1,11 +1,20 @@
-"""The ceiling of the end-to-end benchmark: a bare grpc.aio EventService.
+"""The ceilings of the end-to-end benchmark: a bare grpc.aio EventService.
 
-It streams batches of the same ``EventBatch``/``DataUpdated`` messages, built
-per event the way the middleware builds them, as fast as each client's stream
-takes them, with no V-Store, no ESS and no providers. ``Register`` answers OK so
-the benchmark's app code runs unchanged against it.
+It streams batches of the same ``EventBatch``/``DataUpdated`` messages as fast
+as each client's stream takes them, with no V-Store, no ESS and no providers.
+``Register`` answers OK so the benchmark's app code runs unchanged against it.
+How each batch is made (``--build``):
 
-Run by ``bench.e2e``: ``python -m bench.bare_server --batch 120 --keys 50``.
+- ``add`` (the default, the strongest way to build fresh messages in Python
+  protobuf): one ``EventBatch`` per batch, ``events.add()`` and field
+  assignment per event, with a fresh seq and time per event;
+- ``ctor``: one ``Event(data_updated=DataUpdated(...))`` constructor call per
+  event (how the middleware built them until issue 19; kept to compare);
+- ``raw``: the raw limit of the transport: one batch serialized once at start
+  and written again and again as bytes (no serializer on the stream), so only
+  gRPC's own per-message work remains.
+
+Run by ``bench.e2e``: ``python -m bench.bare_server --batch 64 --keys 100``.
 """
 
 from __future__ import annotations
@@ -25,8 +34,8 @@ _Event = ess_pb2.Event
 _Data = ess_pb2.DataUpdated
 
 
-def _batch(seq: int, n: int, keys: int, value: bytes) -> ess_pb2.EventBatch:
-    """``n`` events after ``seq``, built one by one as the middleware builds them."""
+def _batch_ctor(seq: int, n: int, keys: int, value: bytes) -> ess_pb2.EventBatch:
+    """``n`` events after ``seq``, one constructor call per event."""
     now = time.time_ns()
     return ess_pb2.EventBatch(
         events=[
@@ -36,18 +45,46 @@ def _batch(seq: int, n: int, keys: int, value: bytes) -> ess_pb2.EventBatch:
     )
 
 
+def _batch_add(seq: int, n: int, keys: int, value: bytes) -> ess_pb2.EventBatch:
+    """``n`` events after ``seq``, each by ``events.add()`` and field assignment."""
+    now = time.time_ns()
+    batch = ess_pb2.EventBatch()
+    add = batch.events.add
+    for s in range(seq + 1, seq + n + 1):
+        d = add().data_updated
+        d.key = 1 + (s % keys)
+        d.seq = s
+        d.time_ns = now
+        d.data = value
+    return batch
+
+
+_BUILDERS = {"add": _batch_add, "ctor": _batch_ctor}
+
+
+def _started() -> ess_pb2.EventBatch:
+    return ess_pb2.EventBatch(events=[_Event(started=ess_pb2.StreamStarted(boot_id="bare"))])
+
+
 class BareEventService(ess_pb2_grpc.EventServiceServicer):
-    def __init__(self, batch: int, keys: int, value_size: int) -> None:
+    def __init__(self, batch: int, keys: int, value_size: int, build: str = "add") -> None:
         self._batch = batch
         self._keys = keys
         self._value = bytes(value_size)
+        self._build = build
 
     async def GetEvents(self, request: Any, context: Any) -> None:
-        started = ess_pb2.StreamStarted(boot_id="bare")
-        await context.write(ess_pb2.EventBatch(events=[_Event(started=started)]))
+        if self._build == "raw":
+            # Prebuilt bytes: the stream's serializer passes bytes through (see _main).
+            await context.write(_started().SerializeToString())
+            raw = _batch_add(0, self._batch, self._keys, self._value).SerializeToString()
+            while True:
+                await context.write(raw)
+        build = _BUILDERS[self._build]
+        await context.write(_started())
         seq = 0
         while True:
-            await context.write(_batch(seq, self._batch, self._keys, self._value))
+            await context.write(build(seq, self._batch, self._keys, self._value))
             seq += self._batch
 
     async def Register(self, request: Any, context: Any) -> Any:
@@ -71,7 +108,7 @@ class SyncBareEventService(ess_pb2_grpc.EventServiceServicer):
         yield ess_pb2.EventBatch(events=[_Event(started=ess_pb2.StreamStarted(boot_id="bare"))])
         seq = 0
         while context.is_active():
-            yield _batch(seq, self._batch, self._keys, self._value)
+            yield _batch_add(seq, self._batch, self._keys, self._value)
             seq += self._batch
 
     Register = BareEventService.Register  # type: ignore[assignment]
@@ -94,11 +131,32 @@ def _main_sync(args: argparse.Namespace) -> None:
     server.stop(0)
 
 
+def _raw_handler(service: BareEventService) -> grpc.GenericRpcHandler:
+    """EventService with GetEvents writing bytes as they are (no response serializer)."""
+    return grpc.method_handlers_generic_handler(
+        "vehicle.ess.v1.EventService",
+        {
+            "GetEvents": grpc.unary_stream_rpc_method_handler(
+                service.GetEvents,
+                request_deserializer=ess_pb2.GetEventsRequest.FromString,
+                response_serializer=None,
+            ),
+            "Register": grpc.unary_unary_rpc_method_handler(
+                service.Register,
+                request_deserializer=ess_pb2.RegisterRequest.FromString,
+                response_serializer=ess_pb2.RegisterResponse.SerializeToString,
+            ),
+        },
+    )
+
+
 async def _main(args: argparse.Namespace) -> None:
     server = grpc.aio.server()
-    ess_pb2_grpc.add_EventServiceServicer_to_server(
-        BareEventService(args.batch, args.keys, args.value_size), server
-    )
+    service = BareEventService(args.batch, args.keys, args.value_size, args.build)
+    if args.build == "raw":
+        server.add_generic_rpc_handlers((_raw_handler(service),))
+    else:
+        ess_pb2_grpc.add_EventServiceServicer_to_server(service, server)
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     print(f"listening on 127.0.0.1:{port}", flush=True)
@@ -115,6 +173,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--keys", type=int, default=50)
     parser.add_argument("--value-size", type=int, default=8)
+    parser.add_argument("--build", choices=("add", "ctor", "raw"), default="add")
     parser.add_argument("--sync", action="store_true", help="thread-pool server instead of aio")
     args = parser.parse_args()
     if args.sync:

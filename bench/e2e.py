@@ -1,20 +1,29 @@
 """End-to-end benchmark: providers -> middleware -> N apps over gRPC on loopback.
 
 Run: ``make bench-e2e`` (or ``python -m bench.e2e``). Three processes share the
-machine's two cores: the middleware (or the bare ceiling server), one provider
-publishing over ``Publish``, and the apps (one gRPC channel each).
+machine's two cores: the middleware (or a bare ceiling server), one provider
+publishing batches of 64 over ``Publish``, and the apps (one gRPC channel each,
+all in this process, subscribed ``ON_UPDATE`` to the same 100 keys).
 
-It prints, for N = 1, 10 and 100 apps:
+It prints, beside figures measured in the same run:
 
-* throughput: delivered events/s with the provider publishing as fast as it can,
-  beside the ceiling measured in the same run: a bare grpc.aio server streaming
-  the same messages in batches of the same size to the same app code, with no
-  V-Store or ESS work (``bench.bare_server``); and the ratio;
-* latency: provider-to-app p50/p99 (receive time minus the event's ``time_ns``,
-  which is the provider's clock at publish) at 10,000 updates/s;
+* throughput: delivered events/s with the provider publishing as fast as it
+  can, beside two ceilings (``bench.bare_server``): the strongest bare grpc.aio
+  server building the same messages fresh (``events.add()`` and field
+  assignment, full batches of 64) and the raw limit (the same streams writing
+  one prebuilt serialized batch again and again); the ratio to each;
+* latency: provider-to-app p50/p99 per event (receive time minus the event's
+  ``time_ns``, the provider's clock at publish) at 10,000 updates/s, and at the
+  KUKSA databroker's published load (one subscriber, 100 signals, 84,000
+  updates/s);
+* with ``--journal-compare``: throughput with the journal at ``drops`` and at
+  ``full``;
+* with ``--stuck-seconds S``: the middleware's RSS while one app reads nothing
+  for S seconds and the provider publishes as fast as it can;
+* with ``--lag-seconds S``: the age of what an app that reads one batch per
+  second receives while a provider writes steadily;
 
-and, with ``--stuck-seconds S``, the middleware's RSS while one app reads
-nothing for S seconds (bounded queues: it must stay flat).
+and a last table of the issue-19 targets, each met or not met.
 """
 
 from __future__ import annotations
@@ -35,7 +44,9 @@ import grpc
 from vehicle.ess.v1 import ess_pb2, ess_pb2_grpc
 from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
-KEYS = [f"Vehicle.Bench.Signal{i}" for i in range(50)]
+KEYS = [f"Vehicle.Bench.Signal{i}" for i in range(100)]
+BATCH = 64  # the provider's batches, and the ceilings'
+KUKSA_RATE = 84_000  # the KUKSA databroker's published load: 1 provider, 1 subscriber
 
 
 # -- processes ---------------------------------------------------------------------
@@ -126,6 +137,7 @@ class Tally:
     events: int = 0
     batches: int = 0
     latencies_ns: list[int] = field(default_factory=list)
+    """Per event: receive time minus the event's time_ns."""
 
 
 async def app_reader(
@@ -137,6 +149,7 @@ async def app_reader(
     latency: bool,
     ready: asyncio.Event,
     read: bool = True,
+    pause_s: float = 0.0,
 ) -> None:
     md = (("app-id", name),)
     async with grpc.aio.insecure_channel(address) as channel:
@@ -160,22 +173,22 @@ async def app_reader(
         ready.set()
         if not read:
             await asyncio.Event().wait()  # a stuck app: never reads again
+        record = tally.latencies_ns.append
         while True:
             batch = await call.read()
             if batch is grpc.aio.EOF:
                 return
+            if pause_s:
+                await asyncio.sleep(pause_s)  # a slow app: one batch per pause
             if not tally.measuring:
                 continue
             events = batch.events
             tally.batches += 1
             tally.events += len(events)
             if latency:
-                # The oldest event of the batch stands for all of it (a pessimistic
-                # figure that keeps this process's per-event work out of the result).
-                oldest = now = time.time_ns()
-                for e in (events[0], events[-1]):
-                    oldest = min(oldest, e.data_updated.time_ns)
-                tally.latencies_ns.extend([now - oldest] * len(events))
+                now = time.time_ns()
+                for e in events:
+                    record(now - e.data_updated.time_ns)
 
 
 async def measure(
@@ -186,6 +199,7 @@ async def measure(
     seconds: float,
     latency: bool,
     subscribe: bool,
+    journal: str | None = None,
 ) -> tuple[Tally, float]:
     tally = Tally()
     if subscribe:  # the keys must exist before the apps subscribe to them
@@ -207,19 +221,7 @@ async def measure(
     await asyncio.wait_for(asyncio.gather(*(r.wait() for r in readies)), 60)
     provider = None
     if provider_rate is not None:
-        provider = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "bench.e2e",
-            "provider",
-            "--address",
-            address,
-            "--rate",
-            str(provider_rate),
-            "--seconds",
-            str(seconds + 2.0),
-            stdout=asyncio.subprocess.PIPE,
-        )
+        provider = await start_provider(address, provider_rate, seconds + 2.0)
     await asyncio.sleep(1.0)  # warm-up, not measured
     tally.measuring = True
     t0 = time.perf_counter()
@@ -234,6 +236,24 @@ async def measure(
     return tally, tally.events / elapsed
 
 
+async def start_provider(address: str, rate: float, seconds: float) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bench.e2e",
+        "provider",
+        "--address",
+        address,
+        "--rate",
+        str(rate),
+        "--seconds",
+        str(seconds),
+        "--batch-max",
+        str(BATCH),
+        stdout=asyncio.subprocess.PIPE,
+    )
+
+
 async def add_keys(address: str) -> None:
     """The benchmark's keys, added before any app subscribes."""
     async with grpc.aio.insecure_channel(address) as channel:
@@ -243,59 +263,113 @@ async def add_keys(address: str) -> None:
 
 
 def pct(values: list[int], q: float) -> float:
+    """The ``q`` quantile of ``values`` (ns), in ms."""
     if not values:
         return float("nan")
     values = sorted(values)
     return values[min(len(values) - 1, int(q * len(values)))] / 1e6
 
 
-async def bench(args: argparse.Namespace) -> None:
-    print(
-        f"{'apps':>5} {'delivered/s':>12} {'ceiling/s':>12} {'ratio':>6} {'batch':>6}"
-        f"   latency @{args.latency_rate:,.0f} updates/s: delivered/s, p50 / p99 ms"
+def middleware(*extra: str) -> tuple[subprocess.Popen[str], str]:
+    return spawn(
+        "middleware",
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--log-level",
+        "WARNING",
+        "--event-budget",
+        "100000",
+        *extra,
     )
+
+
+@dataclass
+class Targets:
+    """Each target of issue 19 beside its figure: (what, figure, met)."""
+
+    rows: list[tuple[str, str, bool]] = field(default_factory=list)
+
+    def add(self, what: str, figure: str, met: bool) -> None:
+        self.rows.append((what, figure, met))
+
+    def print(self) -> None:
+        print("\ntargets")
+        for what, figure, met in self.rows:
+            print(f"  {'met    ' if met else 'NOT MET'}  {what}: {figure}")
+
+
+async def throughput(args: argparse.Namespace, targets: Targets) -> None:
+    print(
+        f"{'apps':>5} {'delivered/s':>12} {'batch':>6} {'add ceiling/s':>14} {'ratio':>6}"
+        f" {'raw limit/s':>12} {'ratio':>6}"
+    )
+    per_event: dict[int, float] = {}
     for apps in args.apps:
-        mw, address = spawn(
-            "middleware",
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--log-level",
-            "WARNING",
-            "--event-budget",
-            "100000",
-            *journal_args(args),
-        )
+        mw, address = middleware(*journal_args(args))
         try:
             tally, rate = await measure(
                 address, apps, provider_rate=0, seconds=args.seconds, latency=False, subscribe=True
             )
-            batch = tally.events / max(1, tally.batches)
-            lat, lat_rate = await measure(
+        finally:
+            stop(mw)
+        batch = tally.events / max(1, tally.batches)
+        add = await bare_rate(apps, BATCH, args.seconds, "--build", "add")
+        raw = await bare_rate(apps, BATCH, args.seconds, "--build", "raw")
+        per_event[apps] = rate
+        print(
+            f"{apps:5d} {rate:12,.0f} {batch:6.1f} {add:14,.0f} {rate / add:6.2f}"
+            f" {raw:12,.0f} {rate / raw:6.2f}",
+            flush=True,
+        )
+        if apps == 10:
+            targets.add(
+                "10 apps: delivered >= 50% of the strongest ceiling (events.add())",
+                f"{rate:,.0f}/s = {rate / add:.2f} x {add:,.0f}/s (raw limit {raw:,.0f}/s)",
+                rate >= 0.5 * add,
+            )
+    if 10 in per_event and 100 in per_event:
+        targets.add(
+            "100 apps no worse per event than 10",
+            f"{per_event[100]:,.0f}/s against {per_event[10]:,.0f}/s",
+            per_event[100] >= 0.95 * per_event[10],
+        )
+
+
+async def latency(args: argparse.Namespace, targets: Targets) -> None:
+    print("\nlatency per event, provider to app (p50 / p99 ms)")
+    runs = [(1, args.latency_rate, 1.0), (10, args.latency_rate, 2.0), (1, KUKSA_RATE, 1.2)]
+    for apps, rate, ceiling_ms in runs:
+        if apps not in args.apps and apps != 1:
+            continue
+        mw, address = middleware(*journal_args(args))
+        try:
+            lat, delivered = await measure(
                 address,
                 apps,
-                provider_rate=args.latency_rate,
+                provider_rate=rate,
                 seconds=args.seconds,
                 latency=True,
                 subscribe=True,
             )
         finally:
             stop(mw)
-        ceiling = await bare_rate(apps, max(1, round(batch)), args.seconds)
+        p50, p99 = pct(lat.latencies_ns, 0.5), pct(lat.latencies_ns, 0.99)
+        asked = rate * apps
         print(
-            f"{apps:5d} {rate:12,.0f} {ceiling:12,.0f} {rate / ceiling:6.2f} {batch:6.1f}"
-            f"   {lat_rate:10,.0f}  {pct(lat.latencies_ns, 0.5):.2f} / "
-            f"{pct(lat.latencies_ns, 0.99):.2f}",
+            f"{apps:5d} app(s) at {rate:,.0f} updates/s: {delivered:,.0f} of {asked:,.0f} "
+            f"deliveries/s, p50 {p50:.2f} / p99 {p99:.2f} ms",
             flush=True,
         )
-    if args.compare_sync:
-        await compare_sync(args)
-    if args.stuck_seconds:
-        await stuck(args)
+        targets.add(
+            f"p99 <= {ceiling_ms} ms, {apps} app(s) at {rate:,.0f} updates/s",
+            f"p50 {p50:.2f} / p99 {p99:.2f} ms, {delivered / asked:.0%} delivered",
+            p99 <= ceiling_ms and delivered >= 0.98 * asked,
+        )
 
 
 async def bare_rate(apps: int, batch: int, seconds: float, *extra: str) -> float:
-    """Events/s the bare ceiling server streams to ``apps`` apps in batches of ``batch``."""
+    """Events/s a bare ceiling server streams to ``apps`` apps in batches of ``batch``."""
     proc, address = spawn(
         "bench.bare_server", "--batch", str(batch), "--keys", str(len(KEYS)), *extra
     )
@@ -310,15 +384,41 @@ async def bare_rate(apps: int, batch: int, seconds: float, *extra: str) -> float
 
 async def compare_sync(args: argparse.Namespace) -> None:
     """The measurement behind choosing grpc.aio: the same bare streaming, aio vs threads."""
-    print(f"{'apps':>5} {'aio bare/s':>12} {'sync bare/s':>12}")
+    print(f"\n{'apps':>5} {'aio bare/s':>12} {'sync bare/s':>12}")
     for apps in args.apps:
         rates = [await bare_rate(apps, 10, args.seconds, *extra) for extra in ((), ("--sync",))]
         print(f"{apps:5d} {rates[0]:12,.0f} {rates[1]:12,.0f}", flush=True)
 
 
-async def stuck(args: argparse.Namespace) -> None:
-    """RSS of the middleware while one app never reads and another keeps up."""
-    mw, address = spawn("middleware", "serve", "--listen", "127.0.0.1:0", "--log-level", "WARNING")
+async def journal_compare(args: argparse.Namespace, targets: Targets) -> None:
+    """Delivered events/s with 10 apps, journal at ``drops`` and at ``full``, same run."""
+    rates = {}
+    for level in ("drops", "full"):
+        directory = tempfile.mkdtemp(prefix="vmw-bench-journal-")
+        _JOURNAL_DIRS.append(directory)
+        mw, address = middleware("--journal-dir", directory, "--journal-level", level)
+        try:
+            _, rates[level] = await measure(
+                address, 10, provider_rate=0, seconds=args.seconds, latency=False, subscribe=True
+            )
+        finally:
+            stop(mw)
+    cost = 1 - rates["full"] / rates["drops"]
+    print(
+        f"\njournal, 10 apps: drops {rates['drops']:,.0f}/s, full {rates['full']:,.0f}/s "
+        f"(full costs {cost:.0%})",
+        flush=True,
+    )
+    targets.add(
+        "journal full costs <= 20% of drops",
+        f"{rates['full']:,.0f} against {rates['drops']:,.0f}/s: {cost:.0%}",
+        cost <= 0.20,
+    )
+
+
+async def stuck(args: argparse.Namespace, targets: Targets) -> None:
+    """RSS of the middleware while one app never reads, another reads, at full speed."""
+    mw, address = middleware()
     try:
         await add_keys(address)
         tally = Tally(measuring=True)
@@ -340,19 +440,7 @@ async def stuck(args: argparse.Namespace) -> None:
             ),
         ]
         await asyncio.gather(ready[0].wait(), ready[1].wait())
-        provider = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "bench.e2e",
-            "provider",
-            "--address",
-            address,
-            "--rate",
-            "10000",
-            "--seconds",
-            str(args.stuck_seconds),
-            stdout=asyncio.subprocess.PIPE,
-        )
+        provider = await start_provider(address, 0, args.stuck_seconds)
         samples = []
         start = time.monotonic()
         while time.monotonic() - start < args.stuck_seconds:
@@ -364,12 +452,75 @@ async def stuck(args: argparse.Namespace) -> None:
         await asyncio.gather(*tasks, return_exceptions=True)
     finally:
         stop(mw)
+    # Flat: the second half of the run grows by less than 2 MiB (allocator noise).
+    half = samples[len(samples) // 2 :]
+    growth = (max(half) - half[0]) / 1024
     print(
-        f"stuck app for {args.stuck_seconds:.0f} s at 10,000 updates/s: middleware RSS "
+        f"\nstuck app for {args.stuck_seconds:.0f} s, provider at full speed: middleware RSS "
         f"{samples[0] / 1024:.1f} MiB -> {samples[-1] / 1024:.1f} MiB "
-        f"(max {max(samples) / 1024:.1f}; samples {[round(s / 1024, 1) for s in samples]}); "
-        f"the reading app received {tally.events:,} events"
+        f"(samples {[round(x / 1024, 1) for x in samples]}); "
+        f"the reading app received {tally.events:,} events",
+        flush=True,
     )
+    targets.add(
+        f"memory flat with a stuck app for {args.stuck_seconds:.0f} s at full speed",
+        f"{samples[0] / 1024:.1f} -> {samples[-1] / 1024:.1f} MiB, second half +{growth:.1f} MiB",
+        growth < 2.0,
+    )
+
+
+async def lag(args: argparse.Namespace, targets: Targets) -> None:
+    """The age of what an app reading one batch per second receives, under steady writes."""
+    mw, address = middleware()
+    tally = Tally()
+    try:
+        await add_keys(address)
+        ready = asyncio.Event()
+        task = asyncio.create_task(
+            app_reader(
+                address, "slow", tally, subscribe=True, latency=True, ready=ready, pause_s=1.0
+            )
+        )
+        await ready.wait()
+        provider = await start_provider(address, 1000, args.lag_seconds + 2)
+        await asyncio.sleep(2.0)  # the queues fill
+        tally.measuring = True
+        await asyncio.sleep(args.lag_seconds)
+        tally.measuring = False
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await provider.communicate()
+    finally:
+        stop(mw)
+    oldest = max(tally.latencies_ns, default=0) / 1e9
+    # What the queues can hold at this rate (1,000 writes/s over 100 keys, queue max 200
+    # events, one per key) plus one batch in the reader's hands: about 1 s of writes.
+    bound = 2.0
+    print(
+        f"\nslow app (one batch per second, 1,000 writes/s): {tally.events:,} events received, "
+        f"oldest {oldest:.2f} s old (bound {bound:.1f} s)",
+        flush=True,
+    )
+    targets.add(
+        "bounded lag: a slow app never receives events older than its queues hold",
+        f"oldest {oldest:.2f} s against {bound:.1f} s",
+        oldest <= bound,
+    )
+
+
+async def bench(args: argparse.Namespace) -> None:
+    targets = Targets()
+    await throughput(args, targets)
+    await latency(args, targets)
+    if args.journal_compare:
+        await journal_compare(args, targets)
+    if args.compare_sync:
+        await compare_sync(args)
+    if args.stuck_seconds:
+        await stuck(args, targets)
+    if args.lag_seconds:
+        await lag(args, targets)
+    targets.print()
 
 
 _JOURNAL_DIRS: list[str] = []
@@ -391,16 +542,20 @@ def main(argv: list[str] | None = None) -> int:
     prov.add_argument("--address", required=True)
     prov.add_argument("--rate", type=float, default=0, help="updates/s; 0: as fast as possible")
     prov.add_argument("--seconds", type=float, default=5)
-    prov.add_argument("--batch-max", type=int, default=100)
+    prov.add_argument("--batch-max", type=int, default=BATCH)
     parser.add_argument("--apps", type=int, nargs="+", default=[1, 10, 100])
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--latency-rate", type=float, default=10_000)
     parser.add_argument("--stuck-seconds", type=float, default=0.0)
+    parser.add_argument("--lag-seconds", type=float, default=0.0)
     parser.add_argument(
         "--journal",
         choices=("lifecycle", "drops", "full"),
         default=None,
         help="run the middleware with its journal at this level",
+    )
+    parser.add_argument(
+        "--journal-compare", action="store_true", help="also 10 apps with journal drops vs full"
     )
     parser.add_argument(
         "--compare-sync",
