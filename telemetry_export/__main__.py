@@ -6,8 +6,9 @@ import argparse
 import json
 import os
 import sys
+from typing import Any
 
-__all__ = ["main"]
+__all__ = ["analyze_options", "main", "parser", "synth_options"]
 
 
 def _thresholds(values: list[str]) -> list[tuple[str, int]]:
@@ -20,7 +21,30 @@ def _thresholds(values: list[str]) -> list[tuple[str, int]]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
+def analyze_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword arguments of :func:`telemetry_export.job.analyze` that the
+    flags of ``analyze`` (or ``report``) give."""
+    return {
+        "thresholds": _thresholds(args.stale),
+        "default_stale_ns": int(args.stale_default * 1e9),
+        "window_ns": int(args.window * 1e9),
+    }
+
+
+def synth_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword arguments of :func:`telemetry_export.synth.write_fleet` that
+    the flags of ``synth`` give."""
+    return {
+        "vehicles": args.vehicles,
+        "records": args.records,
+        "seed": args.seed,
+        "tamper": args.tamper,
+        "trim": args.trim,
+    }
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line's parser."""
     parser = argparse.ArgumentParser(prog="python -m telemetry_export", description=__doc__)
     parser.add_argument(
         "--master",
@@ -62,18 +86,21 @@ def main(argv: list[str] | None = None) -> int:
     syn.add_argument("--records", type=int, default=10_000, help="about this many per vehicle")
     syn.add_argument("--seed", type=int, default=1)
     syn.add_argument("--tamper", action="store_true", help="edit one record of one vehicle")
-    args = parser.parse_args(argv)
+    syn.add_argument(
+        "--trim",
+        action="store_true",
+        help="remove the first segment of one boot, as the journal's retention does",
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
 
     if args.command == "synth":
         from telemetry_export.synth import write_fleet
 
-        facts = write_fleet(
-            args.output,
-            vehicles=args.vehicles,
-            records=args.records,
-            seed=args.seed,
-            tamper=args.tamper,
-        )
+        facts = write_fleet(args.output, **synth_options(args))
         print(json.dumps(facts, indent=2, sort_keys=True))
         return 0
 
@@ -90,14 +117,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.command == "report":
                 dataset, report = f"{args.output}/dataset", f"{args.output}/report"
                 job.ingest(spark, args.input, dataset)
-            summary = job.analyze(
-                spark,
-                dataset,
-                report,
-                thresholds=_thresholds(args.stale),
-                default_stale_ns=int(args.stale_default * 1e9),
-                window_ns=int(args.window * 1e9),
-            )
+            summary = job.analyze(spark, dataset, report, **analyze_options(args))
             print(json.dumps(summary, indent=2, sort_keys=True))
     finally:
         spark.stop()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import shlex
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -14,6 +15,7 @@ from middleware.config import Settings
 from middleware.journal.chain import Chain, OffsetCounter
 from middleware.server import start_server
 from telemetry_export import job
+from telemetry_export.__main__ import analyze_options, parser, synth_options
 from telemetry_export.synth import STALE_KEY, write_fleet
 from tests.integration.scenarios import slow_app
 
@@ -62,24 +64,41 @@ def test_the_analysis_finds_exactly_the_drops_a_slow_app_saw(
     assert (tmp_path / "report" / "drops.png").stat().st_size > 0
 
 
-def test_a_synthetic_fleet_shows_restarts_lost_records_staleness_tampering_and_trimming(
+README = Path(__file__).parents[2] / "README.md"
+
+
+def readme_command(command: str) -> list[str]:
+    """The flags of the README's example ``telemetry_export COMMAND`` (its
+    shell lines joined where they continue)."""
+    text = README.read_text().replace("\\\n", " ")
+    [line] = [ln for ln in text.splitlines() if f"-m telemetry_export {command} " in ln]
+    words = shlex.split(line)
+    return words[words.index(command) :]
+
+
+def test_the_readme_example_finds_what_the_generator_planted(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    facts = write_fleet(
-        str(tmp_path / "fleet"), vehicles=3, records=20_000, seed=3, tamper=True, trim=True
+    """The README's synth and analyze flags, on a smaller fleet: restarts, a
+    crash, drops, the silent signal at the README's thresholds, tampering and
+    retention's trim, each found as planted."""
+    synth = parser().parse_args(
+        [*readme_command("synth"), "--vehicles", "3", "--records", "20000", "--seed", "3"]
     )
+    facts = write_fleet(str(tmp_path / "fleet"), **synth_options(synth))
     assert facts["trimmed"]
+    assert facts["tampered"]
     assert facts["lost_reported_later"]
     torn = tmp_path / "fleet" / "car-0001" / "journal-99999999999999999999-torn-000001.jsonl"
     torn.write_text('{"hash":"x","kind":"lost","vehicle_id":"car-0001"\n{not json at all\n')
     counts = job.ingest(spark, [str(tmp_path / "fleet")], str(tmp_path / "dataset"))
     assert counts == {"records": facts["records"], "bad_lines": 2}
-    summary = job.analyze(
-        spark,
-        str(tmp_path / "dataset"),
-        str(tmp_path / "report"),
-        default_stale_ns=int(facts["stale_gap_min_s"] * 0.9 * 1e9),
-    )
+    args = parser().parse_args([*readme_command("analyze"), "--input", "x", "--output", "y"])
+    options = analyze_options(args)
+    # The planted silence is longer than the README's threshold for it.
+    assert facts["stale_gap_min_s"] * 1e9 > dict(options["thresholds"])["Vehicle.Cabin"]
+    report = tmp_path / "report"
+    summary = job.analyze(spark, str(tmp_path / "dataset"), str(report), **options)
     for name in ("vehicles", "boots", "restarts", "unclean_stops", "dropped", "delivered"):
         assert summary[name] == facts[name], name
     # The trimmed boot's seqs before its first segment on disk are not missing.
@@ -90,10 +109,7 @@ def test_a_synthetic_fleet_shows_restarts_lost_records_staleness_tampering_and_t
     # Tampering breaks one chain; retention's trim is reported, not broken.
     assert summary["broken_chains"] == 1
     assert summary["trimmed_boots"] == 1
-    integrity = {
-        r.boot_id: r
-        for r in spark.read.parquet(str(tmp_path / "report" / "boot_integrity")).collect()
-    }
+    integrity = {r.boot_id: r for r in spark.read.parquet(str(report / "boot_integrity")).collect()}
     [broken] = [r for r in integrity.values() if r.broken_links]
     assert (broken.chain, broken.first_broken_offset) == ("broken", facts["tampered"]["offset"])
     trimmed = integrity[facts["trimmed"]["trimmed_boot_id"]]
@@ -104,14 +120,24 @@ def test_a_synthetic_fleet_shows_restarts_lost_records_staleness_tampering_and_t
         crashed = integrity[lost["boot_id"]]
         assert crashed.reported_dropped == 7 + sum(lost["counts"].values())
         assert crashed.unreported_lost == 0
-    stale = spark.read.parquet(str(tmp_path / "report" / "stale"))
+    # The silent signal, in its writes and its deliveries to both apps.
+    stale = spark.read.parquet(str(report / "stale"))
     assert stale.where("what = 'write'").count() == facts["stale_intervals"]
     assert stale.where("what = 'delivery'").count() == facts["stale_deliveries"]
     assert {r.key for r in stale.collect()} == {STALE_KEY}
-    report = (tmp_path / "report" / "report.md").read_text()
-    assert "Hash chain broken" in report
-    assert "removed by retention (1 files" in report
-    assert "restart after an unclean stop" in report
+    # Drops over several of the README's windows, not one.
+    windows = spark.read.parquet(str(report / "drop_rates")).select("window_start_ns").distinct()
+    assert windows.count() > 3
+    md = (report / "report.md").read_text()
+    assert "Hash chain broken" in md
+    assert "removed by retention (1 files" in md
+    assert "restart after an unclean stop" in md
+    assert "no stop record: unclean" in md
+    assert "30 s for keys under `Vehicle.Cabin`" in md
+    assert "per 60 s window" in md
+    assert f"`{STALE_KEY}` | its writes | 30 s |" in md
+    assert (report / "drops.png").stat().st_size > 0
+    assert (report / "staleness.png").stat().st_size > 0
 
 
 def test_a_boot_across_midnight_keeps_its_chain_over_two_date_partitions(
