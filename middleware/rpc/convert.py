@@ -91,36 +91,41 @@ def started_batch(boot_id: str, cfgs: Sequence[QueueConfig]) -> ess_pb2.EventBat
     return ess_pb2.EventBatch(events=[ess_pb2.Event(started=started)])
 
 
-_PbEvent = ess_pb2.Event
-_PbData = ess_pb2.DataUpdated
-
-
 def event_batch(events: Sequence[Event]) -> ess_pb2.EventBatch:
-    """One EventBatch of drained events. The delivery hot path."""
-    out: list[ess_pb2.Event] = []
-    append = out.append
+    """One EventBatch of drained events. The delivery hot path.
+
+    Built in place (``events.add()`` and field assignment): about a third of
+    the cost of one ``Event(data_updated=DataUpdated(...))`` constructor call
+    per event, which copies each nested message into the batch.
+    """
+    batch = ess_pb2.EventBatch()
+    add = batch.events.add
     for e in events:
         if type(e) is DataUpdated:
             key, seq, time_ns, data, queue = e
-            if data is None:
-                append(
-                    _PbEvent(data_updated=_PbData(key=key, seq=seq, time_ns=time_ns, queue=queue))
-                )
-            else:
-                append(
-                    _PbEvent(
-                        data_updated=_PbData(
-                            key=key, seq=seq, time_ns=time_ns, data=data, queue=queue
-                        )
-                    )
-                )
+            d = add().data_updated
+            d.key = key
+            d.seq = seq
+            d.time_ns = time_ns
+            if data is not None:
+                d.data = data
+            if queue:
+                d.queue = queue
         elif isinstance(e, KeyAdded):
-            append(_PbEvent(key_added=ess_pb2.KeyAdded(key=e.key, name=e.name)))
+            a = add().key_added
+            a.SetInParent()
+            a.key = e.key
+            a.name = e.name
         elif isinstance(e, KeyRemoved):
-            append(_PbEvent(key_removed=ess_pb2.KeyRemoved(key=e.key, name=e.name)))
+            r = add().key_removed
+            r.SetInParent()
+            r.key = e.key
+            r.name = e.name
         elif isinstance(e, ResyncRequired):
-            append(_PbEvent(resync=ess_pb2.ResyncRequired(lost=e.lost)))
-    return ess_pb2.EventBatch(events=out)
+            resync = add().resync
+            resync.SetInParent()
+            resync.lost = e.lost
+    return batch
 
 
 def split_to_fit(batch: ess_pb2.EventBatch, max_bytes: int) -> list[ess_pb2.EventBatch]:
