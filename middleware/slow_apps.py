@@ -170,10 +170,13 @@ class SlowAppWatch:
         self._clock = clock
         self.episodes = DropEpisodes(every=every)
 
+    def in_episode(self, app: str) -> bool:
+        """Whether the app's queues are dropping events now (an episode is open). O(1)."""
+        return self.episodes.in_episode(app)
+
     def drained(self, app: str) -> None:
         """Called by the delivery loop when a drain left the app's queues empty."""
-        if self.episodes.in_episode(app):
-            self.episodes.drained(app, self._clock())
+        self.episodes.drained(app, self._clock())
 
     def check(self) -> list[EpisodeReport]:
         """Observe every app once; log and return the reports."""

@@ -80,9 +80,9 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
                                 sent_ns=sent,
                             )
                 # Drops are reported per episode by the runtime's SlowAppWatch (also
-                # while this loop is blocked on a reader that stopped); it needs to
-                # know when the app has read everything queued.
-                if not ess.pending(app):
+                # while this loop is blocked on a reader that stopped); during one it
+                # needs to know when the app has read everything queued.
+                if slow_apps.in_episode(app) and not ess.pending(app):
                     slow_apps.drained(app)
         except asyncio.CancelledError:
             if not (stream.replaced or stream.expired or stream.ended) or context.cancelled():
