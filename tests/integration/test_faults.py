@@ -544,7 +544,11 @@ async def test_a_refused_token_ends_an_app_and_a_provider_with_one_line(tmp_path
                 "python -m providers sim: provider 'dashboard': the middleware refused it "
                 "(PERMISSION_DENIED): names[0]: app 'dashboard' may not add or remove key"
             ),
-            ("providers", "replay", "providers/recordings/short-drive.jsonl"): (
+            (
+                "providers",
+                "replay",
+                str(README.parent / "providers/recordings/short-drive.jsonl"),
+            ): (
                 "python -m providers replay: provider 'replay': the middleware refused it "
                 "(UNAUTHENTICATED): missing 'authorization' metadata"
             ),
@@ -553,7 +557,7 @@ async def test_a_refused_token_ends_an_app_and_a_provider_with_one_line(tmp_path
             result = await asyncio.to_thread(
                 subprocess.run,
                 [PY, "-m", *argv, "--target", m.address],
-                cwd=README.parent,
+                cwd=tmp_path,  # the logger's default output lands there, not in the checkout
                 capture_output=True,
                 text=True,
                 timeout=60,
