@@ -18,6 +18,7 @@ from pathlib import Path
 
 from middleware.config import Settings, load_settings, masked
 from middleware.server import start_server
+from vss import CatalogError
 
 log = logging.getLogger("middleware")
 
@@ -59,6 +60,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     for f in fields(Settings):
         kind = type(f.default)
+        if kind is tuple:  # a list setting: the flag is repeated
+            serve.add_argument(
+                f"--{f.name.replace('_', '-')}",
+                dest=f.name,
+                action="append",
+                default=None,
+                help=f"(repeatable; env VMW_{f.name.upper()}, comma-separated)",
+            )
+            continue
         serve.add_argument(
             f"--{f.name.replace('_', '-')}",
             dest=f.name,
@@ -189,6 +199,9 @@ def main(argv: list[str] | None = None) -> int:
         )
     try:
         asyncio.run(_serve(settings, args.stop_grace))
+    except CatalogError as e:
+        print(f"middleware: --vss: {e}", file=sys.stderr)
+        return 2
     except RuntimeError as e:
         print(f"middleware: {e}", file=sys.stderr)
         return 1

@@ -82,6 +82,12 @@ class Settings:
     journal_gzip: bool = False
     journal_buffer: int = 100_000
     """Records waiting for the writer; beyond it they are dropped and counted."""
+    vss: tuple[str, ...] = ()
+    """VSS JSON catalogs: every signal is a key from the start, with its metadata
+    (datatype, entry type, unit, min, max, allowed values) checked on every write.
+    Flag ``--vss FILE`` (repeatable), TOML a list, ``VMW_VSS`` comma-separated."""
+    actuation_timeout_s: float = 5.0
+    """How long an actuation waits for its provider's answer (KUKSA Actuate)."""
 
     def __post_init__(self) -> None:
         positive = (
@@ -114,6 +120,7 @@ class Settings:
             "keepalive_timeout_s",
             "claim_grace_s",
             "token_leeway_s",
+            "actuation_timeout_s",
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
@@ -157,6 +164,12 @@ _FALSE = frozenset({"0", "false", "no", "off"})
 
 
 def _coerce(name: str, raw: Any, kind: type) -> Any:
+    if kind is tuple:  # a list of strings: TOML list, flags repeated, env comma-separated
+        if isinstance(raw, str):
+            return tuple(part for part in raw.split(",") if part)
+        if isinstance(raw, list | tuple) and all(isinstance(x, str) for x in raw):
+            return tuple(raw)
+        raise ValueError(f"setting {name}: expected a list of strings, got {raw!r}")
     if kind is bool:
         if isinstance(raw, bool):
             return raw

@@ -7,12 +7,15 @@ Mapped to gRPC status codes, with the cores' errors, in one table:
 from __future__ import annotations
 
 __all__ = [
+    "ActuationUnavailableError",
+    "AlreadyProvidedError",
     "InvalidRequestError",
     "LimitExceededError",
     "MiddlewareError",
     "PermissionDeniedError",
     "StreamConflictError",
     "UnauthenticatedError",
+    "UnavailableError",
 ]
 
 
@@ -60,3 +63,25 @@ class LimitExceededError(MiddlewareError):
 
 class StreamConflictError(MiddlewareError):
     """A precondition about the caller's streams does not hold."""
+
+
+class UnavailableError(MiddlewareError):
+    """The middleware cannot serve this now (shutting down; a provider missing)."""
+
+
+class ActuationUnavailableError(UnavailableError):
+    """An actuation cannot be delivered: no provider claims the actuator, or it
+    did not answer within the actuation timeout."""
+
+    def __init__(self, key: str, why: str) -> None:
+        self.key = key
+        super().__init__(f"cannot actuate {key!r}: {why}")
+
+
+class AlreadyProvidedError(MiddlewareError):
+    """Another provider already provides (claims) this actuator."""
+
+    def __init__(self, key: str, owner: str) -> None:
+        self.key = key
+        self.owner = owner
+        super().__init__(f"actuator {key!r} is already provided by {owner!r}")

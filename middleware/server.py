@@ -1,7 +1,10 @@
 """Build, start and stop the middleware's gRPC server (grpc.aio).
 
 Serves ``vehicle.ess.v1.EventService``, ``vehicle.vstore.v1.VStore``, the
-standard ``grpc.health.v1.Health`` and server reflection. Keepalive is on, so
+KUKSA.val services ``kuksa.val.v1.VAL`` and ``kuksa.val.v2.VAL``
+(:mod:`middleware.kuksa`), the standard ``grpc.health.v1.Health`` and server
+reflection. The VSS catalogs of ``Settings.vss`` are loaded first: their
+signals are keys from the start, typed (:mod:`middleware.signals`). Keepalive is on, so
 a peer that vanished is found and its app removed.
 """
 
@@ -22,10 +25,12 @@ from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
 
 from middleware.config import Settings
+from middleware.kuksa import KUKSA_SERVICES, add_kuksa_services
 from middleware.rpc.decoding import DecodeGuard
 from middleware.rpc.event_service import EventService
 from middleware.rpc.vstore_service import VStoreService
 from middleware.runtime import Runtime
+from middleware.signals import Signals
 from vehicle.ess.v1 import ess_pb2, ess_pb2_grpc
 from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
@@ -36,6 +41,7 @@ log = logging.getLogger(__name__)
 SERVICES = (
     ess_pb2.DESCRIPTOR.services_by_name["EventService"].full_name,
     vstore_pb2.DESCRIPTOR.services_by_name["VStore"].full_name,
+    *KUKSA_SERVICES,
 )
 
 
@@ -54,6 +60,8 @@ class RunningServer:
     """Every address served: the TCP one (as :attr:`address`), then the Unix socket."""
     watch: asyncio.Task[None] | None = None
     """Reports apps that do not keep up (see :mod:`middleware.slow_apps`)."""
+    signals: Signals | None = None
+    """The VSS metadata of the typed keys (``Settings.vss``)."""
 
     async def stop(self, grace: float = 2.0) -> None:
         """Refuse new calls, end streams after ``grace`` seconds, forget every app."""
@@ -138,11 +146,15 @@ async def start_server(settings: Settings, runtime: Runtime | None = None) -> Ru
     Raises:
         AddressInUseError: an address cannot be bound (e.g. another middleware
             listens on the TCP port), or a live server answers on the Unix socket.
+        CatalogError: a VSS catalog of ``settings.vss`` cannot be read.
     """
+    signals = Signals.load(settings.vss)
     runtime = runtime or Runtime(settings)
+    signals.install(runtime.store)
     server = grpc.aio.server(options=_options(settings), interceptors=[DecodeGuard()])
     ess_pb2_grpc.add_EventServiceServicer_to_server(EventService(runtime), server)
     vstore_pb2_grpc.add_VStoreServicer_to_server(VStoreService(runtime), server)
+    add_kuksa_services(server, runtime, signals)
     health = health_aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     reflection.enable_server_reflection(
@@ -187,4 +199,4 @@ async def start_server(settings: Settings, runtime: Runtime | None = None) -> Ru
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)
     log.info("middleware listening on %s (boot %s)", " and ".join(addresses), runtime.boot_id)
     watch = asyncio.create_task(runtime.slow_apps.run(), name="slow-app-watch")
-    return RunningServer(server, runtime, health, port, address, tuple(addresses), watch)
+    return RunningServer(server, runtime, health, port, address, tuple(addresses), watch, signals)

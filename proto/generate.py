@@ -6,6 +6,12 @@ of the repository (the import path follows the proto package, so the generated
 modules import each other as ``vehicle.ess.v1``), with ``__init__.py`` files
 so ``vehicle`` is a normal installed package.
 
+The KUKSA contract (``proto/kuksa/``, packages ``kuksa.val.v1`` and
+``kuksa.val.v2``) keeps its public file names (``kuksa/val/v1/types.proto``,
+as KUKSA clients and reflection know them) but its Python code goes to
+``vehicle/kuksa/`` (imported as ``vehicle.kuksa.val.v1``), so it cannot clash
+with the ``kuksa`` package of a KUKSA client installed beside it.
+
 ``python proto/generate.py --out DIR`` writes to another directory instead
 (the staleness test compares that with what is committed).
 """
@@ -13,6 +19,8 @@ so ``vehicle`` is a normal installed package.
 from __future__ import annotations
 
 import argparse
+import re
+import shutil
 import sys
 from importlib.resources import files
 from pathlib import Path
@@ -42,6 +50,7 @@ def generate(out: Path) -> list[Path]:
     ]
     if protoc.main(args) != 0:
         raise SystemExit("protoc failed")
+    _nest_kuksa(out)
     written: list[Path] = []
     for path in sorted(out.joinpath("vehicle").rglob("*")):
         if path.is_dir():
@@ -55,6 +64,25 @@ def generate(out: Path) -> list[Path]:
         if path.is_file() and path.suffix in {".py", ".pyi"}:
             written.append(path.relative_to(out))
     return written
+
+
+_KUKSA_IMPORT = re.compile(r"^(from|import) kuksa\.", re.MULTILINE)
+
+
+def _nest_kuksa(out: Path) -> None:
+    """Move the generated ``kuksa/`` package to ``vehicle/kuksa/``, fixing its imports."""
+    source = out / "kuksa"
+    if not source.is_dir():
+        return
+    target = out / "vehicle" / "kuksa"
+    if target.exists():
+        shutil.rmtree(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(source), str(target))
+    for path in target.rglob("*"):
+        if path.is_file() and path.suffix in {".py", ".pyi"}:
+            text = path.read_text()
+            path.write_text(_KUKSA_IMPORT.sub(r"\1 vehicle.kuksa.", text))
 
 
 def main(argv: list[str] | None = None) -> int:

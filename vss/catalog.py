@@ -1,4 +1,7 @@
-"""Signal catalogs: the VSS JSON a provider publishes, flattened to signals.
+"""Signal catalogs: VSS JSON files flattened to signals.
+
+The middleware loads them (``serve --vss FILE``: every signal a key from the
+start, with its metadata) and the simulated provider publishes them.
 
 The file format is the JSON that COVESA ``vss-tools`` exports (``vspec export
 json``): a tree of nodes keyed by name, each with a ``type`` (``branch``,
@@ -13,7 +16,8 @@ dimension per element; a child with ``"instantiate": false`` is not repeated).
 A leaf may carry an extended attribute ``sim`` (vss-tools passes unknown
 attributes through with ``-e sim``): how the simulated provider drives it (see
 :mod:`providers.models`). The catalog shipped with the project is
-``providers/catalogs/vehicle.json`` (:func:`default_catalog`).
+``providers/catalogs/vehicle.json`` (``providers.catalog.default_catalog``).
+Pure: no gRPC, no middleware.
 """
 
 from __future__ import annotations
@@ -26,17 +30,15 @@ from pathlib import Path
 from typing import Any, Final
 
 __all__ = [
+    "ARRAY_DATATYPES",
     "DATATYPES",
-    "DEFAULT_CATALOG",
     "CatalogError",
     "Signal",
-    "default_catalog",
     "expand_instances",
     "load_catalog",
     "parse_catalog",
 ]
 
-DEFAULT_CATALOG: Final = Path(__file__).parent / "catalogs" / "vehicle.json"
 LEAF_TYPES: Final = frozenset({"sensor", "actuator", "attribute"})
 DATATYPES: Final = frozenset(
     {
@@ -47,7 +49,9 @@ DATATYPES: Final = frozenset(
         *(f"{s}int{b}" for s in ("", "u") for b in (8, 16, 32, 64)),
     }
 )
-"""The scalar VSS datatypes a value can carry (arrays and structs are not supported)."""
+"""The scalar VSS datatypes."""
+ARRAY_DATATYPES: Final = frozenset(f"{t}[]" for t in DATATYPES)
+"""The VSS array datatypes (``float[]``, ...). Structs are not supported."""
 _RANGE: Final = re.compile(r"^(?P<stem>\w*)\[(?P<lo>\d+),\s*(?P<hi>\d+)\]$")
 _NAME: Final = re.compile(r"^[A-Za-z0-9_]+$")
 
@@ -73,11 +77,8 @@ class Signal:
     description: str = ""
     sim: Mapping[str, Any] = field(default_factory=dict)
     """The ``sim`` extended attribute: how the simulated provider drives it."""
-
-
-def default_catalog() -> list[Signal]:
-    """The project's own catalog (a few hundred signals of one car)."""
-    return load_catalog(DEFAULT_CATALOG)
+    comment: str = ""
+    deprecation: str = ""
 
 
 def load_catalog(path: str | Path) -> list[Signal]:
@@ -249,4 +250,10 @@ def _leaf(path: str, node: dict[str, Any]) -> Signal:
         default=node.get("default"),
         description=description if isinstance(description, str) else "",
         sim=sim,
+        comment=_text(node.get("comment")),
+        deprecation=_text(node.get("deprecation")),
     )
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""

@@ -5,6 +5,7 @@ Pure and synchronous: no I/O, no gRPC, time from an injected clock.
 
 from vstore.errors import (
     InvalidKeyNameError,
+    InvalidValueError,
     KeyCapacityError,
     UnknownKeyError,
     ValueTooLargeError,
@@ -12,7 +13,15 @@ from vstore.errors import (
     VStoreError,
 )
 from vstore.keys import MAX_KEY_ID, MAX_KEY_NAME_BYTES, KeyRegistry, check_key_name
-from vstore.store import DEFAULT_MAX_VALUE_SIZE, Entry, SetResult, StoreListener, Update, VStore
+from vstore.store import (
+    DEFAULT_MAX_VALUE_SIZE,
+    Entry,
+    SetResult,
+    StoreListener,
+    Update,
+    ValueCheck,
+    VStore,
+)
 
 __all__ = [
     "DEFAULT_MAX_VALUE_SIZE",
@@ -20,6 +29,7 @@ __all__ = [
     "MAX_KEY_NAME_BYTES",
     "Entry",
     "InvalidKeyNameError",
+    "InvalidValueError",
     "KeyCapacityError",
     "KeyRegistry",
     "SetResult",
@@ -28,6 +38,7 @@ __all__ = [
     "Update",
     "VStore",
     "VStoreError",
+    "ValueCheck",
     "ValueTooLargeError",
     "VersionConflictError",
     "check_key_name",

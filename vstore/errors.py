@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "InvalidKeyNameError",
+    "InvalidValueError",
     "KeyCapacityError",
     "UnknownKeyError",
     "VStoreError",
@@ -63,6 +64,20 @@ class ValueTooLargeError(VStoreError, ValueError):
         self.size = size
         self.limit = limit
         super().__init__(f"value for {_show(key)} is {size} bytes; the limit is {limit} bytes")
+
+
+class InvalidValueError(VStoreError, ValueError):
+    """A value breaks the rule of its key (a check set with ``set_value_check``).
+
+    Attributes:
+        key: the key's name.
+        problem: the value and the rule it breaks, e.g. ``value 300 is above the max 255``.
+    """
+
+    def __init__(self, key: str, problem: str) -> None:
+        self.key = key
+        self.problem = problem
+        super().__init__(f"value for {_show(key)} refused: {problem}")
 
 
 class VersionConflictError(VStoreError):

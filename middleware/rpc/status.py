@@ -16,15 +16,18 @@ import grpc
 
 from ess.errors import BudgetExceededError, InvalidQueueConfigError, NotReadingEventsError
 from middleware.errors import (
+    AlreadyProvidedError,
     InvalidRequestError,
     LimitExceededError,
     PermissionDeniedError,
     StreamConflictError,
     UnauthenticatedError,
+    UnavailableError,
 )
 from middleware.rpc.decoding import Malformed
 from vstore.errors import (
     InvalidKeyNameError,
+    InvalidValueError,
     KeyCapacityError,
     UnknownKeyError,
     ValueTooLargeError,
@@ -41,6 +44,8 @@ STATUS_OF: Final[tuple[tuple[type[BaseException], grpc.StatusCode], ...]] = (
     (PermissionDeniedError, grpc.StatusCode.PERMISSION_DENIED),
     (LimitExceededError, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (StreamConflictError, grpc.StatusCode.FAILED_PRECONDITION),
+    (UnavailableError, grpc.StatusCode.UNAVAILABLE),
+    (AlreadyProvidedError, grpc.StatusCode.ALREADY_EXISTS),
     (InvalidRequestError, grpc.StatusCode.INVALID_ARGUMENT),
     (NotReadingEventsError, grpc.StatusCode.FAILED_PRECONDITION),
     (InvalidQueueConfigError, grpc.StatusCode.INVALID_ARGUMENT),
@@ -48,6 +53,7 @@ STATUS_OF: Final[tuple[tuple[type[BaseException], grpc.StatusCode], ...]] = (
     (InvalidKeyNameError, grpc.StatusCode.INVALID_ARGUMENT),
     (UnknownKeyError, grpc.StatusCode.NOT_FOUND),
     (ValueTooLargeError, grpc.StatusCode.INVALID_ARGUMENT),
+    (InvalidValueError, grpc.StatusCode.INVALID_ARGUMENT),
     (VersionConflictError, grpc.StatusCode.ABORTED),
     (KeyCapacityError, grpc.StatusCode.RESOURCE_EXHAUSTED),
 )

@@ -38,7 +38,7 @@ def test_false_and_zero_are_values_not_absent() -> None:
 
 @pytest.mark.parametrize(
     ("value", "message"),
-    [(2**63, "outside int64"), (None, "NoneType has no v1 encoding"), (b"x", "bytes")],
+    [(2**64, "outside int64 and uint64"), (None, "NoneType has no v1 encoding"), (b"x", "bytes")],
 )
 def test_values_without_an_encoding_are_refused_by_name(value: object, message: str) -> None:
     with pytest.raises(ValueEncodingError, match=message):

@@ -1,0 +1,40 @@
+"""KUKSA.val compatibility: ``kuksa.val.v1.VAL`` and ``kuksa.val.v2.VAL`` over the V-Store and ESS.
+
+An unmodified KUKSA client (``kuksa-client`` and its command line) works
+against the middleware: paths are key names, values are typed on the wire
+and stored in the project's ``vehicle.value.v1`` encoding, metadata comes from
+the VSS catalogs (``serve --vss``), subscriptions are ESS subscriptions.
+Modules: :mod:`~middleware.kuksa.convert` (the one place of message
+translation), :mod:`~middleware.kuksa.common` (identity, paths),
+:mod:`~middleware.kuksa.subscriptions` (a subscription as an ESS app),
+:mod:`~middleware.kuksa.v1` and :mod:`~middleware.kuksa.v2` (the servicers).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import grpc
+
+from middleware.kuksa.v1 import KuksaV1
+from middleware.kuksa.v2 import KuksaV2
+from middleware.runtime import Runtime
+from middleware.signals import Signals
+from vehicle.kuksa.val.v1 import val_pb2 as val_v1
+from vehicle.kuksa.val.v1 import val_pb2_grpc as val_v1_grpc
+from vehicle.kuksa.val.v2 import val_pb2 as val_v2
+from vehicle.kuksa.val.v2 import val_pb2_grpc as val_v2_grpc
+
+__all__ = ["KUKSA_SERVICES", "KuksaV1", "KuksaV2", "add_kuksa_services"]
+
+KUKSA_SERVICES: Final = (
+    val_v1.DESCRIPTOR.services_by_name["VAL"].full_name,
+    val_v2.DESCRIPTOR.services_by_name["VAL"].full_name,
+)
+"""``kuksa.val.v1.VAL`` and ``kuksa.val.v2.VAL``."""
+
+
+def add_kuksa_services(server: grpc.aio.Server, runtime: Runtime, signals: Signals) -> None:
+    """Serve both KUKSA services on ``server``, over ``runtime``'s store and ESS."""
+    val_v1_grpc.add_VALServicer_to_server(KuksaV1(runtime, signals), server)
+    val_v2_grpc.add_VALServicer_to_server(KuksaV2(runtime, signals), server)

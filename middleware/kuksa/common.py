@@ -1,0 +1,64 @@
+"""What the KUKSA servicers share: who is calling, and which keys a path names."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import grpc
+
+from middleware.access import APP_ID_HEADER, AUTH_HEADER, Access, Caller
+from middleware.auth.scopes import ScopeError, compile_glob
+from middleware.errors import InvalidRequestError
+from vstore import UnknownKeyError, VStore
+
+__all__ = ["DEFAULT_APP", "kuksa_caller", "resolve_path"]
+
+DEFAULT_APP: Final = "kuksa-client"
+"""The app of a KUKSA call without ``app-id`` metadata in open mode (KUKSA clients send none)."""
+
+
+def kuksa_caller(context: grpc.aio.ServicerContext[Any, Any], access: Access) -> Caller:
+    """The authenticated caller of a KUKSA call, admitted by its rate limit.
+
+    As the project's own services, with two allowances for KUKSA clients: an
+    empty ``authorization`` header (what they send without a token) is no
+    header, and in open mode a call without ``app-id`` is :data:`DEFAULT_APP`.
+
+    Raises:
+        UnauthenticatedError, LimitExceededError.
+    """
+    metadata = [
+        (k, v) for k, v in (context.invocation_metadata() or ()) if not (k == AUTH_HEADER and not v)
+    ]
+    if access.open_mode and not any(k == APP_ID_HEADER for k, _ in metadata):
+        metadata.append((APP_ID_HEADER, DEFAULT_APP))
+    return access.authenticate(tuple(metadata), context.peer() or "")
+
+
+def resolve_path(store: VStore, path: str) -> list[tuple[str, int]]:
+    """``(name, id)`` of the keys a KUKSA path names, sorted by name.
+
+    A key name names itself; a branch (``Vehicle.Cabin``, ``Vehicle.Cabin.*``)
+    every key below it; a pattern with ``*`` or ``**`` segments (as in scopes)
+    the keys it matches; the empty path every key.
+
+    Raises:
+        UnknownKeyError: nothing matches.
+        InvalidRequestError: a malformed pattern.
+    """
+    key_id = store.id_of(path)
+    if key_id is not None:
+        return [(path, key_id)]
+    if path.endswith(".*") and "*" not in path[:-2]:
+        path = path[:-2]
+    if "*" in path:
+        try:
+            glob = compile_glob(path)
+        except ScopeError as e:
+            raise InvalidRequestError("path", str(e)) from e
+        found = [(n, i) for n, i in store.iter_keys() if glob.matches(n)]
+    else:
+        found = [(n, i) for n, i in store.iter_keys(path) if n != path]
+    if not found:
+        raise UnknownKeyError(path)
+    return found

@@ -1,0 +1,186 @@
+"""The ``kuksa.val.v2.VAL`` servicer. Thin: identity, conversion, the V-Store and the ESS.
+
+Errors are domain errors mapped by the project's one table
+(:mod:`middleware.rpc.status`); calls not served answer UNIMPLEMENTED (the
+generated base class does).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import grpc
+
+from middleware.access import Caller
+from middleware.errors import LimitExceededError
+from middleware.kuksa import convert
+from middleware.kuksa.common import kuksa_caller, resolve_path
+from middleware.kuksa.info import SERVER_NAME, SERVER_VERSION
+from middleware.kuksa.subscriptions import Update, updates
+from middleware.rpc.convert import check_count
+from middleware.rpc.status import maps_errors
+from middleware.runtime import Runtime
+from middleware.signals import Signals
+from vehicle.kuksa.val.v2 import types_pb2, val_pb2, val_pb2_grpc
+from vstore import UnknownKeyError
+
+__all__ = ["KuksaV2"]
+
+
+class KuksaV2(val_pb2_grpc.VALServicer):
+    def __init__(self, runtime: Runtime, signals: Signals) -> None:
+        self._rt = runtime
+        self._signals = signals
+
+    # -- reading ---------------------------------------------------------------------
+
+    @maps_errors()
+    async def GetServerInfo(
+        self, request: val_pb2.GetServerInfoRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> val_pb2.GetServerInfoResponse:
+        kuksa_caller(context, self._rt.access)
+        return val_pb2.GetServerInfoResponse(name=SERVER_NAME, version=SERVER_VERSION)
+
+    @maps_errors()
+    async def GetValue(
+        self, request: val_pb2.GetValueRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> val_pb2.GetValueResponse:
+        who = kuksa_caller(context, self._rt.access)
+        return val_pb2.GetValueResponse(data_point=self._datapoint(who, request.signal_id))
+
+    @maps_errors(field="signal_ids")
+    async def GetValues(
+        self, request: val_pb2.GetValuesRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> val_pb2.GetValuesResponse:
+        who = kuksa_caller(context, self._rt.access)
+        self._check_count("signal_ids", request.signal_ids)
+        points = []
+        for i, signal_id in enumerate(request.signal_ids):
+            try:
+                points.append(self._datapoint(who, signal_id, field=f"signal_ids[{i}]"))
+            except UnknownKeyError as e:
+                e.index = i
+                raise
+        return val_pb2.GetValuesResponse(data_points=points)
+
+    def _datapoint(
+        self, who: Caller, signal_id: types_pb2.SignalID, field: str = "signal_id"
+    ) -> types_pb2.Datapoint:
+        name = convert.signal_name(signal_id, self._rt.store.name_of)
+        self._rt.access.check(who, "read", name, field=field)
+        entry = self._rt.store.get(name)
+        point = types_pb2.Datapoint()
+        if convert.set_wire(point.value, entry.data, self._signals.get(name)):
+            point.timestamp.CopyFrom(convert.timestamp(entry.time_ns))
+        return point
+
+    @maps_errors()
+    async def ListMetadata(
+        self, request: val_pb2.ListMetadataRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> val_pb2.ListMetadataResponse:
+        who = kuksa_caller(context, self._rt.access)
+        store = self._rt.store
+        found = [
+            (name, key_id)
+            for name, key_id in resolve_path(store, request.root)
+            if who.grants.allows("read", name)
+        ]
+        if not found:
+            raise UnknownKeyError(request.root)
+        limit = self._rt.settings.max_message_bytes // 400
+        if len(found) > limit:
+            raise LimitExceededError(
+                "metadata entries per response", limit, f"{request.root!r} matches {len(found)}"
+            )
+        return val_pb2.ListMetadataResponse(
+            metadata=[
+                convert.metadata_v2(name, key_id, self._signals.get(name), store.peek(key_id)[0])
+                for name, key_id in found
+            ]
+        )
+
+    # -- writing ---------------------------------------------------------------------
+
+    @maps_errors()
+    async def PublishValue(
+        self, request: val_pb2.PublishValueRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> val_pb2.PublishValueResponse:
+        who = kuksa_caller(context, self._rt.access)
+        store = self._rt.store
+        name = convert.signal_name(request.signal_id, store.name_of)
+        self._rt.access.check(who, "provide", name, field="signal_id")
+        if name not in store:
+            raise UnknownKeyError(name)
+        point = request.data_point
+        data = convert.to_store(name, self._signals.get(name), point.value, "typed_value")
+        time_ns = point.timestamp.ToNanoseconds() if point.HasField("timestamp") else None
+        if time_ns is not None and time_ns < 0:
+            time_ns = None
+        with self._rt.writing(who.app):
+            store.set(name, data, time_ns=time_ns)
+        return val_pb2.PublishValueResponse()
+
+    # -- subscriptions ---------------------------------------------------------------
+
+    @maps_errors(field="signal_paths")
+    async def Subscribe(
+        self, request: val_pb2.SubscribeRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> None:
+        who = kuksa_caller(context, self._rt.access)
+        await self._stream(
+            who,
+            list(request.signal_paths),
+            request.buffer_size,
+            context,
+            lambda batch: val_pb2.SubscribeResponse(entries=self._points(batch, by_name=True)),
+        )
+
+    @maps_errors(field="signal_ids")
+    async def SubscribeById(
+        self, request: val_pb2.SubscribeByIdRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> None:
+        who = kuksa_caller(context, self._rt.access)
+        names = []
+        for i, key_id in enumerate(request.signal_ids):
+            name = self._rt.store.name_of(key_id) if key_id > 0 else None
+            if name is None:
+                e = UnknownKeyError(key_id)
+                e.index = i
+                raise e
+            names.append(name)
+        await self._stream(
+            who,
+            names,
+            request.buffer_size,
+            context,
+            lambda batch: val_pb2.SubscribeByIdResponse(entries=self._points(batch, by_name=False)),
+        )
+
+    async def _stream(
+        self,
+        who: Caller,
+        names: list[str],
+        buffer_size: int,
+        context: grpc.aio.ServicerContext[Any, Any],
+        message: Callable[[list[Update]], Any],
+    ) -> None:
+        async with contextlib.aclosing(updates(self._rt, who, names, buffer_size)) as stream:
+            async for batch in stream:
+                await context.write(message(batch))
+
+    def _points(self, batch: list[Update], *, by_name: bool) -> dict[Any, types_pb2.Datapoint]:
+        store = self._rt.store
+        out: dict[Any, types_pb2.Datapoint] = {}
+        for key_id, data, time_ns in batch:
+            name = store.name_of(key_id)
+            if name is None:
+                continue  # removed since
+            point = types_pb2.Datapoint(timestamp=convert.timestamp(time_ns))
+            convert.set_wire(point.value, data, self._signals.get(name))
+            out[name if by_name else key_id] = point
+        return out
+
+    def _check_count(self, field: str, items: Sequence[Any]) -> None:
+        check_count(field, items, self._rt.settings.max_keys_per_request)

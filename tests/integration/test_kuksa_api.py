@@ -1,0 +1,274 @@
+"""The KUKSA.val services over raw stubs: typed values, metadata, errors, subscriptions.
+
+A real middleware on 127.0.0.1:0 with the test catalog (``kuksa_catalog.json``);
+the real ``kuksa-client`` is driven in ``test_kuksa_client.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from middleware.client import ProviderClient
+from middleware.client.values import decode, encode
+from middleware.server import RunningServer, start_server
+from tests.integration.conftest import TEST_SETTINGS
+from vehicle.kuksa.val.v1 import types_pb2 as t1
+from vehicle.kuksa.val.v1 import val_pb2 as v1
+from vehicle.kuksa.val.v1 import val_pb2_grpc as v1_grpc
+from vehicle.kuksa.val.v2 import types_pb2 as t2
+from vehicle.kuksa.val.v2 import val_pb2 as v2
+from vehicle.kuksa.val.v2 import val_pb2_grpc as v2_grpc
+from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+
+CATALOG = Path(__file__).with_name("kuksa_catalog.json")
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[RunningServer]:
+    running = await start_server(dataclasses.replace(TEST_SETTINGS, vss=(str(CATALOG),)))
+    try:
+        yield running
+    finally:
+        await running.stop(0)
+
+
+@pytest.fixture
+async def channel(server: RunningServer) -> AsyncIterator[grpc.aio.Channel]:
+    async with grpc.aio.insecure_channel(server.address) as ch:
+        yield ch
+
+
+def path(p: str) -> t2.SignalID:
+    return t2.SignalID(path=p)
+
+
+async def test_every_catalog_signal_exists_from_the_start_with_no_value(
+    channel: grpc.aio.Channel,
+) -> None:
+    stub = v2_grpc.VALStub(channel)
+    response = await stub.ListMetadata(v2.ListMetadataRequest(root="Vehicle"))
+    assert len(response.metadata) == 14
+    speed = next(m for m in response.metadata if m.path == "Vehicle.Speed")
+    assert speed.data_type == t2.DATA_TYPE_FLOAT
+    assert speed.entry_type == t2.ENTRY_TYPE_SENSOR
+    assert speed.unit == "km/h"
+    assert speed.description == "Vehicle speed."
+    assert speed.min.float == 0.0
+    assert speed.max.float == 300.0
+    source = await stub.ListMetadata(
+        v2.ListMetadataRequest(root="Vehicle.Cabin.Infotainment.Source")
+    )
+    assert list(source.metadata[0].allowed_values.string_array.values) == [
+        "RADIO",
+        "USB",
+        "BLUETOOTH",
+    ]
+    point = (await stub.GetValue(v2.GetValueRequest(signal_id=path("Vehicle.Speed")))).data_point
+    assert not point.HasField("value")
+
+
+async def test_a_published_value_reads_back_typed_by_path_and_by_id(
+    channel: grpc.aio.Channel,
+) -> None:
+    stub = v2_grpc.VALStub(channel)
+    await stub.PublishValue(
+        v2.PublishValueRequest(
+            signal_id=path("Vehicle.Speed"), data_point=t2.Datapoint(value=t2.Value(float=88.5))
+        )
+    )
+    md = await stub.ListMetadata(v2.ListMetadataRequest(root="Vehicle.Speed"))
+    key_id = md.metadata[0].id
+    by_id = await stub.GetValue(v2.GetValueRequest(signal_id=t2.SignalID(id=key_id)))
+    assert by_id.data_point.value.float == 88.5
+    assert by_id.data_point.timestamp.seconds > 0
+    both = await stub.GetValues(
+        v2.GetValuesRequest(signal_ids=[path("Vehicle.Speed"), t2.SignalID(id=key_id)])
+    )
+    assert [p.value.float for p in both.data_points] == [88.5, 88.5]
+
+
+async def test_a_value_outside_the_rule_is_invalid_argument_naming_key_value_and_rule(
+    channel: grpc.aio.Channel,
+) -> None:
+    stub = v2_grpc.VALStub(channel)
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await stub.PublishValue(
+            v2.PublishValueRequest(
+                signal_id=path("Vehicle.Cabin.Infotainment.Volume"),
+                data_point=t2.Datapoint(value=t2.Value(uint32=101)),
+            )
+        )
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert info.value.details() == (
+        "value for 'Vehicle.Cabin.Infotainment.Volume' refused: "
+        "value 101 is above the max 100 percent"
+    )
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await stub.PublishValue(
+            v2.PublishValueRequest(
+                signal_id=path("Vehicle.Cabin.Infotainment.Source"),
+                data_point=t2.Datapoint(value=t2.Value(string="CD")),
+            )
+        )
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "'CD' is not one of the allowed values ['RADIO', 'USB', 'BLUETOOTH']" in (
+        info.value.details() or ""
+    )
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await stub.PublishValue(
+            v2.PublishValueRequest(
+                signal_id=path("Vehicle.Speed"),
+                data_point=t2.Datapoint(value=t2.Value(string="fast")),
+            )
+        )
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "value 'fast' (str) is not a float" in (info.value.details() or "")
+
+
+async def test_the_projects_own_set_is_checked_against_the_same_metadata(
+    channel: grpc.aio.Channel,
+) -> None:
+    stub = vstore_pb2_grpc.VStoreStub(channel)
+    md = (("app-id", "tool"),)
+    bad = vstore_pb2.Update(name="Vehicle.Cabin.HVAC.TargetTemperature", data=encode(45))
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await stub.Set(vstore_pb2.SetRequest(updates=[bad]), metadata=md)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert info.value.details() == (
+        "updates[0]: value for 'Vehicle.Cabin.HVAC.TargetTemperature' refused: "
+        "value 45 is above the max 30 celsius"
+    )
+    opaque = vstore_pb2.Update(name="Vehicle.Speed", data=b"\xff\xff")
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await stub.Set(vstore_pb2.SetRequest(updates=[opaque]), metadata=md)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    ok = vstore_pb2.Update(name="Vehicle.Cabin.HVAC.TargetTemperature", data=encode(21))
+    await stub.Set(vstore_pb2.SetRequest(updates=[ok]), metadata=md)
+    value = await v2_grpc.VALStub(channel).GetValue(
+        v2.GetValueRequest(signal_id=path("Vehicle.Cabin.HVAC.TargetTemperature"))
+    )
+    assert value.data_point.value.int32 == 21
+
+
+async def test_an_unknown_path_is_not_found(channel: grpc.aio.Channel) -> None:
+    stub = v2_grpc.VALStub(channel)
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await stub.GetValue(v2.GetValueRequest(signal_id=path("Vehicle.Nope")))
+    assert info.value.code() == grpc.StatusCode.NOT_FOUND
+    assert info.value.details() == "key 'Vehicle.Nope' does not exist"
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await stub.GetValue(v2.GetValueRequest(signal_id=t2.SignalID(id=9999)))
+    assert info.value.code() == grpc.StatusCode.NOT_FOUND
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await stub.ListMetadata(v2.ListMetadataRequest(root="Vehicle.Nope"))
+    assert info.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+async def test_calls_not_served_are_unimplemented(channel: grpc.aio.Channel) -> None:
+    stub = v2_grpc.VALStub(channel)
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await stub.ActuateStream(iter([v2.ActuateRequest(signal_id=path("Vehicle.Speed"))]))
+    assert info.value.code() == grpc.StatusCode.UNIMPLEMENTED
+
+
+async def test_a_v2_subscription_gets_current_values_then_writes_of_the_projects_provider(
+    server: RunningServer, channel: grpc.aio.Channel
+) -> None:
+    stub = v2_grpc.VALStub(channel)
+    await stub.PublishValue(
+        v2.PublishValueRequest(
+            signal_id=path("Vehicle.Speed"), data_point=t2.Datapoint(value=t2.Value(float=10.0))
+        )
+    )
+    call = stub.Subscribe(
+        v2.SubscribeRequest(
+            signal_paths=["Vehicle.Speed", "Vehicle.CurrentLocation.Latitude"], buffer_size=5
+        )
+    )
+    first = await asyncio.wait_for(call.read(), 5)
+    assert dict(first.entries)["Vehicle.Speed"].value.float == 10.0
+    assert "Vehicle.CurrentLocation.Latitude" not in first.entries  # no value yet
+    subs = [a for a in server.runtime.ess.apps() if ".kuksa-sub-" in a]
+    assert len(subs) == 1
+    assert server.runtime.ess.subscriptions(subs[0])[0].queue == 0
+    async with ProviderClient(server.address, "sim") as provider:
+        await provider.add_keys(["Vehicle.CurrentLocation.Latitude"])
+        await provider.publish({"Vehicle.CurrentLocation.Latitude": encode(48.1)})
+        await provider.flush()
+    update = await asyncio.wait_for(call.read(), 5)
+    assert update.entries["Vehicle.CurrentLocation.Latitude"].value.double == 48.1
+    call.cancel()
+
+
+async def test_v1_get_reads_values_and_metadata_and_reports_unknown_paths(
+    channel: grpc.aio.Channel,
+) -> None:
+    stub = v1_grpc.VALStub(channel)
+    await stub.Set(
+        v1.SetRequest(
+            updates=[
+                v1.EntryUpdate(
+                    entry=t1.DataEntry(
+                        path="Vehicle.OBD.DTCList",
+                        value=t1.Datapoint(string_array=t1.StringArray(values=["P0300", "P0171"])),
+                    ),
+                    fields=[t1.FIELD_VALUE],
+                )
+            ]
+        )
+    )
+    response = await stub.Get(
+        v1.GetRequest(
+            entries=[
+                v1.EntryRequest(path="Vehicle.OBD.DTCList", view=t1.VIEW_ALL),
+                v1.EntryRequest(path="Vehicle.Cabin.Infotainment.Volume", view=t1.VIEW_METADATA),
+                v1.EntryRequest(path="Vehicle.Nope", view=t1.VIEW_CURRENT_VALUE),
+            ]
+        )
+    )
+    dtc, volume = response.entries
+    assert list(dtc.value.string_array.values) == ["P0300", "P0171"]
+    assert dtc.metadata.data_type == t1.DATA_TYPE_STRING_ARRAY
+    assert volume.metadata.entry_type == t1.ENTRY_TYPE_ACTUATOR
+    assert volume.metadata.value_restriction.unsigned.max == 100
+    assert [e.path for e in response.errors] == ["Vehicle.Nope"]
+    assert response.errors[0].error.code == 404
+    assert response.error.code == 404
+
+
+async def test_v1_set_of_a_bad_value_writes_nothing(
+    server: RunningServer, channel: grpc.aio.Channel
+) -> None:
+    stub = v1_grpc.VALStub(channel)
+
+    def update(p: str, dp: t1.Datapoint) -> v1.EntryUpdate:
+        return v1.EntryUpdate(entry=t1.DataEntry(path=p, value=dp), fields=[t1.FIELD_VALUE])
+
+    response = await stub.Set(
+        v1.SetRequest(
+            updates=[
+                update("Vehicle.Cabin.Infotainment.Volume", t1.Datapoint(uint32=50)),
+                update(
+                    "Vehicle.OBD.O2Voltages", t1.Datapoint(float_array=t1.FloatArray(values=[1, 9]))
+                ),
+            ]
+        )
+    )
+    assert response.error.code == 400
+    assert response.errors[0].path == "Vehicle.OBD.O2Voltages"
+    assert "element [1]: value 9.0 is above the max 5 V" in response.errors[0].error.message
+    assert server.runtime.store.get("Vehicle.Cabin.Infotainment.Volume").data is None
+    await stub.Set(
+        v1.SetRequest(
+            updates=[update("Vehicle.Cabin.Infotainment.Volume", t1.Datapoint(uint32=50))]
+        )
+    )
+    stored = server.runtime.store.get("Vehicle.Cabin.Infotainment.Volume").data
+    assert stored is not None
+    assert decode(stored) == 50

@@ -1,0 +1,30 @@
+"""vss: Vehicle Signal Specification catalogs and the rules their metadata sets.
+
+Pure and synchronous: no I/O beyond reading a catalog file, no gRPC. The
+middleware (typed keys, KUKSA) and the providers (the simulated car) share it.
+"""
+
+from vss.catalog import (
+    ARRAY_DATATYPES,
+    DATATYPES,
+    CatalogError,
+    Signal,
+    expand_instances,
+    load_catalog,
+    parse_catalog,
+)
+from vss.rules import INT_RANGES, check_value, element_type, is_array
+
+__all__ = [
+    "ARRAY_DATATYPES",
+    "DATATYPES",
+    "INT_RANGES",
+    "CatalogError",
+    "Signal",
+    "check_value",
+    "element_type",
+    "expand_instances",
+    "is_array",
+    "load_catalog",
+    "parse_catalog",
+]
