@@ -3,8 +3,12 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# The real kuksa-client, apart from .venv (it pins its own grpcio-tools and cmd2):
+# the KUKSA compatibility tests drive it from subprocesses.
+KUKSA_VENV  := .venv-kuksa
+KUKSA_STAMP := $(KUKSA_VENV)/.installed
 
-.PHONY: install demo serve sim dashboard proto test lint typecheck unit bench bench-core bench-e2e bench-providers bench-spark clean
+.PHONY: install kuksa-venv demo serve sim dashboard proto test lint typecheck unit bench bench-core bench-e2e bench-providers bench-spark clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -13,6 +17,15 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 install: $(STAMP)
+
+$(KUKSA_STAMP): tests/kuksa-client.txt
+	@test -x $(KUKSA_VENV)/bin/python || $(PYTHON) -m venv $(KUKSA_VENV)
+	$(KUKSA_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+		-r tests/kuksa-client.txt
+	@touch $(KUKSA_STAMP)
+
+## The kuksa-client virtualenv the KUKSA tests use (make test sets it up too).
+kuksa-venv: $(KUKSA_STAMP)
 
 ## The main job: a middleware, the simulated car, apps (one too slow), then the
 ## Spark gap analysis of the journal. About a minute. DURATION=60 runs longer.
@@ -46,7 +59,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(PY) -m mypy
 
-unit: $(STAMP)
+unit: $(STAMP) $(KUKSA_STAMP)
 	$(PY) -m pytest
 
 ## Benchmarks (not part of `make test`): see BENCHMARKS.md.
@@ -70,4 +83,4 @@ bench-spark: $(STAMP)
 	SPARK_LOCAL_IP=127.0.0.1 $(PY) -m bench.spark
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info demo-out
+	rm -rf $(VENV) $(KUKSA_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info demo-out

@@ -1,0 +1,227 @@
+"""The unmodified kuksa-client (PyPI, pinned in tests/kuksa-client.txt) against a real middleware.
+
+The client lives in its own virtualenv, ``.venv-kuksa`` (``make kuksa-venv``;
+``make test`` sets it up; this module creates it if it is missing), and runs in
+subprocesses: its Python API through ``kuksa_driver.py``, and its command line.
+The middleware serves the test catalog (``kuksa_catalog.json``) on 127.0.0.1:0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import re
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from middleware.auth.tokens import generate_key_pair, mint
+from middleware.client import ProviderClient
+from middleware.client.values import decode_value, encode
+from middleware.server import RunningServer, start_server
+from tests.integration.conftest import TEST_SETTINGS
+
+ROOT = Path(__file__).resolve().parents[2]
+KUKSA_VENV = ROOT / ".venv-kuksa"
+KUKSA_PYTHON = KUKSA_VENV / "bin" / "python"
+KUKSA_CLI = KUKSA_VENV / "bin" / "kuksa-client"
+DRIVER = Path(__file__).with_name("kuksa_driver.py")
+CATALOG = Path(__file__).with_name("kuksa_catalog.json")
+DEADLINE_S = 60.0
+
+
+@pytest.fixture(scope="session")
+def kuksa_venv() -> Path:
+    """The kuksa-client virtualenv, as the Makefile makes it (made here if missing)."""
+    if not (KUKSA_VENV / ".installed").exists():
+        if not KUKSA_PYTHON.exists():
+            subprocess.run([sys.executable, "-m", "venv", str(KUKSA_VENV)], check=True)
+        subprocess.run(
+            [
+                str(KUKSA_PYTHON),
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "-r",
+                str(ROOT / "tests" / "kuksa-client.txt"),
+            ],
+            check=True,
+        )
+        (KUKSA_VENV / ".installed").touch()
+    return KUKSA_VENV
+
+
+async def _start(**settings: Any) -> RunningServer:
+    return await start_server(dataclasses.replace(TEST_SETTINGS, vss=(str(CATALOG),), **settings))
+
+
+@pytest.fixture
+async def server(kuksa_venv: Path) -> AsyncIterator[RunningServer]:
+    running = await _start()
+    try:
+        yield running
+    finally:
+        await running.stop(0)
+
+
+async def drive(server: RunningServer, scenario: str, *args: str) -> list[Any]:
+    """Run a driver scenario to its end; its JSON lines."""
+    proc = await asyncio.create_subprocess_exec(
+        str(KUKSA_PYTHON),
+        str(DRIVER),
+        scenario,
+        "127.0.0.1",
+        str(server.port),
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), DEADLINE_S)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 0, err.decode()
+    return [json.loads(line) for line in out.decode().splitlines() if line.startswith("{")]
+
+
+async def test_typed_values_set_and_read_back_with_their_metadata(server: RunningServer) -> None:
+    got, metadata = await drive(server, "values")
+    assert got == {
+        "Vehicle.Speed": 42.5,
+        "Vehicle.TraveledDistance": 2**63 + 7,
+        "Vehicle.CurrentLocation.Latitude": 48.137154,
+        "Vehicle.Cabin.Door.Row1.DriverSide.IsOpen": True,
+        "Vehicle.Cabin.Infotainment.Volume": 35,
+        "Vehicle.Cabin.Infotainment.Source": "USB",
+        "Vehicle.Cabin.HVAC.TargetTemperature": 21,
+        "Vehicle.OBD.DTCList": ["P0300", "P0171"],
+        "Vehicle.OBD.O2Voltages": [0.5, 1.25],
+    }
+    # Stored as the project's typed values: the project's SDK reads them.
+    store = server.runtime.store
+    assert decode_value(store.get("Vehicle.OBD.DTCList").data or b"") == ["P0300", "P0171"]
+    assert decode_value(store.get("Vehicle.TraveledDistance").data or b"") == 2**63 + 7
+    assert metadata["Vehicle.Speed"] == {
+        "data_type": "FLOAT",
+        "entry_type": "SENSOR",
+        "unit": "km/h",
+        "description": "Vehicle speed.",
+        "min": 0.0,
+        "max": 300.0,
+        "allowed": None,
+    }
+    assert metadata["Vehicle.Cabin.Infotainment.Source"]["allowed"] == ["RADIO", "USB", "BLUETOOTH"]
+    assert metadata["Vehicle.Cabin.Infotainment.Volume"]["entry_type"] == "ACTUATOR"
+    assert metadata["Vehicle.Cabin.HVAC.TargetTemperature"]["data_type"] == "INT8"
+    assert metadata["Vehicle.OBD.DTCList"]["data_type"] == "STRING_ARRAY"
+
+
+async def test_a_subscription_receives_what_the_projects_provider_publishes(
+    server: RunningServer,
+) -> None:
+    async with ProviderClient(server.address, "sim") as provider:
+        await provider.add_keys(["Vehicle.Speed"])
+        await provider.publish({"Vehicle.Speed": encode(10.0, datatype="float")})
+        await provider.flush()
+        proc = await asyncio.create_subprocess_exec(
+            str(KUKSA_PYTHON),
+            str(DRIVER),
+            "subscribe",
+            "127.0.0.1",
+            str(server.port),
+            "Vehicle.Speed",
+            "4",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        assert proc.stdout is not None
+        seen: list[Any] = []
+        try:
+            first = await asyncio.wait_for(proc.stdout.readline(), DEADLINE_S)
+            seen.append(json.loads(first))  # the current value: subscribed
+            for speed in (20.0, 30.5, 40.0):
+                await provider.publish({"Vehicle.Speed": encode(speed)})
+                await provider.flush()
+                seen.append(json.loads(await asyncio.wait_for(proc.stdout.readline(), DEADLINE_S)))
+            assert await asyncio.wait_for(proc.wait(), DEADLINE_S) == 0
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+    assert seen == [{"path": "Vehicle.Speed", "value": v} for v in (10.0, 20.0, 30.5, 40.0)]
+
+
+async def test_errors_unknown_path_and_value_out_of_range(server: RunningServer) -> None:
+    unknown, out_of_range, unknown_set = await drive(server, "errors")
+    assert unknown["error"]["code"] == 404
+    assert unknown["error"]["message"] == "key 'Vehicle.Nope' does not exist"
+    assert out_of_range["error"]["code"] == 3  # INVALID_ARGUMENT (over v2)
+    assert out_of_range["error"]["message"] == (
+        "value for 'Vehicle.Cabin.Infotainment.Volume' refused: "
+        "value 101 is above the max 100 percent"
+    )
+    assert unknown_set["error"]["code"] == 404  # its datatype is asked for first (v1 Get)
+
+
+async def test_a_token_without_the_scope_is_denied_and_a_forged_one_unauthenticated(
+    kuksa_venv: Path, tmp_path: Path
+) -> None:
+    private, public = generate_key_pair("ES256")
+    (tmp_path / "k.pub").write_bytes(public)
+    running = await _start(auth_mode="token", token_public_key=str(tmp_path / "k.pub"))
+    try:
+        token = mint(private, subject="dash", scope="read:Vehicle.Speed", ttl_s=600)
+        allowed, denied_read, denied_write = await drive(running, "denied", f"token={token}")
+        assert allowed == {"ok": True, "values": {}}
+        assert denied_read["errors"][0]["error"]["code"] == 403
+        assert denied_read["errors"][0]["error"]["message"] == (
+            "entries[0]: app 'dash' may not read key 'Vehicle.Cabin.Infotainment.Volume' "
+            "(no read: scope matches it)"
+        )
+        assert denied_write["error"]["code"] == 7  # PERMISSION_DENIED
+        assert "may not write key 'Vehicle.Speed'" in denied_write["error"]["message"]
+        forged = token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")
+        results = await drive(running, "denied", f"token={forged}")
+        assert {r["error"]["code"] for r in results} == {16}  # UNAUTHENTICATED
+    finally:
+        await running.stop(0)
+
+
+async def test_the_command_line_gets_and_sets(server: RunningServer, tmp_path: Path) -> None:
+    commands = "setValue Vehicle.Cabin.Infotainment.Volume 42\ngetValue Vehicle.Speed\nquit\n"
+    server.runtime.store.set("Vehicle.Speed", encode(77.5, datatype="float"))
+    proc = await asyncio.create_subprocess_exec(
+        str(KUKSA_CLI),
+        f"grpc://127.0.0.1:{server.port}",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        cwd=tmp_path,  # its history file goes there
+    )
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(commands.encode()), DEADLINE_S)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    text = _plain(out.decode())
+    assert proc.returncode == 0, text
+    assert '"value": 77.5' in text
+    assert (
+        decode_value(server.runtime.store.get("Vehicle.Cabin.Infotainment.Volume").data or b"")
+        == 42
+    )
+
+
+def _plain(text: str) -> str:
+    """``text`` without the terminal colours the client prints."""
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
