@@ -254,7 +254,12 @@ class Access:
         ``provide`` also honours write claims.
         """
         if not caller.grants.allows(action, key):
-            verb = {"read": "read", "provide": "write", "create": "add or remove"}[action]
+            verb = {
+                "read": "read",
+                "provide": "write",
+                "create": "add or remove",
+                "actuate": "actuate",
+            }[action]
             raise PermissionDeniedError(
                 caller.app, verb, key, f"no {action}: scope matches it", field=field
             )

@@ -4,7 +4,12 @@ A token's ``scope`` claim is a space-separated list of ``ACTION:GLOB``:
 
 * ``read:GLOB``: subscribe to, get and list the matching keys;
 * ``provide:GLOB``: write values of the matching keys (implies ``read``);
-* ``create:GLOB``: add and remove the matching keys.
+* ``create:GLOB``: add and remove the matching keys;
+* ``actuate:GLOB``: ask the provider of the matching actuators to set them
+  (KUKSA ``Actuate``, ``BatchActuate``, v1 ``Set`` of a target).
+
+An action without ``:GLOB`` (``read``, as KUKSA tokens say it) is the action
+on every key (``read:**``).
 
 A glob is a dot-separated key pattern whose segments are names, ``*`` (exactly
 one segment) or ``**`` (any number of segments, none included):
@@ -21,7 +26,7 @@ from typing import Final
 
 __all__ = ["ACTIONS", "ALL", "Glob", "Grants", "ScopeError", "compile_glob", "parse_scopes"]
 
-ACTIONS: Final = ("read", "provide", "create")
+ACTIONS: Final = ("read", "provide", "create", "actuate")
 _SEGMENT: Final = re.compile(r"[A-Za-z0-9_]+|\*\*?", re.ASCII)
 
 
@@ -81,12 +86,13 @@ class Grants:
     read: tuple[Glob, ...] = ()
     provide: tuple[Glob, ...] = ()
     create: tuple[Glob, ...] = ()
+    actuate: tuple[Glob, ...] = ()
     everything: bool = False
     """Open mode: every action on every key."""
     _cache: dict[tuple[str, str], bool] = field(default_factory=dict, compare=False, repr=False)
 
     def allows(self, action: str, key: str) -> bool:
-        """Whether ``action`` (read, provide, create) is allowed on ``key``. Cached."""
+        """Whether ``action`` (read, provide, create, actuate) is allowed on ``key``. Cached."""
         if self.everything:
             return True
         hit = self._cache.get((action, key))
@@ -95,6 +101,8 @@ class Grants:
                 patterns = self.read + self.provide  # provide implies read
             elif action == "provide":
                 patterns = self.provide
+            elif action == "actuate":
+                patterns = self.actuate
             else:
                 patterns = self.create
             hit = any(p.matches(key) for p in patterns)
@@ -110,15 +118,21 @@ def parse_scopes(scope: str) -> Grants:
     """Grants from a space-separated scope string.
 
     Raises:
-        ScopeError: an entry is not ``read:``, ``provide:`` or ``create:``
-            followed by a valid key pattern.
+        ScopeError: an entry is not ``read``, ``provide``, ``create`` or
+            ``actuate``, alone or followed by ``:`` and a valid key pattern.
     """
     found: dict[str, list[Glob]] = {a: [] for a in ACTIONS}
     for entry in scope.split():
         action, sep, glob = entry.partition(":")
-        if not sep or action not in found:
+        if action not in found:
             raise ScopeError(
-                f"bad scope {entry!r}: use read:PATTERN, provide:PATTERN or create:PATTERN"
+                f"bad scope {entry!r}: use read:PATTERN, provide:PATTERN, create:PATTERN "
+                "or actuate:PATTERN (without :PATTERN: every key)"
             )
-        found[action].append(compile_glob(glob))
-    return Grants(tuple(found["read"]), tuple(found["provide"]), tuple(found["create"]))
+        found[action].append(compile_glob(glob if sep else "**"))
+    return Grants(
+        tuple(found["read"]),
+        tuple(found["provide"]),
+        tuple(found["create"]),
+        tuple(found["actuate"]),
+    )

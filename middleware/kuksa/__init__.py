@@ -7,6 +7,7 @@ the VSS catalogs (``serve --vss``), subscriptions are ESS subscriptions.
 Modules: :mod:`~middleware.kuksa.convert` (the one place of message
 translation), :mod:`~middleware.kuksa.common` (identity, paths),
 :mod:`~middleware.kuksa.subscriptions` (a subscription as an ESS app),
+:mod:`~middleware.kuksa.actuation` (providers' claims, forwarding requests),
 :mod:`~middleware.kuksa.v1` and :mod:`~middleware.kuksa.v2` (the servicers).
 """
 
@@ -16,6 +17,7 @@ from typing import Final
 
 import grpc
 
+from middleware.kuksa.actuation import Actuation
 from middleware.kuksa.v1 import KuksaV1
 from middleware.kuksa.v2 import KuksaV2
 from middleware.runtime import Runtime
@@ -36,5 +38,8 @@ KUKSA_SERVICES: Final = (
 
 def add_kuksa_services(server: grpc.aio.Server, runtime: Runtime, signals: Signals) -> None:
     """Serve both KUKSA services on ``server``, over ``runtime``'s store and ESS."""
-    val_v1_grpc.add_VALServicer_to_server(KuksaV1(runtime, signals), server)
-    val_v2_grpc.add_VALServicer_to_server(KuksaV2(runtime, signals), server)
+    actuation = Actuation(
+        runtime.store, signals, runtime.access, runtime.settings.actuation_timeout_s
+    )
+    val_v1_grpc.add_VALServicer_to_server(KuksaV1(runtime, signals, actuation), server)
+    val_v2_grpc.add_VALServicer_to_server(KuksaV2(runtime, signals, actuation), server)

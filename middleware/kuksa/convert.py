@@ -45,6 +45,8 @@ __all__ = [
     "timestamp",
     "to_store",
     "v1_error",
+    "v2_error",
+    "v2_value_of_v1",
 ]
 
 DATATYPE_TO_PB: Final[dict[str, int]] = {
@@ -375,3 +377,30 @@ def v1_error(error: BaseException) -> t1.Error:
     code, message = status_for(error)
     http, reason = _HTTP_OF_STATUS.get(code, (500, "internal_error"))
     return t1.Error(code=http, reason=reason, message=message)
+
+
+_V2_CODE_OF_STATUS: Final[dict[str, int]] = {
+    "INVALID_ARGUMENT": t2.ERROR_CODE_INVALID_ARGUMENT,
+    "NOT_FOUND": t2.ERROR_CODE_NOT_FOUND,
+    "PERMISSION_DENIED": t2.ERROR_CODE_PERMISSION_DENIED,
+    "UNAUTHENTICATED": t2.ERROR_CODE_PERMISSION_DENIED,
+}
+
+
+def v2_error(error: BaseException) -> t2.Error:
+    """A v2 per-signal ``Error`` for a domain error, through the project's one table."""
+    from middleware.rpc.status import status_for
+
+    code, message = status_for(error)
+    return t2.Error(
+        code=_V2_CODE_OF_STATUS.get(code.name, t2.ERROR_CODE_INVALID_ARGUMENT),  # type: ignore[arg-type]
+        message=message,
+    )
+
+
+def v2_value_of_v1(point: t1.Datapoint) -> t2.Value:
+    """The v2 Value of a v1 Datapoint's value: the two share field numbers and types."""
+    value = t1.Datapoint()
+    value.CopyFrom(point)
+    value.ClearField("timestamp")
+    return t2.Value.FromString(value.SerializeToString())

@@ -14,8 +14,9 @@ from typing import Any
 import grpc
 
 from middleware.access import Caller
-from middleware.errors import InvalidRequestError
+from middleware.errors import InvalidRequestError, UnavailableError
 from middleware.kuksa import convert
+from middleware.kuksa.actuation import Actuation, Target
 from middleware.kuksa.common import kuksa_caller, resolve_path
 from middleware.kuksa.info import SERVER_NAME, SERVER_VERSION
 from middleware.kuksa.subscriptions import updates
@@ -33,9 +34,10 @@ _METADATA_FIELDS = frozenset(f for f in types_pb2.Field.values() if f >= types_p
 
 
 class KuksaV1(val_pb2_grpc.VALServicer):
-    def __init__(self, runtime: Runtime, signals: Signals) -> None:
+    def __init__(self, runtime: Runtime, signals: Signals, actuation: Actuation) -> None:
         self._rt = runtime
         self._signals = signals
+        self._actuation = actuation
 
     @maps_errors()
     async def GetServerInfo(
@@ -89,7 +91,9 @@ class KuksaV1(val_pb2_grpc.VALServicer):
             entry.value.timestamp.CopyFrom(convert.timestamp(time_ns))
         if metadata:
             entry.metadata.CopyFrom(convert.metadata_v1(signal, data))
-        del target  # actuation targets: not kept yet
+        asked = self._actuation.targets.get(name) if target else None
+        if asked is not None and convert.set_wire(entry.actuator_target, asked[0], signal):
+            entry.actuator_target.timestamp.CopyFrom(convert.timestamp(asked[1]))
         return entry
 
     @maps_errors(field="updates")
@@ -100,6 +104,7 @@ class KuksaV1(val_pb2_grpc.VALServicer):
         check_count("updates", request.updates, self._rt.settings.max_keys_per_request)
         store = self._rt.store
         writes: list[Update] = []
+        targets: list[Target] = []
         response = val_pb2.SetResponse()
         for i, update in enumerate(request.updates):
             path = update.entry.path
@@ -110,9 +115,10 @@ class KuksaV1(val_pb2_grpc.VALServicer):
                         f"updates[{i}].fields", "metadata is read-only (it comes from --vss)"
                     )
                 if types_pb2.FIELD_ACTUATOR_TARGET in fields:
-                    raise InvalidRequestError(
-                        f"updates[{i}].fields", "actuation targets are not served over v1 yet"
-                    )
+                    value = convert.v2_value_of_v1(update.entry.actuator_target)
+                    targets.append(self._actuation.check(who, path, value, f"updates[{i}]"))
+                if types_pb2.FIELD_VALUE not in fields:
+                    continue
                 self._rt.access.check(who, "provide", path, field=f"updates[{i}]")
                 if path not in store:
                     raise UnknownKeyError(path)
@@ -129,8 +135,18 @@ class KuksaV1(val_pb2_grpc.VALServicer):
         if response.errors:  # one bad update writes nothing
             response.error.CopyFrom(response.errors[0].error)
             return response
-        with self._rt.writing(who.app):
-            store.set_many(writes)
+        if writes:
+            with self._rt.writing(who.app):
+                store.set_many(writes)
+        if targets:
+            try:
+                await self._actuation.actuate(targets)
+            except (VStoreError, InvalidRequestError, UnavailableError) as e:
+                error = convert.v1_error(e)
+                response.errors.extend(
+                    types_pb2.DataEntryError(path=t.name, error=error) for t in targets
+                )
+                response.error.CopyFrom(error)
         return response
 
     @maps_errors(field="entries")

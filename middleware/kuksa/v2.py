@@ -7,8 +7,9 @@ generated base class does).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import grpc
@@ -16,6 +17,7 @@ import grpc
 from middleware.access import Caller
 from middleware.errors import LimitExceededError
 from middleware.kuksa import convert
+from middleware.kuksa.actuation import Actuation, ProviderStream
 from middleware.kuksa.common import kuksa_caller, resolve_path
 from middleware.kuksa.info import SERVER_NAME, SERVER_VERSION
 from middleware.kuksa.subscriptions import Update, updates
@@ -30,9 +32,10 @@ __all__ = ["KuksaV2"]
 
 
 class KuksaV2(val_pb2_grpc.VALServicer):
-    def __init__(self, runtime: Runtime, signals: Signals) -> None:
+    def __init__(self, runtime: Runtime, signals: Signals, actuation: Actuation) -> None:
         self._rt = runtime
         self._signals = signals
+        self._actuation = actuation
 
     # -- reading ---------------------------------------------------------------------
 
@@ -108,19 +111,119 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         self, request: val_pb2.PublishValueRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> val_pb2.PublishValueResponse:
         who = kuksa_caller(context, self._rt.access)
+        name = convert.signal_name(request.signal_id, self._rt.store.name_of)
+        self._write(who, name, request.data_point, "signal_id")
+        return val_pb2.PublishValueResponse()
+
+    def _write(self, who: Caller, name: str, point: types_pb2.Datapoint, field: str) -> None:
         store = self._rt.store
-        name = convert.signal_name(request.signal_id, store.name_of)
-        self._rt.access.check(who, "provide", name, field="signal_id")
+        self._rt.access.check(who, "provide", name, field=field)
         if name not in store:
             raise UnknownKeyError(name)
-        point = request.data_point
         data = convert.to_store(name, self._signals.get(name), point.value, "typed_value")
         time_ns = point.timestamp.ToNanoseconds() if point.HasField("timestamp") else None
-        if time_ns is not None and time_ns < 0:
-            time_ns = None
         with self._rt.writing(who.app):
-            store.set(name, data, time_ns=time_ns)
-        return val_pb2.PublishValueResponse()
+            store.set(name, data, time_ns=time_ns if time_ns and time_ns > 0 else None)
+
+    # -- actuation -------------------------------------------------------------------
+
+    @maps_errors()
+    async def Actuate(
+        self, request: val_pb2.ActuateRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> val_pb2.ActuateResponse:
+        who = kuksa_caller(context, self._rt.access)
+        name = convert.signal_name(request.signal_id, self._rt.store.name_of)
+        target = self._actuation.check(who, name, request.value, "signal_id")
+        await self._actuation.actuate([target])
+        return val_pb2.ActuateResponse()
+
+    @maps_errors(field="actuate_requests")
+    async def BatchActuate(
+        self, request: val_pb2.BatchActuateRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> val_pb2.BatchActuateResponse:
+        who = kuksa_caller(context, self._rt.access)
+        self._check_count("actuate_requests", request.actuate_requests)
+        targets = []
+        for i, r in enumerate(request.actuate_requests):
+            where = f"actuate_requests[{i}]"
+            name = convert.signal_name(r.signal_id, self._rt.store.name_of)
+            targets.append(self._actuation.check(who, name, r.value, where))
+        await self._actuation.actuate(targets)
+        return val_pb2.BatchActuateResponse()
+
+    @maps_errors()
+    async def OpenProviderStream(
+        self,
+        request_iterator: AsyncIterator[val_pb2.OpenProviderStreamRequest],
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> None:
+        who = kuksa_caller(context, self._rt.access)
+        stream = ProviderStream(who.app)
+        reader = asyncio.create_task(self._provider_requests(who, stream, request_iterator))
+        try:
+            while True:
+                get = asyncio.ensure_future(stream.outbox.get())
+                waiting: set[asyncio.Future[Any]] = {get}
+                if not reader.done():
+                    waiting.add(reader)
+                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                if get in done:
+                    await context.write(get.result())
+                    continue
+                get.cancel()
+                # A provider may half-close its requests and go on receiving actuations
+                # (the KUKSA client does): only its error ends the stream.
+                reader.result()
+        finally:
+            reader.cancel()
+            self._actuation.release(stream)
+
+    async def _provider_requests(
+        self,
+        who: Caller,
+        stream: ProviderStream,
+        requests: AsyncIterator[val_pb2.OpenProviderStreamRequest],
+    ) -> None:
+        store = self._rt.store
+        async for request in requests:
+            action = request.WhichOneof("action")
+            if action == "provide_actuation_request":
+                ids = request.provide_actuation_request.actuator_identifiers
+                names = [convert.signal_name(i, store.name_of) for i in ids]
+                self._actuation.claim(who, stream, names)
+                await stream.outbox.put(
+                    val_pb2.OpenProviderStreamResponse(
+                        provide_actuation_response=val_pb2.ProvideActuationResponse()
+                    )
+                )
+            elif action == "publish_values_request":
+                publish = request.publish_values_request
+                response = val_pb2.PublishValuesResponse(request_id=publish.request_id)
+                for key_id, point in publish.data_points.items():
+                    try:
+                        name = convert.signal_name(types_pb2.SignalID(id=key_id), store.name_of)
+                        self._write(who, name, point, f"data_points[{key_id}]")
+                    except Exception as e:  # reported per signal, as KUKSA does
+                        response.status[key_id].CopyFrom(convert.v2_error(e))
+                await stream.outbox.put(
+                    val_pb2.OpenProviderStreamResponse(publish_values_response=response)
+                )
+            elif action == "batch_actuate_stream_response":
+                answer = request.batch_actuate_stream_response
+                try:
+                    name = convert.signal_name(answer.signal_id, store.name_of)
+                except Exception:
+                    continue  # an answer about a key that went away
+                key_id = store.id_of(name) or 0
+                error = answer.error if answer.HasField("error") else None
+                self._actuation.answered(stream, key_id, error)
+            elif action == "provide_signal_request":
+                await stream.outbox.put(
+                    val_pb2.OpenProviderStreamResponse(
+                        provide_signal_response=val_pb2.ProvideSignalResponse()
+                    )
+                )
+            # Filter and provider-value answers: nothing asks for them here.
 
     # -- subscriptions ---------------------------------------------------------------
 

@@ -72,6 +72,26 @@ def subscribe(client: VSSClient, path: str, count: str) -> None:
             return
 
 
+def provide(client: VSSClient, path: str, count: str) -> None:
+    """An actuator's provider: print the targets asked for."""
+    n = int(count)
+    out({"providing": path})
+    for updates in client.subscribe_target_values([path]):
+        for p, dp in updates.items():
+            out({"path": p, "target": dp.value})
+            n -= 1
+        if n <= 0:
+            return
+
+
+def actuate(client: VSSClient, path: str, value: str) -> None:
+    try:
+        client.set_target_values({path: Datapoint(value)})
+        out({"ok": True, "target": client.get_target_values([path])[path].value})
+    except VSSClientError as e:
+        out(error(e))
+
+
 def errors(client: VSSClient) -> None:
     for call in (
         lambda: client.get_current_values(["Vehicle.Nope"]),
@@ -104,9 +124,14 @@ def main() -> None:
     if rest and rest[0].startswith("token="):
         token = rest.pop(0)[len("token=") :]
     with VSSClient(host, int(port), token=token) as client:
-        {"values": values, "subscribe": subscribe, "errors": errors, "denied": denied}[scenario](
-            client, *rest
-        )
+        {
+            "values": values,
+            "subscribe": subscribe,
+            "provide": provide,
+            "actuate": actuate,
+            "errors": errors,
+            "denied": denied,
+        }[scenario](client, *rest)
 
 
 if __name__ == "__main__":

@@ -272,3 +272,133 @@ async def test_v1_set_of_a_bad_value_writes_nothing(
     stored = server.runtime.store.get("Vehicle.Cabin.Infotainment.Volume").data
     assert stored is not None
     assert decode(stored) == 50
+
+
+class Provider:
+    """A raw OpenProviderStream: requests in through a queue, responses read by the test."""
+
+    def __init__(self, stub: v2_grpc.VALStub) -> None:
+        self.requests: asyncio.Queue[v2.OpenProviderStreamRequest | None] = asyncio.Queue()
+        self.call = stub.OpenProviderStream(self._requests())
+
+    async def _requests(self) -> AsyncIterator[v2.OpenProviderStreamRequest]:
+        while (r := await self.requests.get()) is not None:
+            yield r
+
+    async def claim(self, *paths: str) -> None:
+        await self.requests.put(
+            v2.OpenProviderStreamRequest(
+                provide_actuation_request=v2.ProvideActuationRequest(
+                    actuator_identifiers=[path(p) for p in paths]
+                )
+            )
+        )
+        response = await asyncio.wait_for(self.call.read(), 5)
+        assert response.HasField("provide_actuation_response")
+
+
+VOLUME = "Vehicle.Cabin.Infotainment.Volume"
+
+
+async def test_an_actuation_goes_to_the_provider_that_claimed_it_and_returns_its_answer(
+    channel: grpc.aio.Channel,
+) -> None:
+    stub = v2_grpc.VALStub(channel)
+    provider = Provider(stub)
+    await provider.claim(VOLUME)
+    actuate = asyncio.ensure_future(
+        stub.Actuate(v2.ActuateRequest(signal_id=path(VOLUME), value=t2.Value(uint32=30)))
+    )
+    request = await asyncio.wait_for(provider.call.read(), 5)
+    [asked] = request.batch_actuate_stream_request.actuate_requests
+    assert asked.value.uint32 == 30
+    await asyncio.wait_for(actuate, 5)  # a provider that never answered: taken at delivery
+    # Once it answers, its answers count: a refusal is the caller's error.
+    await provider.requests.put(
+        v2.OpenProviderStreamRequest(
+            batch_actuate_stream_response=v2.BatchActuateStreamResponse(signal_id=asked.signal_id)
+        )
+    )
+    actuate = asyncio.ensure_future(
+        stub.Actuate(v2.ActuateRequest(signal_id=path(VOLUME), value=t2.Value(uint32=90)))
+    )
+    request = await asyncio.wait_for(provider.call.read(), 5)
+    await provider.requests.put(
+        v2.OpenProviderStreamRequest(
+            batch_actuate_stream_response=v2.BatchActuateStreamResponse(
+                signal_id=request.batch_actuate_stream_request.actuate_requests[0].signal_id,
+                error=t2.Error(code=t2.ERROR_CODE_INVALID_ARGUMENT, message="too loud now"),
+            )
+        )
+    )
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await asyncio.wait_for(actuate, 5)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert info.value.details() == (
+        f"value for '{VOLUME}' refused: the provider refused it: too loud now"
+    )
+    await provider.requests.put(None)
+    provider.call.cancel()
+
+
+async def test_actuation_refusals_unavailable_already_exists_and_bad_values(
+    channel: grpc.aio.Channel,
+) -> None:
+    stub = v2_grpc.VALStub(channel)
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await stub.Actuate(v2.ActuateRequest(signal_id=path(VOLUME), value=t2.Value(uint32=3)))
+    assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert info.value.details() == f"cannot actuate '{VOLUME}': no provider provides this actuator"
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await stub.Actuate(v2.ActuateRequest(signal_id=path(VOLUME), value=t2.Value(uint32=300)))
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await stub.Actuate(
+            v2.ActuateRequest(signal_id=path("Vehicle.Speed"), value=t2.Value(float=1.0))
+        )
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "'Vehicle.Speed' is a sensor, not an actuator" in (info.value.details() or "")
+    first = Provider(stub)
+    await first.claim(VOLUME)
+    second = Provider(stub)
+    await second.requests.put(
+        v2.OpenProviderStreamRequest(
+            provide_actuation_request=v2.ProvideActuationRequest(
+                actuator_identifiers=[path(VOLUME)]
+            )
+        )
+    )
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await asyncio.wait_for(second.call.read(), 5)
+    assert info.value.code() == grpc.StatusCode.ALREADY_EXISTS
+    assert info.value.details() == f"actuator '{VOLUME}' is already provided by 'kuksa-client'"
+    await first.requests.put(None)
+    first.call.cancel()
+
+
+async def test_a_provider_stream_publishes_values_by_id_with_a_status_per_signal(
+    channel: grpc.aio.Channel,
+) -> None:
+    stub = v2_grpc.VALStub(channel)
+    md = await stub.ListMetadata(v2.ListMetadataRequest(root="Vehicle.Speed"))
+    speed = md.metadata[0].id
+    provider = Provider(stub)
+    await provider.requests.put(
+        v2.OpenProviderStreamRequest(
+            publish_values_request=v2.PublishValuesRequest(
+                request_id=7,
+                data_points={
+                    speed: t2.Datapoint(value=t2.Value(float=55.0)),
+                    9999: t2.Datapoint(value=t2.Value(float=1.0)),
+                },
+            )
+        )
+    )
+    response = (await asyncio.wait_for(provider.call.read(), 5)).publish_values_response
+    assert response.request_id == 7
+    assert list(response.status) == [9999]
+    assert response.status[9999].code == t2.ERROR_CODE_NOT_FOUND
+    value = await stub.GetValue(v2.GetValueRequest(signal_id=path("Vehicle.Speed")))
+    assert value.data_point.value.float == 55.0
+    await provider.requests.put(None)
+    provider.call.cancel()

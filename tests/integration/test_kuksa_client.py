@@ -160,6 +160,47 @@ async def test_a_subscription_receives_what_the_projects_provider_publishes(
     assert seen == [{"path": "Vehicle.Speed", "value": v} for v in (10.0, 20.0, 30.5, 40.0)]
 
 
+async def test_set_target_values_reaches_the_kuksa_client_providing_the_actuator(
+    server: RunningServer,
+) -> None:
+    volume = "Vehicle.Cabin.Infotainment.Volume"
+    [unavailable] = await drive(server, "actuate", volume, "40")
+    assert unavailable["error"]["code"] == 503
+    assert unavailable["error"]["message"] == (
+        f"cannot actuate '{volume}': no provider provides this actuator"
+    )
+    proc = await asyncio.create_subprocess_exec(
+        str(KUKSA_PYTHON),
+        str(DRIVER),
+        "provide",
+        "127.0.0.1",
+        str(server.port),
+        volume,
+        "1",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    try:
+        assert json.loads(await asyncio.wait_for(proc.stdout.readline(), DEADLINE_S)) == {
+            "providing": volume
+        }
+        # Its claim arrives on its stream after that line: ask until it is there.
+        deadline = asyncio.get_running_loop().time() + DEADLINE_S
+        while True:
+            [result] = await drive(server, "actuate", volume, "40")
+            if result.get("ok") or asyncio.get_running_loop().time() > deadline:
+                break
+        assert result == {"ok": True, "target": 40}
+        got = json.loads(await asyncio.wait_for(proc.stdout.readline(), DEADLINE_S))
+        assert got == {"path": volume, "target": 40}
+        assert await asyncio.wait_for(proc.wait(), DEADLINE_S) == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
 async def test_errors_unknown_path_and_value_out_of_range(server: RunningServer) -> None:
     unknown, out_of_range, unknown_set = await drive(server, "errors")
     assert unknown["error"]["code"] == 404

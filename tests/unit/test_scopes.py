@@ -51,7 +51,7 @@ def test_provide_implies_read_but_not_create() -> None:
     assert not g.allows("provide", "Vehicle.Speed")
 
 
-@pytest.mark.parametrize("bad", ["write:Vehicle", "read", "read:", "read:Vehicle..X", "read:Ve-h"])
+@pytest.mark.parametrize("bad", ["write:Vehicle", "write", "read:", "read:Vehicle..X", "read:Ve-h"])
 def test_malformed_scopes_are_refused(bad: str) -> None:
     with pytest.raises(ScopeError):
         parse_scopes(bad)
