@@ -72,6 +72,7 @@ def linked(spark: SparkSession, rows: list[dict[str, object]]):
         .withColumn("pos", F.coalesce(F.col("offset"), F.lit(0)))
         .withColumn("link_ok", F.lit(True))
         .withColumn("missing_before", F.lit(0).cast("long"))
+        .withColumn("chain_start", F.lit(None).cast("string"))
     )
 
 
