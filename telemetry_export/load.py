@@ -127,7 +127,9 @@ def plot_staleness(stale: list[dict[str, Any]], out: Path) -> str | None:
     for s in stale:
         rows.setdefault(_quiet_label(s), []).append(s)
     labels = sorted(rows)[:20]
-    fig = Figure(figsize=(10, 1.4 + 0.42 * len(labels)))
+    lanes = len({s["vehicle_id"] for s in stale})
+    # A row high enough for a lane per vehicle (up to 40 lanes' worth).
+    fig = Figure(figsize=(10, 1.4 + max(0.42, 0.06 * min(lanes, 40)) * len(labels)))
     ax = fig.subplots()
     vehicles = {s["vehicle_id"] for s in stale}
     # Each vehicle at its own height within a row, so that intervals of
