@@ -4,7 +4,9 @@ Every record is a flat JSON object with, besides its own fields:
 ``kind``, ``vehicle_id``, ``boot_id``, ``offset`` (uint32, random start per
 boot, +1 per record in written order modulo 2^32, including records that were
 lost: the buffer dropped them or the disk refused them),
-``time_ns`` (when it was recorded), ``prev_hash`` and ``hash`` (the chain).
+``time_ns`` (when it was recorded; a record the writer adds itself, a
+``journal_trimmed`` or a ``write failed`` count, carries the time of the record
+written before it, so times never go back in offset order), ``prev_hash`` and ``hash`` (the chain).
 
 - lifecycle: ``start`` (``version``, ``settings``) and ``stop`` (``reason``);
   ``key_added`` / ``key_removed`` (``app``, ``key``, ``key_id``); ``connect`` /

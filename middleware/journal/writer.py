@@ -136,6 +136,7 @@ class Journal:
         self._batch_marks: list[tuple[int, int, bool]] = []
         self._batch_bytes = 0
         self._batch_prev = ""  # the chain's last hash on disk, before the batch
+        self._last_time_ns = 0  # of the record emitted last
         self._file: Any = None  # an unbuffered binary file
         self._opener = opener or _open_unbuffered
         self._file_bytes = 0
@@ -221,6 +222,16 @@ class Journal:
             **fields,
         }
 
+    def _own(self, kind: str, **fields: Any) -> dict[str, Any]:
+        """A record the writer adds itself, between records already stamped.
+
+        It carries the time of the record written before it, so that times never
+        go back in offset order (readers that lost a boot's ``start`` order by time).
+        """
+        rec = self._stamp(kind, **fields)
+        rec["time_ns"] = self._last_time_ns or rec["time_ns"]
+        return rec
+
     def close(self, reason: str = "shutdown", timeout: float = 10.0) -> None:
         """Record ``stop`` (past the buffer's bound), let the writer drain, and wait for it."""
         if not self._thread.is_alive():
@@ -270,7 +281,7 @@ class Journal:
 
     def _note_failures(self) -> None:
         count, self._unreported = self._unreported, 0
-        self._emit_one(self._stamp("journal_dropped", count=count, cause=CAUSE_WRITE))
+        self._emit_one(self._own("journal_dropped", count=count, cause=CAUSE_WRITE))
 
     def _emit_one(self, rec: dict[str, Any]) -> None:
         """Give ``rec`` the next offset, link it, and add it to the batch."""
@@ -278,6 +289,7 @@ class Journal:
             self._rotate()
         rec["offset"] = self._next_offset
         self._next_offset = (self._next_offset + 1) % OFFSET_MOD
+        self._last_time_ns = rec["time_ns"]
         line = self._chain.line(rec)
         self._batch.append(line)
         self._batch_hashes.append(rec["hash"])
@@ -392,7 +404,7 @@ class Journal:
             else:
                 anchor = first_record(rest[0]) if rest else None
             self._emit_one(
-                self._stamp(
+                self._own(
                     "journal_trimmed",
                     trimmed_boot_id=boot,
                     files=len(removed[boot]),
@@ -428,7 +440,7 @@ class Journal:
                 if self._unreported:
                     self._note_failures()
                 if stop_lost:
-                    self._emit_one(self._stamp("stop", reason=self._stop_reason))
+                    self._emit_one(self._own("stop", reason=self._stop_reason))
                 self._write_batch()
                 if self._unreported:
                     log.error(

@@ -1,0 +1,57 @@
+"""The fleet analysis of a journal a real middleware wrote under faults: a boot
+trimmed by retention and then killed (kill -9), and a clean boot after it.
+
+Retention is not tampering, the killed boot is an unclean stop in the summary
+and in report.md, and no loss goes unreported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from telemetry_export import job
+from tests.integration.test_journal_faults import kill9, publish, serve, verify_cli
+from tests.integration.test_process import stop
+
+
+async def _faulty_journal(journal: Path) -> None:
+    small = ("--journal-level", "full", "--journal-segment-bytes", "20000")
+    proc, address = serve(journal, *small, "--journal-max-bytes", "60000")
+    try:
+        await publish(address, 1500)
+    finally:
+        kill9(proc)
+    proc, address = serve(journal, *small, "--journal-max-bytes", "10000000")
+    try:
+        await publish(address, 10)
+    finally:
+        code, err = stop(proc)
+    assert code == 0, err
+
+
+def test_retention_and_a_killed_boot_read_as_such_in_verify_and_the_report(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    journal = tmp_path / "journal"
+    asyncio.run(_faulty_journal(journal))
+    code, out = verify_cli(journal)
+    assert code == 0, out
+    assert "retention removed its first" in out
+    assert out.count("UNCLEAN STOP") == 1
+
+    counts = job.ingest(spark, [str(journal)], str(tmp_path / "dataset"))
+    assert counts["bad_lines"] == 0
+    summary = job.analyze(spark, str(tmp_path / "dataset"), str(tmp_path / "report"))
+    assert summary["restarts"] == 1
+    assert summary["broken_chains"] == 0
+    assert summary["trimmed_boots"] == 1
+    assert summary["unclean_stops"] == 1
+    assert summary["unreported_journal_losses"] == 0
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert "no stop record: unclean" in report
+    assert "restart after an unclean stop" in report
+    assert "broken at offset" not in report
+    assert "records missing before offset" not in report
