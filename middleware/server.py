@@ -1,8 +1,10 @@
 """Build, start and stop the middleware's gRPC server (grpc.aio).
 
-Serves ``vehicle.ess.v1.EventService``, ``vehicle.vstore.v1.VStore``, the
-KUKSA.val services ``kuksa.val.v1.VAL`` and ``kuksa.val.v2.VAL``
-(:mod:`middleware.kuksa`), the standard ``grpc.health.v1.Health`` and server
+Serves ``vehicle.ess.v1.EventService``, ``vehicle.vstore.v1.VStore``,
+``vehicle.actuation.v1.Actuation``, the KUKSA.val services ``kuksa.val.v1.VAL``
+and ``kuksa.val.v2.VAL``
+(:mod:`middleware.kuksa`; actuation shares one core with the project's own,
+:mod:`middleware.actuation`), the standard ``grpc.health.v1.Health`` and server
 reflection. The VSS catalogs of ``Settings.vss`` are loaded first: their
 signals are keys from the start, typed (:mod:`middleware.signals`). Keepalive is on, so
 a peer that vanished is found and its app removed.
@@ -24,13 +26,16 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
 
+from middleware.actuation import Actuation
 from middleware.config import Settings
 from middleware.kuksa import KUKSA_SERVICES, add_kuksa_services
+from middleware.rpc.actuation_service import ActuationService
 from middleware.rpc.decoding import DecodeGuard
 from middleware.rpc.event_service import EventService
 from middleware.rpc.vstore_service import VStoreService
 from middleware.runtime import Runtime
 from middleware.signals import Signals
+from vehicle.actuation.v1 import actuation_pb2, actuation_pb2_grpc
 from vehicle.ess.v1 import ess_pb2, ess_pb2_grpc
 from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
@@ -41,6 +46,7 @@ log = logging.getLogger(__name__)
 SERVICES = (
     ess_pb2.DESCRIPTOR.services_by_name["EventService"].full_name,
     vstore_pb2.DESCRIPTOR.services_by_name["VStore"].full_name,
+    actuation_pb2.DESCRIPTOR.services_by_name["Actuation"].full_name,
     *KUKSA_SERVICES,
 )
 
@@ -154,7 +160,9 @@ async def start_server(settings: Settings, runtime: Runtime | None = None) -> Ru
     server = grpc.aio.server(options=_options(settings), interceptors=[DecodeGuard()])
     ess_pb2_grpc.add_EventServiceServicer_to_server(EventService(runtime), server)
     vstore_pb2_grpc.add_VStoreServicer_to_server(VStoreService(runtime), server)
-    add_kuksa_services(server, runtime, signals)
+    actuation = Actuation(runtime.store, signals, runtime.access, settings.actuation_timeout_s)
+    actuation_pb2_grpc.add_ActuationServicer_to_server(ActuationService(runtime, actuation), server)
+    add_kuksa_services(server, runtime, signals, actuation)
     health = health_aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     reflection.enable_server_reflection(

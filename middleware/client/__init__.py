@@ -1,5 +1,14 @@
-"""Client SDKs for apps (:class:`AppClient`) and providers (:class:`ProviderClient`)."""
+"""Client SDKs for apps (:class:`AppClient`) and providers (:class:`ProviderClient`).
 
+Both speak the project's own services; actuation is :mod:`middleware.client.actuators`.
+"""
+
+from middleware.client.actuators import (
+    ActuationHandler,
+    ActuationRefusedError,
+    ActuationRequest,
+    ActuatorStream,
+)
 from middleware.client.app import AppClient, QueueSpec, StreamReplacedError, Sub
 from middleware.client.events import (
     ClientEvent,
@@ -18,6 +27,10 @@ from middleware.client.provider import (
 )
 
 __all__ = [
+    "ActuationHandler",
+    "ActuationRefusedError",
+    "ActuationRequest",
+    "ActuatorStream",
     "AppClient",
     "ClientEvent",
     "ConflictError",

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -35,6 +35,7 @@ from middleware.client.events import (
     ResyncEvent,
     SubscriptionResult,
 )
+from vehicle.actuation.v1 import actuation_pb2, actuation_pb2_grpc
 from vehicle.ess.v1 import ess_pb2, ess_pb2_grpc
 from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
@@ -113,6 +114,7 @@ class AppClient:
         self._channel = open_channel(target, channel_options)
         self._events = ess_pb2_grpc.EventServiceStub(self._channel)
         self._vstore = vstore_pb2_grpc.VStoreStub(self._channel)
+        self._actuation = actuation_pb2_grpc.ActuationStub(self._channel)
         self._call: (
             grpc.aio.UnaryStreamCall[ess_pb2.GetEventsRequest, ess_pb2.EventBatch] | None
         ) = None
@@ -221,6 +223,34 @@ class AppClient:
             start = page.next_start_after
             if not start:
                 return keys
+
+    async def actuate(self, name: str, data: bytes) -> None:
+        """Ask the provider of actuator ``name`` to set it to ``data``; return when done.
+
+        ``data`` is the value in the key's encoding (``values.encode(40,
+        datatype="uint8")`` for a typed key). Checked first (an actuator, the
+        ``actuate`` scope, the key's datatype and rule), then forwarded to the
+        provider that claimed it (of this SDK or a KUKSA provider), whose answer
+        this waits for, at most the middleware's ``actuation_timeout_s`` (5 s).
+        The V-Store value changes when the provider publishes it.
+
+        Raises:
+            grpc.aio.AioRpcError: UNAVAILABLE (no provider claims it, or it did
+                not answer in time), INVALID_ARGUMENT (not an actuator, a bad
+                value, or the provider refused: its reason), NOT_FOUND,
+                PERMISSION_DENIED.
+        """
+        await self.actuate_many({name: data})
+
+    async def actuate_many(self, targets: Mapping[str, bytes]) -> None:
+        """Set several actuators in one request (as :meth:`actuate`); every one is
+        checked before any is sent, and each provider gets its targets together."""
+        await self._actuation.Actuate(
+            actuation_pb2.ActuateRequest(
+                targets=[actuation_pb2.Target(name=n, data=d) for n, d in targets.items()]
+            ),
+            metadata=self._md,
+        )
 
     async def events(self) -> AsyncIterator[ClientEvent]:
         """Yield events forever, reconnecting and re-registering as needed.

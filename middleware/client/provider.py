@@ -1,15 +1,17 @@
-"""The provider SDK: add keys, publish values over the Publish stream.
+"""The provider SDK: add keys, publish values over the Publish stream, provide actuators.
 
     async with ProviderClient("127.0.0.1:50051", "vehicle-sim") as p:
         await p.add_keys(["Vehicle.Speed"])
         await p.publish({"Vehicle.Speed": b"..."})
+        await p.provide_actuators(["Vehicle.Cabin.Infotainment.Volume"], set_volume)
 
 Values are published by key id on one client-streaming ``Publish`` call (the
 names are translated here). When the middleware goes away the client
 reconnects with backoff, adds its keys again (ids may change after a restart)
 and re-sends the batch that failed; values are state, so a batch written twice
 is harmless. :meth:`flush` ends the stream and waits for the middleware to
-confirm everything written so far.
+confirm everything written so far. Actuators are claimed and their requests
+answered on a stream of their own (:mod:`middleware.client.actuators`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 import grpc
 
 from middleware.client._channel import RETRYABLE, Backoff, metadata, open_channel
+from middleware.client.actuators import ActuationHandler, ActuatorStream
+from vehicle.actuation.v1 import actuation_pb2_grpc
 from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
 __all__ = ["ConflictError", "KeysChangedError", "ProviderClient", "PublishRefusedError"]
@@ -73,6 +77,8 @@ class ProviderClient:
         """Latest value of each key written on the current stream, for a re-send."""
         self._channel = open_channel(target)
         self._stub = vstore_pb2_grpc.VStoreStub(self._channel)
+        self._actuation = actuation_pb2_grpc.ActuationStub(self._channel)
+        self._actuators: list[ActuatorStream] = []
         self._reconnect_enabled = reconnect
         self.ids: dict[str, int] = {}
         """Name -> id of every key this provider added (refreshed after a restart)."""
@@ -90,12 +96,44 @@ class ProviderClient:
         await self.close()
 
     async def close(self) -> None:
-        """Flush what was published, then close the channel."""
+        """End the actuator streams, flush what was published, then close the channel."""
         try:
+            for stream in self._actuators:
+                await stream.close()
             if self._call is not None:
                 await self.flush()
         finally:
             await self._channel.close()
+
+    async def provide_actuators(
+        self, names: Sequence[str], handler: ActuationHandler
+    ) -> ActuatorStream:
+        """Claim actuators ``names`` and answer their requests with ``handler``.
+
+        ``handler(request)`` (sync or async) gets each request's targets (name ->
+        value bytes) in order, one request at a time, and returns once they are
+        done, or raises :class:`~middleware.client.actuators.ActuationRefusedError`
+        (the caller's INVALID_ARGUMENT, with its reason). It must answer within
+        the middleware's ``actuation_timeout_s`` (5 s): the caller waits. The
+        claim holds until :meth:`close` (or the returned stream's ``close()``);
+        after a middleware restart it is made again. Needs ``provide`` scope.
+
+        Raises:
+            grpc.aio.AioRpcError: the claim was refused: ALREADY_EXISTS (another
+                provider's, named), PERMISSION_DENIED, NOT_FOUND, INVALID_ARGUMENT
+                (not an actuator).
+        """
+        stream = ActuatorStream(
+            self._actuation,
+            self._md,
+            names,
+            handler,
+            reconnect=self._reconnect_enabled,
+            app_id=self.app_id,
+        )
+        await stream.start()
+        self._actuators.append(stream)
+        return stream
 
     async def add_keys(self, names: Iterable[str], *, claim: bool = False) -> dict[str, int]:
         """Add keys (idempotent); returns name -> id; remembered for reconnects.

@@ -7,8 +7,10 @@ the VSS catalogs (``serve --vss``), subscriptions are ESS subscriptions.
 Modules: :mod:`~middleware.kuksa.convert` (the one place of message
 translation), :mod:`~middleware.kuksa.common` (identity, paths),
 :mod:`~middleware.kuksa.subscriptions` (a subscription as an ESS app),
-:mod:`~middleware.kuksa.actuation` (providers' claims, forwarding requests),
 :mod:`~middleware.kuksa.v1` and :mod:`~middleware.kuksa.v2` (the servicers).
+Actuation shares its core with the project's own API
+(:mod:`middleware.actuation`): a KUKSA request reaches a provider of either
+API, and so does a request of the project's SDK.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Final
 
 import grpc
 
-from middleware.kuksa.actuation import Actuation
+from middleware.actuation import Actuation
 from middleware.kuksa.v1 import KuksaV1
 from middleware.kuksa.v2 import KuksaV2
 from middleware.runtime import Runtime
@@ -36,10 +38,12 @@ KUKSA_SERVICES: Final = (
 """``kuksa.val.v1.VAL`` and ``kuksa.val.v2.VAL``."""
 
 
-def add_kuksa_services(server: grpc.aio.Server, runtime: Runtime, signals: Signals) -> None:
-    """Serve both KUKSA services on ``server``, over ``runtime``'s store and ESS."""
-    actuation = Actuation(
-        runtime.store, signals, runtime.access, runtime.settings.actuation_timeout_s
-    )
+def add_kuksa_services(
+    server: grpc.aio.Server, runtime: Runtime, signals: Signals, actuation: Actuation
+) -> None:
+    """Serve both KUKSA services on ``server``, over ``runtime``'s store and ESS.
+
+    ``actuation`` is the one actuation core, shared with the project's own API.
+    """
     val_v1_grpc.add_VALServicer_to_server(KuksaV1(runtime, signals, actuation), server)
     val_v2_grpc.add_VALServicer_to_server(KuksaV2(runtime, signals, actuation), server)

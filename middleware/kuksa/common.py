@@ -1,4 +1,4 @@
-"""What the KUKSA servicers share: who is calling, and which keys a path names."""
+"""What the KUKSA servicers share: who is calling, which keys a path names, actuation checks."""
 
 from __future__ import annotations
 
@@ -7,11 +7,15 @@ from typing import Any, Final
 import grpc
 
 from middleware.access import APP_ID_HEADER, AUTH_HEADER, Access, Caller
+from middleware.actuation import Actuation, Target
 from middleware.auth.scopes import ScopeError, compile_glob
 from middleware.errors import InvalidRequestError
+from middleware.kuksa.convert import to_store
+from middleware.signals import Signals
+from vehicle.kuksa.val.v2 import types_pb2
 from vstore import UnknownKeyError, VStore
 
-__all__ = ["DEFAULT_APP", "kuksa_caller", "resolve_path"]
+__all__ = ["DEFAULT_APP", "actuation_target", "kuksa_caller", "resolve_path"]
 
 DEFAULT_APP: Final = "kuksa-client"
 """The app of a KUKSA call without ``app-id`` metadata in open mode (KUKSA clients send none)."""
@@ -62,3 +66,23 @@ def resolve_path(store: VStore, path: str) -> list[tuple[str, int]]:
     if not found:
         raise UnknownKeyError(path)
     return found
+
+
+def actuation_target(
+    actuation: Actuation,
+    signals: Signals,
+    who: Caller,
+    name: str,
+    value: types_pb2.Value,
+    field: str,
+) -> Target:
+    """A KUKSA actuation request of ``value`` for ``name``, checked (nothing is sent).
+
+    Denials go by name first, then the actuator, then the typed value.
+
+    Raises:
+        PermissionDeniedError, UnknownKeyError, InvalidRequestError, InvalidValueError.
+    """
+    key_id = actuation.admit(who, name, field)
+    data = to_store(name, signals.get(name), value, "typed_value")
+    return actuation.target(name, key_id, data)

@@ -15,7 +15,8 @@ value functions take the message and the name of its oneof.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final
 
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -30,16 +31,22 @@ from middleware.client.values import (
 from middleware.errors import InvalidRequestError
 from vehicle.kuksa.val.v1 import types_pb2 as t1
 from vehicle.kuksa.val.v2 import types_pb2 as t2
+from vehicle.kuksa.val.v2 import val_pb2 as v2
 from vss import INT_RANGES, Signal, check_value, element_type, is_array
 from vstore import InvalidValueError, UnknownKeyError
+
+if TYPE_CHECKING:
+    from middleware.actuation import Forward
 
 __all__ = [
     "DATATYPE_TO_PB",
     "ENTRY_TYPE_TO_PB",
+    "actuation_request",
     "datatype_of",
     "from_wire",
     "metadata_v1",
     "metadata_v2",
+    "refusal",
     "set_wire",
     "signal_name",
     "timestamp",
@@ -404,3 +411,27 @@ def v2_value_of_v1(point: t1.Datapoint) -> t2.Value:
     value.CopyFrom(point)
     value.ClearField("timestamp")
     return t2.Value.FromString(value.SerializeToString())
+
+
+def actuation_request(
+    forward: Forward, signal_of: Callable[[str], Signal | None]
+) -> v2.OpenProviderStreamResponse:
+    """The ``BatchActuateStreamRequest`` that asks a KUKSA provider for ``forward``'s targets.
+
+    Each value is sent in the wire type of the actuator's datatype (or of the
+    kind stored, for an opaque key), as a read would return it.
+    """
+    message = v2.OpenProviderStreamResponse()
+    requests = message.batch_actuate_stream_request.actuate_requests
+    for t in forward.targets:
+        request = requests.add()
+        request.signal_id.id = t.key_id
+        set_wire(request.value, t.data, signal_of(t.name))
+    return message
+
+
+def refusal(error: t2.Error | None) -> str | None:
+    """A KUKSA provider's answer as the actuation core takes it: None (done) or the reason."""
+    if error is None or error.code in (t2.ERROR_CODE_OK, t2.ERROR_CODE_UNSPECIFIED):
+        return None
+    return error.message or str(error.code)

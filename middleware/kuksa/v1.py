@@ -14,10 +14,10 @@ from typing import Any
 import grpc
 
 from middleware.access import Caller
+from middleware.actuation import Actuation, Target
 from middleware.errors import InvalidRequestError, UnavailableError
 from middleware.kuksa import convert
-from middleware.kuksa.actuation import Actuation, Target
-from middleware.kuksa.common import kuksa_caller, resolve_path
+from middleware.kuksa.common import actuation_target, kuksa_caller, resolve_path
 from middleware.kuksa.info import SERVER_NAME, SERVER_VERSION
 from middleware.kuksa.subscriptions import updates
 from middleware.rpc.convert import check_count
@@ -116,7 +116,11 @@ class KuksaV1(val_pb2_grpc.VALServicer):
                     )
                 if types_pb2.FIELD_ACTUATOR_TARGET in fields:
                     value = convert.v2_value_of_v1(update.entry.actuator_target)
-                    targets.append(self._actuation.check(who, path, value, f"updates[{i}]"))
+                    targets.append(
+                        actuation_target(
+                            self._actuation, self._signals, who, path, value, f"updates[{i}]"
+                        )
+                    )
                 if types_pb2.FIELD_VALUE not in fields:
                     continue
                 self._rt.access.check(who, "provide", path, field=f"updates[{i}]")

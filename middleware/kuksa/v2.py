@@ -15,10 +15,10 @@ from typing import Any
 import grpc
 
 from middleware.access import Caller
+from middleware.actuation import Actuation, ActuatorProvider
 from middleware.errors import LimitExceededError
 from middleware.kuksa import convert
-from middleware.kuksa.actuation import Actuation, ProviderStream
-from middleware.kuksa.common import kuksa_caller, resolve_path
+from middleware.kuksa.common import actuation_target, kuksa_caller, resolve_path
 from middleware.kuksa.info import SERVER_NAME, SERVER_VERSION
 from middleware.kuksa.subscriptions import Update, updates
 from middleware.rpc.convert import check_count
@@ -133,7 +133,9 @@ class KuksaV2(val_pb2_grpc.VALServicer):
     ) -> val_pb2.ActuateResponse:
         who = kuksa_caller(context, self._rt.access)
         name = convert.signal_name(request.signal_id, self._rt.store.name_of)
-        target = self._actuation.check(who, name, request.value, "signal_id")
+        target = actuation_target(
+            self._actuation, self._signals, who, name, request.value, "signal_id"
+        )
         await self._actuation.actuate([target])
         return val_pb2.ActuateResponse()
 
@@ -147,7 +149,9 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         for i, r in enumerate(request.actuate_requests):
             where = f"actuate_requests[{i}]"
             name = convert.signal_name(r.signal_id, self._rt.store.name_of)
-            targets.append(self._actuation.check(who, name, r.value, where))
+            targets.append(
+                actuation_target(self._actuation, self._signals, who, name, r.value, where)
+            )
         await self._actuation.actuate(targets)
         return val_pb2.BatchActuateResponse()
 
@@ -158,7 +162,9 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> None:
         who = kuksa_caller(context, self._rt.access)
-        stream = ProviderStream(who.app)
+        stream: ActuatorProvider[val_pb2.OpenProviderStreamResponse] = ActuatorProvider(
+            who.app, lambda forward: convert.actuation_request(forward, self._signals.get)
+        )
         reader = asyncio.create_task(self._provider_requests(who, stream, request_iterator))
         try:
             while True:
@@ -181,7 +187,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
     async def _provider_requests(
         self,
         who: Caller,
-        stream: ProviderStream,
+        stream: ActuatorProvider[val_pb2.OpenProviderStreamResponse],
         requests: AsyncIterator[val_pb2.OpenProviderStreamRequest],
     ) -> None:
         store = self._rt.store
@@ -216,7 +222,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
                     continue  # an answer about a key that went away
                 key_id = store.id_of(name) or 0
                 error = answer.error if answer.HasField("error") else None
-                self._actuation.answered(stream, key_id, error)
+                self._actuation.answered_key(stream, key_id, convert.refusal(error))
             elif action == "provide_signal_request":
                 await stream.outbox.put(
                     val_pb2.OpenProviderStreamResponse(

@@ -319,6 +319,14 @@ async def test_an_actuation_goes_to_the_provider_that_claimed_it_and_returns_its
             batch_actuate_stream_response=v2.BatchActuateStreamResponse(signal_id=asked.signal_id)
         )
     )
+    # The stream's messages are taken in order: once this is answered, so was that.
+    await provider.requests.put(
+        v2.OpenProviderStreamRequest(
+            publish_values_request=v2.PublishValuesRequest(request_id=1, data_points={})
+        )
+    )
+    published = await asyncio.wait_for(provider.call.read(), 5)
+    assert published.publish_values_response.request_id == 1
     actuate = asyncio.ensure_future(
         stub.Actuate(v2.ActuateRequest(signal_id=path(VOLUME), value=t2.Value(uint32=90)))
     )

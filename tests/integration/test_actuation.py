@@ -1,0 +1,367 @@
+"""Actuation through the project's SDK, and across the SDK and the KUKSA API.
+
+A real middleware on 127.0.0.1:0 with the KUKSA test catalog: SDK providers
+(``ProviderClient.provide_actuators``) answer SDK apps (``AppClient.actuate``)
+and KUKSA ``Actuate`` calls; raw KUKSA ``OpenProviderStream`` providers answer
+SDK apps; the same checks and refusals on both paths; scopes in token mode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import grpc
+import pytest
+
+from middleware.auth.tokens import generate_key_pair, mint
+from middleware.client import (
+    ActuationRefusedError,
+    ActuationRequest,
+    AppClient,
+    ProviderClient,
+)
+from middleware.client.values import decode_value, encode
+from middleware.config import Settings
+from middleware.server import RunningServer, start_server
+from tests.conftest import eventually
+from tests.integration.conftest import TEST_SETTINGS
+from tests.integration.test_kuksa_api import Provider as KuksaProvider
+from vehicle.kuksa.val.v2 import types_pb2 as t2
+from vehicle.kuksa.val.v2 import val_pb2 as v2
+from vehicle.kuksa.val.v2 import val_pb2_grpc as v2_grpc
+
+CATALOG = Path(__file__).with_name("kuksa_catalog.json")
+VOLUME = "Vehicle.Cabin.Infotainment.Volume"
+SOURCE = "Vehicle.Cabin.Infotainment.Source"
+DOOR = "Vehicle.Cabin.Door.Row1.DriverSide.IsOpen"
+SPEED = "Vehicle.Speed"
+AUD = "vmw-test"
+Code = grpc.StatusCode
+
+
+async def _serve(settings: Settings) -> AsyncIterator[RunningServer]:
+    running = await start_server(dataclasses.replace(settings, vss=(str(CATALOG),)))
+    try:
+        yield running
+    finally:
+        await running.stop(0)
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[RunningServer]:
+    async for running in _serve(TEST_SETTINGS):
+        yield running
+
+
+@pytest.fixture
+async def app(server: RunningServer) -> AsyncIterator[AppClient]:
+    async with AppClient(server.address, "cockpit", reconnect=False) as client:
+        yield client
+
+
+@pytest.fixture
+async def provider(server: RunningServer) -> AsyncIterator[ProviderClient]:
+    async with ProviderClient(server.address, "infotainment", reconnect=False) as client:
+        yield client
+
+
+class Recorder:
+    """A handler that records each request and answers as told."""
+
+    def __init__(self) -> None:
+        self.requests: list[ActuationRequest] = []
+        self.refuse: str | None = None
+        self.hold: asyncio.Event | None = None
+
+    async def __call__(self, request: ActuationRequest) -> None:
+        self.requests.append(request)
+        if self.hold is not None:
+            await self.hold.wait()
+        if self.refuse is not None:
+            raise ActuationRefusedError(self.refuse)
+
+
+async def fails(call: Awaitable[object], code: grpc.StatusCode, details: str) -> None:
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await asyncio.wait_for(call, 10)
+    assert info.value.code() == code, info.value.details()
+    assert info.value.details() == details
+
+
+async def test_an_sdk_provider_answers_an_sdk_app_single_and_batch_and_may_refuse(
+    app: AppClient, provider: ProviderClient
+) -> None:
+    handler = Recorder()
+    stream = await provider.provide_actuators([VOLUME, SOURCE], handler)
+    assert set(stream.ids) == {VOLUME, SOURCE}
+    await app.actuate(VOLUME, encode(40, datatype="uint8"))
+    [first] = handler.requests
+    assert decode_value(first.targets[VOLUME]) == 40
+    await app.actuate_many(
+        {VOLUME: encode(45, datatype="uint8"), SOURCE: encode("USB", datatype="string")}
+    )
+    batch = handler.requests[1]
+    assert {n: decode_value(d) for n, d in batch.targets.items()} == {VOLUME: 45, SOURCE: "USB"}
+    handler.refuse = "muted by the driver"
+    await fails(
+        app.actuate(VOLUME, encode(50, datatype="uint8")),
+        Code.INVALID_ARGUMENT,
+        f"value for '{VOLUME}' refused: the provider refused it: muted by the driver",
+    )
+    assert stream.handled == 3
+
+
+async def test_a_kuksa_actuate_is_answered_by_an_sdk_provider(
+    server: RunningServer, provider: ProviderClient
+) -> None:
+    handler = Recorder()
+    await provider.provide_actuators([VOLUME], handler)
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        kuksa = v2_grpc.VALStub(channel)
+        signal = t2.SignalID(path=VOLUME)
+        await asyncio.wait_for(
+            kuksa.Actuate(v2.ActuateRequest(signal_id=signal, value=t2.Value(uint32=30))), 10
+        )
+        assert decode_value(handler.requests[0].targets[VOLUME]) == 30
+        handler.refuse = "door open"
+        await fails(
+            kuksa.Actuate(v2.ActuateRequest(signal_id=signal, value=t2.Value(uint32=31))),
+            Code.INVALID_ARGUMENT,
+            f"value for '{VOLUME}' refused: the provider refused it: door open",
+        )
+
+
+async def test_an_sdk_request_is_answered_by_a_kuksa_provider_stream(
+    server: RunningServer, app: AppClient
+) -> None:
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        kuksa = KuksaProvider(v2_grpc.VALStub(channel))
+        await kuksa.claim(VOLUME)
+        volume_id = server.runtime.store.id_of(VOLUME)
+        # A KUKSA provider that never answered is taken at delivery, as the databroker does.
+        await app.actuate(VOLUME, encode(20, datatype="uint8"))
+        message = await asyncio.wait_for(kuksa.call.read(), 5)
+        [asked] = message.batch_actuate_stream_request.actuate_requests
+        assert (asked.signal_id.id, asked.value.uint32) == (volume_id, 20)  # typed on the wire
+        # Once it answers, it is waited for, and its refusal is the SDK app's error.
+        await kuksa.requests.put(
+            v2.OpenProviderStreamRequest(
+                batch_actuate_stream_response=v2.BatchActuateStreamResponse(
+                    signal_id=asked.signal_id
+                )
+            )
+        )
+        # The stream's messages are taken in order: once this is answered, so was that.
+        await kuksa.requests.put(
+            v2.OpenProviderStreamRequest(
+                publish_values_request=v2.PublishValuesRequest(request_id=1, data_points={})
+            )
+        )
+        message = await asyncio.wait_for(kuksa.call.read(), 5)
+        assert message.publish_values_response.request_id == 1
+        refused = asyncio.ensure_future(app.actuate(VOLUME, encode(90, datatype="uint8")))
+        message = await asyncio.wait_for(kuksa.call.read(), 5)
+        await kuksa.requests.put(
+            v2.OpenProviderStreamRequest(
+                batch_actuate_stream_response=v2.BatchActuateStreamResponse(
+                    signal_id=message.batch_actuate_stream_request.actuate_requests[0].signal_id,
+                    error=t2.Error(code=t2.ERROR_CODE_INVALID_ARGUMENT, message="too loud"),
+                )
+            )
+        )
+        await fails(
+            refused,
+            Code.INVALID_ARGUMENT,
+            f"value for '{VOLUME}' refused: the provider refused it: too loud",
+        )
+        await kuksa.requests.put(None)
+        kuksa.call.cancel()
+
+
+async def test_a_provider_that_does_not_answer_in_time_is_unavailable_to_the_caller() -> None:
+    async for server in _serve(dataclasses.replace(TEST_SETTINGS, actuation_timeout_s=0.3)):
+        async with (
+            ProviderClient(server.address, "slow", reconnect=False) as provider,
+            AppClient(server.address, "cockpit", reconnect=False) as app,
+        ):
+            handler = Recorder()
+            handler.hold = asyncio.Event()
+            await provider.provide_actuators([VOLUME], handler)
+            await fails(
+                app.actuate(VOLUME, encode(10, datatype="uint8")),
+                Code.UNAVAILABLE,
+                f"cannot actuate '{VOLUME}': its provider did not answer within 0.3 s",
+            )
+            handler.hold.set()  # its late answer is ignored; the next request is answered
+            handler.hold = None
+            await app.actuate(VOLUME, encode(11, datatype="uint8"))
+            assert len(handler.requests) == 2
+
+
+async def test_requests_are_checked_before_any_is_sent(
+    app: AppClient, provider: ProviderClient
+) -> None:
+    handler = Recorder()
+    await provider.provide_actuators([VOLUME, SOURCE], handler)
+    await fails(
+        app.actuate(VOLUME, encode(101, datatype="uint8")),
+        Code.INVALID_ARGUMENT,
+        f"targets[0]: value for '{VOLUME}' refused: value 101 is above the max 100 percent",
+    )
+    await fails(
+        app.actuate_many(
+            {VOLUME: encode(5, datatype="uint8"), SOURCE: encode("TAPE", datatype="string")}
+        ),
+        Code.INVALID_ARGUMENT,
+        f"targets[1]: value for '{SOURCE}' refused: value 'TAPE' is not one of the allowed "
+        "values ['RADIO', 'USB', 'BLUETOOTH']",
+    )
+    await fails(
+        app.actuate(SPEED, encode(1.0, datatype="float")),
+        Code.INVALID_ARGUMENT,
+        f"targets[0]: '{SPEED}' is a sensor, not an actuator",
+    )
+    await fails(
+        app.actuate("Vehicle.Nope", b""),
+        Code.NOT_FOUND,
+        "targets[0]: key 'Vehicle.Nope' does not exist",
+    )
+    assert handler.requests == []  # nothing reached the provider
+
+
+async def test_no_provider_is_unavailable_and_a_claim_ends_with_its_stream(
+    app: AppClient, provider: ProviderClient
+) -> None:
+    await fails(
+        app.actuate(DOOR, encode(True)),
+        Code.UNAVAILABLE,
+        f"cannot actuate '{DOOR}': no provider provides this actuator",
+    )
+    stream = await provider.provide_actuators([DOOR], Recorder())
+    await app.actuate(DOOR, encode(True))
+    await stream.close()
+    await fails(
+        app.actuate(DOOR, encode(False)),
+        Code.UNAVAILABLE,
+        f"cannot actuate '{DOOR}': no provider provides this actuator",
+    )
+
+
+async def test_another_providers_actuator_is_already_exists_across_both_apis(
+    server: RunningServer, provider: ProviderClient
+) -> None:
+    await provider.provide_actuators([VOLUME], Recorder())
+    async with (
+        ProviderClient(server.address, "rival", reconnect=False) as rival,
+        grpc.aio.insecure_channel(server.address) as channel,
+    ):
+        await fails(
+            rival.provide_actuators([SOURCE, VOLUME], Recorder()),
+            Code.ALREADY_EXISTS,
+            f"actuator '{VOLUME}' is already provided by 'infotainment'",
+        )
+        await rival.provide_actuators([SOURCE], Recorder())  # all or nothing: SOURCE was free
+        kuksa = KuksaProvider(v2_grpc.VALStub(channel))
+        await kuksa.requests.put(
+            v2.OpenProviderStreamRequest(
+                provide_actuation_request=v2.ProvideActuationRequest(
+                    actuator_identifiers=[t2.SignalID(path=VOLUME)]
+                )
+            )
+        )
+        await fails(
+            kuksa.call.read(),
+            Code.ALREADY_EXISTS,
+            f"actuator '{VOLUME}' is already provided by 'infotainment'",
+        )
+        kuksa = KuksaProvider(v2_grpc.VALStub(channel))
+        await kuksa.claim(DOOR)
+        await fails(
+            rival.provide_actuators([DOOR], Recorder()),
+            Code.ALREADY_EXISTS,
+            f"actuator '{DOOR}' is already provided by 'kuksa-client'",
+        )
+        await kuksa.requests.put(None)
+        kuksa.call.cancel()
+
+
+@pytest.fixture(scope="module")
+def keys() -> tuple[bytes, bytes]:
+    return generate_key_pair("ES256")
+
+
+@pytest.fixture
+async def secure(keys: tuple[bytes, bytes], tmp_path: Path) -> AsyncIterator[RunningServer]:
+    pub = tmp_path / "vmw.pub"
+    pub.write_bytes(keys[1])
+    settings = dataclasses.replace(
+        TEST_SETTINGS, auth_mode="token", token_public_key=str(pub), token_audience=AUD
+    )
+    async for running in _serve(settings):
+        yield running
+
+
+async def test_scopes_decide_who_may_actuate_and_who_may_provide(
+    secure: RunningServer, keys: tuple[bytes, bytes]
+) -> None:
+    def token(sub: str, scope: str) -> str:
+        return mint(keys[0], subject=sub, scope=scope, ttl_s=600, audience=AUD)
+
+    address = secure.address
+    clients: list[Callable[[], Awaitable[None]]] = []
+    try:
+        reader = AppClient(address, "reader", token=token("reader", "read:**"), reconnect=False)
+        driver = AppClient(
+            address, "driver", token=token("driver", "actuate:Vehicle.Cabin.**"), reconnect=False
+        )
+        guest = ProviderClient(address, "guest", token=token("guest", "read:**"), reconnect=False)
+        owner = ProviderClient(
+            address, "owner", token=token("owner", "provide:Vehicle.Cabin.**"), reconnect=False
+        )
+        clients += [reader.close, driver.close, guest.close, owner.close]
+        await fails(
+            guest.provide_actuators([VOLUME], Recorder()),
+            Code.PERMISSION_DENIED,
+            f"claim.names[0]: app 'guest' may not write key '{VOLUME}' "
+            "(no provide: scope matches it)",
+        )
+        handler = Recorder()
+        await owner.provide_actuators([VOLUME], handler)
+        await fails(
+            reader.actuate(VOLUME, encode(10, datatype="uint8")),
+            Code.PERMISSION_DENIED,
+            f"targets[0]: app 'reader' may not actuate key '{VOLUME}' "
+            "(no actuate: scope matches it)",
+        )
+        await driver.actuate(VOLUME, encode(10, datatype="uint8"))
+        await eventually(lambda: len(handler.requests) == 1, what="the request handled")
+    finally:
+        for close in clients:
+            await close()
+
+
+async def test_after_a_middleware_restart_the_sdk_provider_claims_its_actuators_again() -> None:
+    settings = dataclasses.replace(TEST_SETTINGS, vss=(str(CATALOG),))
+    first = await start_server(settings)
+    second: RunningServer | None = None
+    try:
+        async with (
+            ProviderClient(first.address, "infotainment") as provider,
+            AppClient(first.address, "cockpit") as app,
+        ):
+            handler = Recorder()
+            stream = await provider.provide_actuators([VOLUME], handler)
+            await first.stop(0)
+            second = await start_server(
+                dataclasses.replace(settings, listen=f"127.0.0.1:{first.port}")
+            )
+            await eventually(lambda: stream.reconnects == 1, timeout=10, what="the claim again")
+            await app.actuate(VOLUME, encode(25, datatype="uint8"))
+            assert decode_value(handler.requests[-1].targets[VOLUME]) == 25
+    finally:
+        await first.stop(0)
+        if second is not None:
+            await second.stop(0)
