@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 KUKSA_VENV  := .venv-kuksa
 KUKSA_STAMP := $(KUKSA_VENV)/.installed
 
-.PHONY: install kuksa-venv demo serve sim dashboard proto test lint typecheck unit bench bench-core bench-e2e bench-providers bench-spark clean
+.PHONY: install kuksa-venv demo serve sim dashboard proto test lint typecheck unit bench bench-core bench-e2e bench-kuksa bench-providers bench-spark clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -63,7 +63,7 @@ unit: $(STAMP) $(KUKSA_STAMP)
 	$(PY) -m pytest
 
 ## Benchmarks (not part of `make test`): see BENCHMARKS.md.
-bench: bench-core bench-e2e bench-providers bench-spark
+bench: bench-core bench-e2e bench-kuksa bench-providers bench-spark
 
 bench-core: $(STAMP)
 	$(PY) -m bench.core
@@ -73,6 +73,11 @@ bench-core: $(STAMP)
 ## app for a minute; a slow app's lag; each target met or not. About 4 minutes.
 bench-e2e: $(STAMP)
 	$(PY) -m bench.e2e --stuck-seconds 60 --lag-seconds 5 --journal-compare
+
+## The KUKSA v2 API (OpenProviderStream -> Subscribe) beside the own API (Publish ->
+## GetEvents) and the KUKSA databroker's published figures. About 80 s.
+bench-kuksa: $(STAMP)
+	$(PY) -m bench.kuksa
 
 ## The simulated car's and the replay reader's own cost, beside bare floors. Seconds.
 bench-providers: $(STAMP)
