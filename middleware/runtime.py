@@ -100,7 +100,6 @@ class Runtime:
             lifecycle_capacity=settings.lifecycle_capacity,
             read_policy=self.access,
             observer=drops if self.journal is not None and self.journal.drops else None,
-            on_queued=drops.event_queued if full and drops is not None else None,
         )
         self.publish_tap: PublishTap | None = None
         if full and self.journal is not None:
@@ -147,11 +146,11 @@ class Runtime:
         if tap is None:
             yield
             return
-        tap.writer = app
+        tap.begin(app)
         try:
             yield
         finally:
-            tap.writer = ""
+            tap.end()
 
     def has_stream(self, app: str) -> bool:
         """Whether the app has an open event stream now."""

@@ -40,9 +40,9 @@ def ingest(spark: SparkSession, inputs: Sequence[str], output: str) -> dict[str,
     # boot may span two dates) and writes that vehicle's files sorted by boot
     # and position, one open file at a time.
     good = transforms.good_records(parsed)
-    linked = transforms.link_records(good.repartition("vehicle_id")).sortWithinPartitions(
-        "vehicle_id", "date", "boot_id", "pos"
-    )
+    linked = transforms.expand_batches(
+        transforms.link_records(good.repartition("vehicle_id"))
+    ).sortWithinPartitions("vehicle_id", "date", "boot_id", "pos", "batch_index")
     written, bad = Observation("records"), Observation("bad")
     rows = F.count(F.lit(1)).alias("rows")
     load.write_table(

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Final
 
 from pyspark.sql.types import (
+    ArrayType,
     BooleanType,
     IntegerType,
     LongType,
@@ -57,6 +58,16 @@ _FIELDS: Final = [
     # journal_dropped: the boot the count belongs to, when not the writer's own
     # (a later boot reporting what a crashed or disk-full one could not).
     ("lost_boot_id", StringType()),
+    # publish_batch and delivered_batch: one entry per event (middleware.journal.records
+    # BATCH_FIELDS names them); ingest expands them into the per-event kinds' columns.
+    ("key_ids", ArrayType(LongType())),
+    ("keys", ArrayType(StringType())),
+    ("versions", ArrayType(LongType())),
+    ("changes", ArrayType(BooleanType())),
+    ("sizes", ArrayType(LongType())),
+    ("seqs", ArrayType(LongType())),
+    ("queues", ArrayType(IntegerType())),
+    ("write_times_ns", ArrayType(LongType())),
 ]
 RECORD: Final = StructType([StructField(n, t, nullable=True) for n, t in _FIELDS])
 HASH_FIELDS: Final = ("hash", "prev_hash", "kept_prev_hash")

@@ -12,6 +12,7 @@ from typing import Final
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from middleware.journal.records import BATCH_FIELDS
 from telemetry_export.schema import HASH_FIELDS, HASH_PREFIX_LEN, RECORD, REQUIRED
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "boots",
     "drop_rates",
     "drops_over_time",
+    "expand_batches",
     "good_records",
     "key_names",
     "link_records",
@@ -57,9 +59,10 @@ ANALYSED = [
     "files",
     "bytes",
     "lost_boot_id",
+    "batch_index",
 ]
 """The columns the analysis reads; the rest stay in the dataset for people."""
-OPTIONAL = ("chain_start", "trimmed_boot_id", "files", "bytes", "lost_boot_id")
+OPTIONAL = ("chain_start", "trimmed_boot_id", "files", "bytes", "lost_boot_id", "batch_index")
 """Columns of :data:`ANALYSED` a dataset ingested before they existed lacks:
 read as nulls (no trimmed chains, every loss the writer's own)."""
 DROP_KINDS = ["evicted", "lost"]
@@ -186,6 +189,51 @@ def link_records(records: DataFrame) -> DataFrame:
     )
 
 
+BATCH_ARRAYS: Final = sorted({a for _, arrays in BATCH_FIELDS.values() for a in arrays})
+"""The array columns of batch records: dropped once :func:`expand_batches` has read them."""
+
+
+def expand_batches(linked: DataFrame) -> DataFrame:
+    """:func:`link_records`' output with each batch record (``publish_batch``,
+    ``delivered_batch``) replaced by one row per event, in the per-event
+    kind's shape (``publish``, ``delivered``), so every finding reads journals
+    of both formats alike.
+
+    ``batch_index`` is the event's place in its batch (null for other
+    records). The line's own facts stay on its first event only: its
+    ``link_ok``, ``missing_before`` and ``chain_start``; the others hold
+    (true, 0, null). A batch with no entries stays one row of its own kind.
+    The array columns are dropped. A narrow transformation: the rows stay in
+    their partitions (one per vehicle at ingest).
+    """
+    kind = F.col("kind")
+    # Scalar column -> the array that holds it in a batch record.
+    arrays = {s: a for _, fields in BATCH_FIELDS.values() for a, s in fields.items()}
+    entries = F.transform(
+        "key_ids",
+        lambda _, i: F.struct(*(F.get(F.col(a), i).alias(s) for s, a in arrays.items())),
+    )
+    rows = linked.select(
+        "*", F.posexplode_outer(F.when(kind.isin(list(BATCH_FIELDS)), entries)).alias("_i", "_e")
+    )
+    index = F.col("_i")
+    event = index.isNotNull()
+    first = index.isNull() | (index == 0)
+    event_kind = F.lit(None).cast("string")
+    for batch_kind, (per_event, _) in BATCH_FIELDS.items():
+        event_kind = F.when(kind == batch_kind, F.lit(per_event)).otherwise(event_kind)
+    return rows.withColumns(
+        {
+            **{s: F.when(event, F.col(f"_e.{s}")).otherwise(F.col(s)) for s in arrays},
+            "kind": F.when(event, event_kind).otherwise(kind),
+            "batch_index": index,
+            "link_ok": F.when(first, F.col("link_ok")).otherwise(F.lit(True)),
+            "missing_before": F.when(first, F.col("missing_before")).otherwise(F.lit(0)),
+            "chain_start": F.when(first, F.col("chain_start")),
+        }
+    ).drop("_i", "_e", *BATCH_ARRAYS)
+
+
 def stale_bucket_ns(thresholds: Sequence[tuple[str, int]], default_ns: int) -> int:
     """The time bucket :func:`activity` needs for :func:`stale_intervals`: the
     shortest staleness threshold (at least 1 ns)."""
@@ -265,6 +313,8 @@ def activity(linked: DataFrame, *, bucket_ns: int, window_ns: int) -> DataFrame:
     event = kind.isin(["delivered", *DROP_KINDS])
     drop = kind.isin(DROP_KINDS)
     broken = ~F.col("link_ok")
+    # Records not expanded (expand_batches) are one line each.
+    batch_index = F.col("batch_index") if "batch_index" in linked.columns else F.lit(None)
     return linked.groupBy(
         *BOOT,
         "kind",
@@ -288,6 +338,8 @@ def activity(linked: DataFrame, *, bucket_ns: int, window_ns: int) -> DataFrame:
         .alias("about_boot"),
     ).agg(
         F.count(F.lit(1)).alias("n"),
+        # Journal lines: a batch record's events count once (expand_batches).
+        F.sum(F.when(F.coalesce(batch_index, F.lit(0)) == 0, 1).otherwise(0)).alias("lines"),
         F.min("time_ns").alias("first_ns"),
         F.max("time_ns").alias("last_ns"),
         F.sum(broken.cast("long")).alias("broken"),
@@ -326,7 +378,7 @@ def boot_facts(activity: DataFrame) -> DataFrame:
     """
     kind = F.col("kind")
     own = activity.groupBy(*BOOT).agg(
-        F.sum("n").alias("records"),
+        F.sum("lines").alias("records"),
         F.sum("broken").alias("broken_links"),
         F.min("first_broken").alias("_first_broken"),
         F.max("chain_start").alias("_chain_start"),

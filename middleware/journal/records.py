@@ -22,18 +22,29 @@ written before it, so times never go back in offset order), ``prev_hash`` and ``
   offset and prev_hash, or nowhere when ``kept_offset`` is null).
 - drops: ``evicted`` / ``lost`` / ``discarded`` (``app``, ``key``,
   ``key_id``, ``queue``, ``seq``, ``reason``).
-- full: ``publish`` (``key``, ``key_id``, ``version``, ``changed``, ``size``,
+- full, one record per batch (the format since issue 19): ``publish_batch``
+  (``writer``, and one entry per write in ``key_ids``, ``keys`` (names),
+  ``versions``, ``changes``, ``sizes``: a request's writes, recorded at their
+  time);
+  ``delivered_batch`` (``app``, ``sent_ns``, and one entry per event in
+  ``key_ids``, ``seqs``, ``queues``, ``write_times_ns``: one batch handed to
+  the app's stream). Nothing that can be derived is recorded: an event was
+  queued iff it was delivered or dropped (a drop record), so there is no
+  per-event ``queued`` record.
+- full, one record per event (journals written before issue 19; still read):
+  ``publish`` (``key``, ``key_id``, ``version``, ``changed``, ``size``,
   ``writer``); ``queued`` (``app``, ``key_id``, ``queue``, ``seq``);
   ``delivered`` (``app``, ``key_id``, ``seq``, ``queue``, ``write_time_ns``,
-  ``sent_ns``).
+  ``sent_ns``). :func:`expand` turns batch records into these.
 """
 
 from __future__ import annotations
 
 import enum
-from typing import Final
+from collections.abc import Iterable, Iterator
+from typing import Any, Final
 
-__all__ = ["KINDS", "LEVEL_OF", "Level"]
+__all__ = ["BATCH_FIELDS", "KINDS", "LEVEL_OF", "Level", "expand"]
 
 
 class Level(enum.IntEnum):
@@ -70,8 +81,54 @@ LEVEL_OF: Final[dict[str, Level]] = {
     "evicted": Level.DROPS,
     "lost": Level.DROPS,
     "discarded": Level.DROPS,
+    "publish_batch": Level.FULL,
+    "delivered_batch": Level.FULL,
     "publish": Level.FULL,
     "queued": Level.FULL,
     "delivered": Level.FULL,
 }
 KINDS: Final = tuple(LEVEL_OF)
+
+BATCH_FIELDS: Final[dict[str, tuple[str, dict[str, str]]]] = {
+    "publish_batch": (
+        "publish",
+        {
+            "key_ids": "key_id",
+            "keys": "key",
+            "versions": "version",
+            "changes": "changed",
+            "sizes": "size",
+        },
+    ),
+    "delivered_batch": (
+        "delivered",
+        {"key_ids": "key_id", "seqs": "seq", "queues": "queue", "write_times_ns": "write_time_ns"},
+    ),
+}
+"""Per batch kind: the per-event kind it stands for, and its array fields -> that
+kind's scalar fields (the one definition readers expand batches by)."""
+
+
+def expand(records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Records with each batch record replaced by its per-event records.
+
+    An expanded record keeps the batch's other fields (``app``, ``writer``,
+    ``sent_ns``, ``time_ns``, ``offset``, ...) and gets ``batch_index``.
+    """
+    for rec in records:
+        spec = BATCH_FIELDS.get(rec.get("kind", ""))
+        if spec is None:
+            yield rec
+            continue
+        kind, columns = spec
+        common = {k: v for k, v in rec.items() if k not in columns}
+        arrays = [rec.get(name) or [] for name in columns]
+        for index, values in enumerate(zip(*arrays, strict=True)):
+            yield (
+                common
+                | dict(zip(columns.values(), values, strict=True))
+                | {
+                    "kind": kind,
+                    "batch_index": index,
+                }
+            )

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from ess import DropReason, EventSubSystem
+import time
+from collections.abc import Sequence
+
+from ess import DataUpdated, DropReason, Event, EventSubSystem
 from middleware.journal.writer import Journal
 from vstore import VStore
 
-__all__ = ["DropJournal", "PublishTap"]
+__all__ = ["DropJournal", "PublishTap", "record_delivered"]
 
 _REASONS = {
     DropReason.EVICTED: "queue full: a newer event of the key replaced it",
@@ -33,38 +36,81 @@ class DropJournal:
             reason=_REASONS[reason],
         )
 
-    def event_queued(self, app: str, key: int, queue: int, seq: int) -> None:
-        self._journal.record("queued", app=app, key_id=key, queue=queue, seq=seq)
-
 
 class PublishTap:
-    """The V-Store's listener at the full level: the ESS first, then a ``publish`` record.
+    """The V-Store's listener at the full level: the ESS first, then the journal.
 
-    ``writer`` is set by the servicer around each write (one event loop: no race).
+    The writes of one request (between :meth:`begin` and :meth:`end`, see
+    ``Runtime.writing``) make one ``publish_batch`` record; a write outside a
+    request makes one of its own.
     """
 
     def __init__(self, journal: Journal, store: VStore, ess: EventSubSystem) -> None:
         self._journal = journal
         self._store = store
         self._ess = ess
-        self.writer = ""
+        self._writer = ""
+        self._open = False
+        self._key_ids: list[int] = []
+        self._keys: list[str | None] = []
+        self._versions: list[int] = []
+        self._changes: list[bool] = []
+        self._sizes: list[int] = []
+
+    def begin(self, writer: str) -> None:
+        self._writer, self._open = writer, True
+
+    def end(self) -> None:
+        self._open = False
+        self._flush()
+        self._writer = ""
 
     def key_added(self, key_id: int, name: str) -> None:
         self._ess.key_added(key_id, name)
 
     def key_removed(self, key_id: int, name: str) -> None:
+        self._flush()  # its id may be reused: the writes before name the old key
         self._ess.key_removed(key_id, name)
 
     def data_updated(self, key_id: int, changed: bool) -> None:
         self._ess.data_updated(key_id, changed)
         store = self._store
-        data = store.peek(key_id)[0]
+        self._key_ids.append(key_id)
+        self._keys.append(store.name_of(key_id))
+        self._versions.append(store.version_of(key_id))
+        self._changes.append(changed)
+        self._sizes.append(len(store.peek(key_id)[0] or b""))
+        if not self._open:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._key_ids:
+            return
         self._journal.record(
-            "publish",
-            key=store.name_of(key_id),
-            key_id=key_id,
-            version=store.version_of(key_id),
-            changed=changed,
-            size=len(data or b""),
-            writer=self.writer,
+            "publish_batch",
+            writer=self._writer,
+            key_ids=self._key_ids,
+            keys=self._keys,
+            versions=self._versions,
+            changes=self._changes,
+            sizes=self._sizes,
         )
+        self._key_ids, self._keys, self._versions = [], [], []
+        self._changes, self._sizes = [], []
+
+
+def record_delivered(journal: Journal, app: str, events: Sequence[Event]) -> None:
+    """One ``delivered_batch`` record for the data events of a batch handed to ``app``."""
+    data = [e for e in events if type(e) is DataUpdated]
+    if not data:
+        return
+    key_ids, seqs, times, _, queues = zip(*data, strict=True)
+    journal.record(
+        "delivered_batch",
+        app=app,
+        sent_ns=time.time_ns(),
+        key_ids=key_ids,
+        seqs=seqs,
+        queues=queues,
+        write_times_ns=times,
+    )

@@ -28,6 +28,7 @@ from middleware.errors import (
     UnauthenticatedError,
     UnavailableError,
 )
+from middleware.journal.taps import record_delivered
 from middleware.runtime import AppStream, Runtime
 from vstore import UnknownKeyError
 
@@ -171,17 +172,6 @@ async def _deliver(
         if batch:
             yield batch
         if journal is not None and journal.full:
-            sent = time.time_ns()
-            for e in events:
-                if type(e) is DataUpdated:
-                    journal.record(
-                        "delivered",
-                        app=app,
-                        key_id=e.key,
-                        seq=e.seq,
-                        queue=e.queue,
-                        write_time_ns=e.time_ns,
-                        sent_ns=sent,
-                    )
+            record_delivered(journal, app, events)
         if not ess.pending(app):
             rt.slow_apps.drained(app)

@@ -15,8 +15,9 @@ from typing import Any
 
 import grpc
 
-from ess import DataUpdated, NotReadingEventsError
+from ess import NotReadingEventsError
 from middleware.errors import LimitExceededError
+from middleware.journal.taps import record_delivered
 from middleware.rpc import convert
 from middleware.rpc.identity import caller
 from middleware.rpc.status import maps_errors
@@ -67,18 +68,7 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
                 for part in convert.split_to_fit(batch, max_bytes):
                     await context.write(part)
                 if journal is not None and journal.full:
-                    sent = time.time_ns()
-                    for e in events:
-                        if type(e) is DataUpdated:
-                            journal.record(
-                                "delivered",
-                                app=app,
-                                key_id=e.key,
-                                seq=e.seq,
-                                queue=e.queue,
-                                write_time_ns=e.time_ns,
-                                sent_ns=sent,
-                            )
+                    record_delivered(journal, app, events)
                 # Drops are reported per episode by the runtime's SlowAppWatch (also
                 # while this loop is blocked on a reader that stopped); during one it
                 # needs to know when the app has read everything queued.
