@@ -51,7 +51,7 @@ class _Boot:
 def facts(spark: SparkSession, *boots: _Boot) -> dict[str, Any]:
     rows = [(line, "seg") for b in boots for line in b.lines]
     parsed = transforms.parse_lines(spark.createDataFrame(rows, "value string, source string"))
-    linked = transforms.link_records(transforms.good_records(parsed))
+    linked = transforms.expand_batches(transforms.link_records(transforms.good_records(parsed)))
     active = transforms.activity(linked, bucket_ns=10**9, window_ns=10**9)
     return {(r.vehicle_id, r.boot_id): r for r in transforms.boot_facts(active).collect()}
 
@@ -121,3 +121,46 @@ def test_a_loss_reported_by_a_later_boot_counts_for_the_boot_that_lost_it(
     assert (b1.missing_records, b1.reported_dropped, b1.unreported_lost) == (2, 3, 0)
     assert (b2.missing_records, b2.reported_dropped, b2.unreported_lost) == (2, 1, 1)
     assert (b1.clean_stop, b2.clean_stop) == (False, True)
+
+
+def test_batch_records_count_as_their_events_and_as_one_line_each(spark: SparkSession) -> None:
+    new = _Boot("car-1", "new", 2**32 - 2).run(0)
+    new.write(
+        "publish_batch",
+        writer="p",
+        key_ids=[1, 2],
+        keys=["Vehicle.Speed", "Vehicle.Gear"],
+        versions=[1, 1],
+        changes=[True, True],
+        sizes=[8, 8],
+    )
+    new.offsets.take()  # a lost line: one missing record, however many events it held
+    new.write(
+        "delivered_batch",
+        app="a",
+        sent_ns=5,
+        key_ids=[1, 2, 1],
+        seqs=[1, 1, 2],
+        queues=[0, 0, 0],
+        write_times_ns=[1, 2, 3],
+    )
+    new.write("stop", reason="shutdown")
+    old = _Boot("car-1", "old", 5).run(0)
+    for seq in (1, 2, 3):
+        old.write("delivered", app="a", key_id=1, seq=seq, queue=0, write_time_ns=1, sent_ns=5)
+    by_boot = facts(spark, new, old)
+    n, o = by_boot["car-1", "new"], by_boot["car-1", "old"]
+    assert (n.records, n.delivered, n.missing_records, n.chain) == (4, 3, 1, "intact")
+    assert (o.records, o.delivered, o.chain) == (4, 3, "intact")
+    rows = [(new.lines[2], "seg")]
+    parsed = transforms.parse_lines(spark.createDataFrame(rows, "value string, source string"))
+    # Alone, the batch line's chain start is missing: only its first event says so.
+    linked = transforms.link_records(transforms.good_records(parsed))
+    events = transforms.expand_batches(linked).orderBy("batch_index").collect()
+    assert [(e.kind, e.key_id, e.seq, e.batch_index) for e in events] == [
+        ("delivered", 1, 1, 0),
+        ("delivered", 2, 1, 1),
+        ("delivered", 1, 2, 2),
+    ]
+    assert [e.link_ok for e in events] == [False, True, True]
+    assert {e.app for e in events} == {"a"}

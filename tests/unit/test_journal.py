@@ -346,3 +346,26 @@ def test_the_next_boot_reports_what_a_dead_boot_never_wrote(tmp_path: Path) -> N
     assert report.boots["boot-a"].reported_dropped == 5
     assert not report.boots["boot-a"].stopped
     assert report.boots["boot-b"].stopped
+
+
+def test_batch_records_expand_into_the_per_event_records_they_stand_for() -> None:
+    from middleware.journal.records import expand
+
+    batch = {
+        "kind": "delivered_batch",
+        "offset": 9,
+        "app": "a",
+        "sent_ns": 5,
+        "key_ids": [1, 2],
+        "seqs": [3, 4],
+        "queues": [0, 1],
+        "write_times_ns": [10, 11],
+    }
+    other = {"kind": "stop", "offset": 10}
+    assert list(expand([batch, other])) == [
+        {"kind": "delivered", "offset": 9, "app": "a", "sent_ns": 5, "key_id": 1, "seq": 3,
+         "queue": 0, "write_time_ns": 10, "batch_index": 0},
+        {"kind": "delivered", "offset": 9, "app": "a", "sent_ns": 5, "key_id": 2, "seq": 4,
+         "queue": 1, "write_time_ns": 11, "batch_index": 1},
+        other,
+    ]  # fmt: skip
