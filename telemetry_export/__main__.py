@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from telemetry_export import job
-    from telemetry_export.session import build_session
+    from telemetry_export.session import build_session, stop_session
 
     spark = build_session(args.master, shuffle_partitions=args.shuffle_partitions)
     try:
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
             summary = job.analyze(spark, dataset, report, **analyze_options(args))
             print(json.dumps(summary, indent=2, sort_keys=True))
     finally:
-        spark.stop()
+        stop_session(spark)
     return 0
 
 

@@ -24,9 +24,12 @@ SPARK_NOTES and BENCHMARKS.md):
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
+
 from pyspark.sql import SparkSession
 
-__all__ = ["build_session"]
+__all__ = ["build_session", "stop_session"]
 
 
 def build_session(
@@ -55,3 +58,33 @@ def build_session(
     for k, v in conf.items():
         builder = builder.config(k, v)
     return builder.getOrCreate()
+
+
+def stop_session(spark: SparkSession, timeout: float = 30.0) -> None:
+    """Stop ``spark`` and, if this process launched its JVM, wait for the JVM to exit.
+
+    ``SparkSession.stop`` returns while the JVM is still shutting down (up to
+    seconds): a command that returned would leave a java process behind.
+    PySpark's gateway JVM exits when its stdin closes; this closes it and
+    waits, so nothing this process started outlives it. Under spark-submit
+    (the JVM started this process) there is nothing to wait for.
+    """
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    spark.stop()
+    proc = getattr(gateway, "proc", None)
+    if gateway is None or proc is None:
+        return
+    with contextlib.suppress(Exception):
+        gateway.shutdown()
+    with contextlib.suppress(OSError):
+        if proc.stdin is not None:
+            proc.stdin.close()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    SparkContext._gateway = None
+    SparkContext._jvm = None
