@@ -502,10 +502,16 @@ def with_key_names(df: DataFrame, names: DataFrame) -> DataFrame:
 
 def seq_floors(activity: DataFrame, facts: DataFrame) -> DataFrame:
     """Per (boot, app, key) of a boot whose oldest records retention removed
-    (``chain`` ``trimmed`` in :func:`boot_facts`): the lowest seq on disk
-    (delivered or dropped), as ``floor``. Seqs below it are not missing: their
-    records were removed, with any drop record that explained them. Few rows
-    (trimmed boots only)."""
+    (``chain`` ``trimmed`` in :func:`boot_facts`): the seq below which the
+    records that explained an event may have been removed, as ``floor``. Seqs
+    below it are not missing. Few rows (trimmed boots only).
+
+    Within a key, deliveries are recorded in seq order, and so are drops; but
+    a delivery is recorded when its batch has been written, so it can come
+    after the drops of later seqs. The floor is therefore the higher of the
+    lowest delivered and the lowest dropped seq on disk: below the first
+    drop on disk, earlier drops may have gone with the trimmed segments.
+    """
     trimmed = facts.where(F.col("chain") == "trimmed").select(*BOOT)
     # The lowest seq of a block: its trailing zero bits (a string, but on the
     # rows of trimmed boots only; ``seqs & -seqs`` overflows at bit 63).
@@ -513,11 +519,16 @@ def seq_floors(activity: DataFrame, facts: DataFrame) -> DataFrame:
     lowest = (
         F.col("seq_block") * _BLOCK + F.length(bits) - F.length(F.regexp_replace(bits, "0+$", ""))
     )
+    delivered = F.col("kind") == "delivered"
     return (
         activity.where(F.col("kind").isin(["delivered", *DROP_KINDS]))
         .join(F.broadcast(trimmed), BOOT)
         .groupBy(*BOOT, "app", "key_id")
-        .agg(F.min(lowest).alias("floor"))
+        .agg(
+            F.greatest(F.min(F.when(delivered, lowest)), F.min(F.when(~delivered, lowest))).alias(
+                "floor"
+            )
+        )
     )
 
 
@@ -643,6 +654,20 @@ def seq_reconciliation(activity: DataFrame, floors: DataFrame | None = None) -> 
             F.coalesce(F.bit_or(F.when(~is_delivered, F.col("seqs"))), F.lit(0)).alias("_dropped"),
         )
     )
+    # In a boot trimmed by retention, only seqs from the key's floor on count.
+    if floors is not None:
+        blocks = blocks.join(F.broadcast(floors), keys, "left")
+    floor = F.coalesce(F.col("floor"), F.lit(1)) if floors is not None else F.lit(1)
+    floor_block = F.shiftright(floor, _BLOCK_BITS)
+    from_floor = (
+        F.when(F.col("seq_block") > floor_block, F.lit(-1))
+        .when(
+            F.col("seq_block") == floor_block,
+            F.bitwise_not(_bits_below(floor.bitwiseAND(F.lit(_BLOCK - 1)))),
+        )
+        .otherwise(F.lit(0))
+        .cast("long")
+    )
     top = F.col("seq_block") * _BLOCK + _highest_bit(delivered)
     last = F.max(F.when(delivered != 0, top)).over(Window.partitionBy(*keys))
     # The seqs of this block before the key's last delivered seq, and that seq.
@@ -656,30 +681,35 @@ def seq_reconciliation(activity: DataFrame, floors: DataFrame | None = None) -> 
     )
     at_last = F.when(block == last_block, _bit(last_bit)).otherwise(F.lit(0)).cast("long")
     seq_0 = F.when(block == 0, _bit(F.lit(0))).otherwise(F.lit(0)).cast("long")
-    exists = F.bitwise_not(seq_0)  # seq 0 does not exist
+    exists = F.bitwise_not(seq_0).bitwiseAND(F.col("_from_floor"))  # no seq 0, none below
     counted = (
         blocks.withColumn("_last", last)
+        .withColumn("_from_floor", from_floor)
+        .withColumn("_floor", floor)
         .groupBy(*keys)
         .agg(
             F.max("_last").alias("_last"),
+            F.max("_floor").alias("_floor"),
             F.sum(
                 F.bit_count(delivered.bitwiseAND(before.bitwiseOR(at_last)).bitwiseAND(exists))
             ).alias("_distinct"),
-            F.sum(F.bit_count(dropped.bitwiseAND(before))).alias("explained"),
-            F.sum(F.bit_count(dropped.bitwiseAND(F.bitwise_not(before.bitwiseOR(at_last))))).alias(
-                "drops_after_last_delivery"
-            ),
+            F.sum(F.bit_count(dropped.bitwiseAND(before).bitwiseAND(exists))).alias("explained"),
+            F.sum(
+                F.bit_count(
+                    dropped.bitwiseAND(F.bitwise_not(before.bitwiseOR(at_last))).bitwiseAND(exists)
+                )
+            ).alias("drops_after_last_delivery"),
             F.max((dropped != 0).cast("int")).alias("_drops"),
         )
-        .withColumn("missing", F.coalesce(F.col("_last") - F.col("_distinct"), F.lit(0)))
-    )
-    if floors is not None:
-        below = F.greatest(F.coalesce(F.col("floor"), F.lit(1)) - 1, F.lit(0))
-        counted = (
-            counted.join(F.broadcast(floors), keys, "left")
-            .withColumn("missing", F.greatest(F.col("missing") - below, F.lit(0)))
-            .drop("floor")
+        # Seqs floor.._last that were not delivered.
+        .withColumn(
+            "missing",
+            F.greatest(
+                F.coalesce(F.col("_last") - F.col("_floor") + 1 - F.col("_distinct"), F.lit(0)),
+                F.lit(0),
+            ),
         )
+    )
     return (
         counted.where((F.col("missing") > 0) | (F.col("_drops") > 0))
         .withColumn("unexplained", F.col("missing") - F.col("explained"))

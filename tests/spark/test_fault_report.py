@@ -1,5 +1,6 @@
 """The fleet analysis of a journal a real middleware wrote under faults: a boot
-trimmed by retention and then killed (kill -9), and a clean boot after it.
+trimmed by retention while a slow app lost events, then killed (kill -9), and a
+clean boot after it.
 
 Retention is not tampering, the killed boot is an unclean stop in the summary
 and in report.md, and no loss goes unreported.
@@ -12,9 +13,32 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from middleware.client import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
 from telemetry_export import job
 from tests.integration.test_journal_faults import kill9, publish, serve, verify_cli
 from tests.integration.test_process import stop
+
+
+async def _slow_reader(address: str, n: int) -> None:
+    """A provider writes ``n`` values of 4 KiB to 4 keys as fast as it can while an
+    app with a 5-event queue reads slowly: deliveries and drops interleave."""
+    keys = [f"Vehicle.Test{i}" for i in range(4)]
+    async with ProviderClient(address, "sim") as provider:
+        await provider.add_keys(keys)
+        async with AppClient(address, "slow", queues=[QueueSpec(0, 0, 5)]) as app:
+            await app.subscribe([Sub(k) for k in keys])
+
+            async def read() -> None:
+                async for e in app.events():
+                    if isinstance(e, DataEvent):
+                        await asyncio.sleep(0.01)
+
+            reader = asyncio.create_task(read())
+            for i in range(n):
+                await provider.publish({keys[i % 4]: i.to_bytes(4, "big") + bytes(4096)})
+            await provider.flush()
+            await asyncio.sleep(0.5)
+            reader.cancel()
 
 
 async def _faulty_journal(journal: Path) -> None:
@@ -22,6 +46,7 @@ async def _faulty_journal(journal: Path) -> None:
     proc, address = serve(journal, *small, "--journal-max-bytes", "60000")
     try:
         await publish(address, 1500)
+        await _slow_reader(address, 3000)
     finally:
         kill9(proc)
     proc, address = serve(journal, *small, "--journal-max-bytes", "10000000")
@@ -50,6 +75,8 @@ def test_retention_and_a_killed_boot_read_as_such_in_verify_and_the_report(
     assert summary["trimmed_boots"] == 1
     assert summary["unclean_stops"] == 1
     assert summary["unreported_journal_losses"] == 0
+    assert summary["missing_seqs"] > 0  # the slow app's drops, after the trimmed start
+    assert summary["unexplained_seqs"] == 0
     report = (tmp_path / "report" / "report.md").read_text()
     assert "no stop record: unclean" in report
     assert "restart after an unclean stop" in report
