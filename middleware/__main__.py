@@ -131,18 +131,27 @@ def _token(args: argparse.Namespace) -> int:
 
 def _journal(args: argparse.Namespace) -> int:
     from middleware.journal import JournalReport, read_journal, verify
+    from middleware.journal.reserve import LossMarker
 
     report = JournalReport()
     records = read_journal(args.paths, report)
     verify(records, report)
+    # A boot that died leaves what it had not written in its marker; the next boot
+    # reports it (journal_dropped with lost_boot_id). Until then, say it here.
+    reported_later = {r.get("lost_boot_id") for r in records if r.get("lost_boot_id")}
+    pending: dict[str, tuple[int, int]] = {}
+    for path in args.paths:
+        marker = LossMarker(path).read() if path.is_dir() else None
+        if marker and not marker.stopped and marker.boot_id not in reported_later:
+            pending[marker.boot_id] = (marker.unreported, marker.pending)
     print(f"{len(records)} records, {len(report.boots)} boots, {len(report.torn_lines)} torn lines")
     for line in report.torn_lines:
         print(f"  torn line skipped: {line}")
     for boot in report.boots.values():
         if boot.records == 0:
             print(
-                f"  boot {boot.boot_id}: no records left ({boot.trimmed_files} segments removed "
-                f"by retention, {boot.reported_dropped} records reported lost)"
+                f"  boot {boot.boot_id}: no records left (at least {boot.trimmed_files} "
+                f"segments removed by retention, {boot.reported_dropped} records reported lost)"
             )
             continue
         link = (
@@ -156,8 +165,8 @@ def _journal(args: argparse.Namespace) -> int:
         )
         if boot.trimmed_files:
             print(
-                f"    retention removed its first {boot.trimmed_files} segments "
-                f"({boot.trimmed_bytes:,} bytes): the chain starts at its oldest kept record"
+                f"    retention removed its oldest segments (at least {boot.trimmed_files}, "
+                f"{boot.trimmed_bytes:,} bytes): the chain starts at its oldest kept record"
             )
         if boot.unreported:
             print(
@@ -165,7 +174,19 @@ def _journal(args: argparse.Namespace) -> int:
             )
         if not boot.stopped:
             print("    UNCLEAN STOP: no stop record (killed, crashed, or still running)")
-    return 0 if report.intact and report.complete else 1
+        failed, waiting = pending.get(boot.boot_id, (0, 0))
+        if failed:
+            print(
+                f"    LOSS NOT REPORTED: its marker says {failed} records failed to reach disk "
+                "(the next boot of this directory reports them)"
+            )
+        if waiting:
+            print(
+                f"    its marker says {waiting} records were not yet written when it last "
+                "checked: lost if the process is gone (the next boot reports them)"
+            )
+    unreported_failures = any(failed for failed, _ in pending.values())
+    return 0 if report.intact and report.complete and not unreported_failures else 1
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -79,6 +79,7 @@ class RunningServer:
         self.runtime.begin_shutdown()
         await self.server.stop(grace)
         self.runtime.shutdown()
+        self.runtime.slow_apps.check()  # the last line of every open drop episode
         if self.runtime.journal is not None:
             self.runtime.journal.close("shutdown")
         log.info("middleware stopped (boot %s)", self.runtime.boot_id)
@@ -153,6 +154,7 @@ async def start_server(settings: Settings, runtime: Runtime | None = None) -> Ru
         AddressInUseError: an address cannot be bound (e.g. another middleware
             listens on the TCP port), or a live server answers on the Unix socket.
         CatalogError: a VSS catalog of ``settings.vss`` cannot be read.
+        JournalInUseError: another live middleware writes ``settings.journal_dir``.
     """
     signals = Signals.load(settings.vss)
     runtime = runtime or Runtime(settings)
@@ -173,6 +175,8 @@ async def start_server(settings: Settings, runtime: Runtime | None = None) -> Ru
         ),
         server,
     )
+    if runtime.journal is not None:
+        runtime.journal.lock()  # before binding: a second middleware fails with nothing taken
     addresses: list[str] = []
     port = 0
     try:
@@ -192,6 +196,8 @@ async def start_server(settings: Settings, runtime: Runtime | None = None) -> Ru
             addresses.append(unix)
     except AddressInUseError:
         await server.stop(None)  # releases what was bound already
+        if runtime.journal is not None:
+            runtime.journal.unlock()
         raise
     address = addresses[0]
     await server.start()

@@ -9,12 +9,13 @@ verifying chains).
 from middleware.journal.chain import Chain, OffsetCounter, record_hash
 from middleware.journal.reader import JournalReport, read_journal, verify
 from middleware.journal.records import KINDS, Level
-from middleware.journal.writer import Journal
+from middleware.journal.writer import Journal, JournalInUseError
 
 __all__ = [
     "KINDS",
     "Chain",
     "Journal",
+    "JournalInUseError",
     "JournalReport",
     "Level",
     "OffsetCounter",

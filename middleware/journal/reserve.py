@@ -24,8 +24,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Final
 
-__all__ = ["MARKER_NAME", "RESERVE_NAME", "LossMarker", "MarkerState", "Reserve"]
+__all__ = ["LOCK_NAME", "MARKER_NAME", "RESERVE_NAME", "LossMarker", "MarkerState", "Reserve"]
 
+LOCK_NAME: Final = ".journal-lock"
+"""Held (flock) by the process writing the directory; holds its pid."""
 RESERVE_NAME: Final = ".journal-reserve"
 MARKER_NAME: Final = ".journal-state"
 _MARKER_BYTES: Final = 1024

@@ -31,6 +31,7 @@ a verifier tells retention from tampering.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import gzip
 import logging
 import os
@@ -45,7 +46,7 @@ from typing import Any, Final
 
 from middleware.journal.chain import OFFSET_MOD, Chain
 from middleware.journal.records import LEVEL_OF, Level
-from middleware.journal.reserve import LossMarker, MarkerState, Reserve
+from middleware.journal.reserve import LOCK_NAME, LossMarker, MarkerState, Reserve
 from middleware.journal.segments import (
     first_record,
     last_offset,
@@ -54,7 +55,7 @@ from middleware.journal.segments import (
     segment_name,
 )
 
-__all__ = ["Journal", "segment_files"]
+__all__ = ["Journal", "JournalInUseError", "segment_files"]
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,10 @@ class _Gap:
     """Records the buffer dropped: the writer skips their offsets."""
 
     n: int
+
+
+class JournalInUseError(RuntimeError):
+    """Another live process writes the journal directory."""
 
 
 def _open_unbuffered(path: Path) -> Any:
@@ -144,6 +149,8 @@ class Journal:
         self._open_failed = False
         self._marker = LossMarker(directory)
         self._reserve = Reserve(directory)
+        self._lock_fd: int | None = None
+        self._reserve_used = False
         self._marked_at = 0.0
         self._mark_now = False
         self._started_ns = clock()
@@ -152,13 +159,45 @@ class Journal:
 
     # -- the event loop's side ------------------------------------------------------
 
+    def lock(self) -> None:
+        """Create the directory and take it for this process (idempotent).
+
+        Two middlewares writing one directory would report each other's live
+        boot as crashed and remove each other's segments.
+
+        Raises:
+            JournalInUseError: another live process holds the directory.
+        """
+        if self._lock_fd is not None:
+            return
+        self.directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise JournalInUseError(
+                f"journal directory {self.directory} is in use by another middleware "
+                f"(pid {holder}): give each middleware its own --journal-dir"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._lock_fd = fd
+
+    def unlock(self) -> None:
+        """Give the directory up (after :meth:`lock`, when not starting after all)."""
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # releases the lock
+            self._lock_fd = None
+
     def start(self, **fields: Any) -> None:
         """Create the directory, start the writer, and record ``start``.
 
         Also reports, for the previous boot that wrote here, the records its
         marker says never reached disk if it ended without a ``stop``.
         """
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.lock()
         previous = self._marker.read()
         if not self._reserve.make():
             log.warning("journal: no room for the reserve file in %s", self.directory)
@@ -235,6 +274,7 @@ class Journal:
     def close(self, reason: str = "shutdown", timeout: float = 10.0) -> None:
         """Record ``stop`` (past the buffer's bound), let the writer drain, and wait for it."""
         if not self._thread.is_alive():
+            self.unlock()
             return
         if self._dropped:
             self._note_dropped()
@@ -335,7 +375,14 @@ class Journal:
             self._chain.last = hashes[kept - 1] if kept else self._batch_prev
             self._mark_now = True
         elif self.write_failures and self._unreported == 0:
-            log.warning("journal writes work again (%d records were lost)", self.write_failures)
+            if self._reserve_used:
+                log.warning(
+                    "journal: the count of the %d records lost and the stop record were "
+                    "written in the room of the reserve file",
+                    self.write_failures,
+                )
+            else:
+                log.warning("journal writes work again (%d records were lost)", self.write_failures)
             self.write_failures = 0
         self._batch_prev = self._chain.last
 
@@ -378,7 +425,12 @@ class Journal:
         self._retain()
 
     def _retain(self) -> None:
-        """Remove the oldest segments beyond ``max_bytes``; record where each boot now starts."""
+        """Remove the oldest segments beyond ``max_bytes``; record where each boot now starts.
+
+        The ``journal_trimmed`` records reach the file before any segment goes,
+        so a crash in between leaves at worst a record of a trim not yet done
+        (harmless), never a trim no record explains (a false tamper alarm).
+        """
         files = segment_files(self.directory)
         sizes = {p: p.stat().st_size for p in files}
         total = sum(sizes.values())
@@ -387,13 +439,11 @@ class Journal:
             if total <= self._max_bytes:
                 break
             total -= sizes[p]
-            with contextlib.suppress(FileNotFoundError):
-                p.unlink()
             removed.setdefault(segment_boot(p) or "", []).append(p)
-            log.info("journal retention removed %s", p.name)
         if not removed:
             return
-        kept = [p for p in files if not any(p in ps for ps in removed.values())]
+        gone = {p for ps in removed.values() for p in ps}
+        kept = [p for p in files if p not in gone]
         # This boot's first: if its chain now starts in the segment just opened, the trim
         # record itself is that segment's first record, so its offset and prev_hash are next.
         for boot in sorted(removed, key=lambda b: b != self.boot_id):
@@ -413,6 +463,11 @@ class Journal:
                     kept_prev_hash="" if anchor is None else anchor.get("prev_hash", ""),
                 )
             )
+        self._write_batch()
+        for p in sorted(gone):
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+            log.info("journal retention removed %s", p.name)
 
     def _mark(self) -> None:
         """Keep the loss marker current: at once after a loss or a report, else every 0.5 s."""
@@ -437,6 +492,7 @@ class Journal:
             stop_lost = self._stop_reason is not None and not self._stop_written
             if self._unreported or stop_lost:
                 self._reserve.release()
+                self._reserve_used = True
                 if self._unreported:
                     self._note_failures()
                 if stop_lost:
@@ -458,4 +514,5 @@ class Journal:
             self._mark_now = True
             self._mark()
             self._marker.close()
+            self.unlock()
             self._stopped.set()

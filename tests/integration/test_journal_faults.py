@@ -112,7 +112,7 @@ async def test_retention_trims_the_journal_and_verify_accepts_it(tmp_path: Path)
     code, out = verify_cli(journal)
     assert code == 0, out
     assert "chain intact" in out
-    assert "retention removed its first" in out
+    assert "retention removed its oldest segments" in out
 
 
 async def test_a_killed_middleware_shows_as_an_unclean_stop_and_the_next_boot_as_clean(
@@ -145,6 +145,7 @@ async def test_a_full_disk_ends_with_every_loss_reported_and_a_clean_stop(tmp_pa
             code, err = stop(proc)
         assert code == 0, err
         assert "journal write failed" in err
+        assert "written in the room of the reserve file" in err  # not "writes work again"
         report = JournalReport()
         records = read_journal([journal], report)
         verify(records, report)
@@ -179,6 +180,10 @@ async def test_losses_of_a_middleware_killed_on_a_full_disk_are_reported_by_the_
         finally:
             kill9(proc)
         first_boot = {r["boot_id"] for r in read_journal([journal])}
+        # Before any boot follows, verify says what the dead one's marker holds.
+        code, out = verify_cli(journal)
+        assert code == 1, out
+        assert "LOSS NOT REPORTED: its marker says" in out
         subprocess.run(
             ["mount", "-o", "remount,size=4m", str(journal)], check=True, capture_output=True
         )
@@ -197,3 +202,27 @@ async def test_losses_of_a_middleware_killed_on_a_full_disk_are_reported_by_the_
         code, out = verify_cli(journal)
         assert code == 0, out
         assert out.count("UNCLEAN STOP") == 1
+
+
+async def test_a_second_middleware_on_the_same_journal_directory_is_refused(
+    tmp_path: Path,
+) -> None:
+    journal = tmp_path / "journal"
+    proc, _ = serve(journal)
+    try:
+        second = subprocess.run(
+            [sys.executable, "-m", "middleware", "serve", "--listen", "127.0.0.1:0",
+             "--journal-dir", str(journal)],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert second.returncode == 1, second.stderr
+        assert f"journal directory {journal} is in use by another middleware" in second.stderr
+        assert f"pid {proc.pid}" in second.stderr
+        assert "Traceback" not in second.stderr
+    finally:
+        code, err = stop(proc)
+    assert code == 0, err
+    code, out = verify_cli(journal)  # the first one's journal is untouched by the second
+    assert code == 0, out
+    assert "1 boots" in out
+    assert "UNCLEAN STOP" not in out

@@ -64,7 +64,7 @@ def test_retention_and_a_killed_boot_read_as_such_in_verify_and_the_report(
     asyncio.run(_faulty_journal(journal))
     code, out = verify_cli(journal)
     assert code == 0, out
-    assert "retention removed its first" in out
+    assert "retention removed its oldest segments" in out
     assert out.count("UNCLEAN STOP") == 1
 
     counts = job.ingest(spark, [str(journal)], str(tmp_path / "dataset"))

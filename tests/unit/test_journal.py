@@ -135,7 +135,7 @@ def test_the_verify_command_accepts_a_journal_trimmed_by_retention(
     assert main(["journal", "verify", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "chain intact" in out
-    assert "retention removed its first" in out
+    assert "retention removed its oldest segments" in out
     assert "BROKEN" not in out
     assert "NOT REPORTED" not in out
 
@@ -369,3 +369,22 @@ def test_batch_records_expand_into_the_per_event_records_they_stand_for() -> Non
          "queue": 1, "write_time_ns": 11, "batch_index": 1},
         other,
     ]  # fmt: skip
+
+
+def test_the_trim_record_is_on_disk_before_any_segment_goes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A crash between the two would otherwise look like tampering.
+    seen: list[bool] = []
+    unlink = Path.unlink
+
+    def checked_unlink(self: Path, missing_ok: bool = False) -> None:
+        if self.name.startswith("journal-"):
+            on_disk = read_journal([tmp_path])
+            seen.append(any(r["kind"] == "journal_trimmed" for r in on_disk))
+        unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", checked_unlink)
+    trimmed_journal(tmp_path)
+    assert seen
+    assert all(seen)
