@@ -264,7 +264,7 @@ def _started(b: Any) -> str:
 def _chain(b: Any) -> str:
     chain, trimmed = b["chain"], ""
     if b["trimmed_files"]:
-        trimmed = f"{b['trimmed_files']} files, {_bytes(b['trimmed_bytes'])}"
+        trimmed = f"at least {b['trimmed_files']} files, {_bytes(b['trimmed_bytes'])}"
     if chain == "intact":
         return "intact"
     if chain == "trimmed":
