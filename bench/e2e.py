@@ -104,25 +104,29 @@ async def provider_main(address: str, rate: float, seconds: float, batch_max: in
         tick = start
         while time.perf_counter() - start < seconds:
             if rate > 0:
-                # A provider sampling at 1 kHz: what is due each millisecond goes as one batch.
+                # A provider sampling at 1 kHz: what is due each millisecond goes at once,
+                # in messages of at most batch_max updates.
                 tick += 0.001
                 await asyncio.sleep(max(0.0, tick - time.perf_counter()))
-                due = min(batch_max, int(rate * (time.perf_counter() - start)) - sent)
+                due = int(rate * (time.perf_counter() - start)) - sent
                 if due <= 0:
                     continue
             else:
                 due = batch_max
             now = time.time_ns()
-            updates = []
-            for _ in range(due):
-                n += 1
-                updates.append(
-                    vstore_pb2.IdUpdate(
-                        id=ids[n % len(ids)], data=n.to_bytes(8, "little"), time_ns=now
+            while due > 0:
+                size = min(due, batch_max)
+                updates = []
+                for _ in range(size):
+                    n += 1
+                    updates.append(
+                        vstore_pb2.IdUpdate(
+                            id=ids[n % len(ids)], data=n.to_bytes(8, "little"), time_ns=now
+                        )
                     )
-                )
-            await call.write(vstore_pb2.PublishRequest(updates=updates))
-            sent += due
+                await call.write(vstore_pb2.PublishRequest(updates=updates))
+                sent += size
+                due -= size
         await call.done_writing()
         summary = await call
         print(f"published {summary.updates}", flush=True)
