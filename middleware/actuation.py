@@ -36,9 +36,9 @@ import itertools
 import logging
 import time
 from collections import defaultdict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 from middleware.access import Access, Caller
 from middleware.errors import (
@@ -153,6 +153,35 @@ class Actuation:
             self._providers[name] = stream  # type: ignore[assignment]
         log.info("app %s provides %d actuators", stream.app, len(names))
         return ids
+
+    async def serve(
+        self,
+        stream: ActuatorProvider[M],
+        reader: asyncio.Task[None],
+        write: Callable[[M], Awaitable[None]],
+    ) -> None:
+        """Write what is sent to a provider's stream while ``reader`` reads its messages;
+        release its claims when either ends.
+
+        A provider may half-close its side and go on receiving actuation requests
+        (the KUKSA client does; it can no longer answer them, so they time out):
+        only the reader's error, or the call's end, ends the stream.
+        """
+        try:
+            while True:
+                get = asyncio.ensure_future(stream.outbox.get())
+                waiting: set[asyncio.Future[Any]] = {get}
+                if not reader.done():
+                    waiting.add(reader)
+                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                if get in done:
+                    await write(get.result())
+                    continue
+                get.cancel()
+                reader.result()
+        finally:
+            reader.cancel()
+            self.release(stream)
 
     def release(self, stream: ActuatorProvider[M]) -> None:
         """The stream ended: its claims end; whoever waits for it is told (UNAVAILABLE)."""

@@ -166,23 +166,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
             who.app, lambda forward: convert.actuation_request(forward, self._signals.get)
         )
         reader = asyncio.create_task(self._provider_requests(who, stream, request_iterator))
-        try:
-            while True:
-                get = asyncio.ensure_future(stream.outbox.get())
-                waiting: set[asyncio.Future[Any]] = {get}
-                if not reader.done():
-                    waiting.add(reader)
-                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-                if get in done:
-                    await context.write(get.result())
-                    continue
-                get.cancel()
-                # A provider may half-close its requests and go on receiving actuations
-                # (the KUKSA client does): only its error ends the stream.
-                reader.result()
-        finally:
-            reader.cancel()
-            self._actuation.release(stream)
+        await self._actuation.serve(stream, reader, context.write)
 
     async def _provider_requests(
         self,

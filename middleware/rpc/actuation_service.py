@@ -69,23 +69,7 @@ class ActuationService(pb_grpc.ActuationServicer):
             who.app, _request, answers=True
         )
         reader = asyncio.create_task(self._provider_messages(who, stream, request_iterator))
-        try:
-            while True:
-                get = asyncio.ensure_future(stream.outbox.get())
-                waiting: set[asyncio.Future[Any]] = {get}
-                if not reader.done():
-                    waiting.add(reader)
-                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-                if get in done:
-                    await context.write(get.result())
-                    continue
-                get.cancel()
-                # A provider that half-closed its side may still be sent requests
-                # (it can no longer answer them: they time out); only an error ends it.
-                reader.result()
-        finally:
-            reader.cancel()
-            self._actuation.release(stream)
+        await self._actuation.serve(stream, reader, context.write)
 
     async def _provider_messages(
         self,
