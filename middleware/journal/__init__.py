@@ -1,9 +1,12 @@
 """The telemetry journal: what happened to every event, hash-chained, on disk.
 
-:mod:`records` (kinds and levels), :mod:`chain` (offsets and the hash chain,
-pure), :mod:`writer` (the bounded buffer, the writer thread, segments and
-retention), :mod:`reader` (reading segments back, skipping torn lines, and
-verifying chains).
+:mod:`records` (kinds, levels, batch records and their expansion),
+:mod:`chain` (offsets and the hash chain, pure), :mod:`segments` (segment
+names, reading their lines), :mod:`writer` (the bounded buffer, the writer
+thread, batched writes, losses, retention), :mod:`reserve` (the reserve file,
+the loss marker and the directory lock's names), :mod:`taps` (where the ESS and
+the V-Store meet the journal), :mod:`reader` (reading segments back, skipping
+torn lines, and verifying chains).
 """
 
 from middleware.journal.chain import Chain, OffsetCounter, record_hash
