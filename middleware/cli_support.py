@@ -78,6 +78,8 @@ def app_id_for(app_id: str | None, token: str | None, default: str) -> str:
 def refusal(error: BaseException) -> str | None:
     """One line saying why the middleware refused the client for good, or None
     if ``error`` is not such a refusal (then it is a bug: let it raise)."""
+    if isinstance(error, TimeoutError):
+        return "no middleware answered at the target in time: is it running there?"
     if isinstance(error, PublishRefusedError):
         code, details = error.code, error.details
     elif isinstance(error, grpc.aio.AioRpcError):

@@ -248,7 +248,8 @@ async def run_app(
                     await asyncio.wait_for(draining.wait(), pace)
 
     try:
-        await client.connect(timeout=30.0)
+        # Never wait for a middleware longer than the app was asked to run.
+        await client.connect(timeout=min(30.0, options.duration or 30.0))
         subscriber = PrefixSubscriber(client, options, on_current)
         stats.subscribed = await subscriber.start()
         stats.state = "reading"

@@ -11,6 +11,7 @@ import re
 import select
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -566,3 +567,19 @@ async def test_a_refused_token_ends_an_app_and_a_provider_with_one_line(tmp_path
             assert "Traceback" not in result.stderr, (argv, result.stderr)
             [said] = [s for s in result.stderr.splitlines() if s.startswith("python -m ")]
             assert said.startswith(line), (argv, result.stderr)
+
+
+def test_an_app_with_no_middleware_at_its_target_says_so_in_one_line(tmp_path: Path) -> None:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    started = time.monotonic()
+    result = subprocess.run(
+        [PY, "-m", "middleware.apps", "logger", "--target", f"127.0.0.1:{port}",
+         "--duration", "2", "--out", str(tmp_path / "x.jsonl")],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert time.monotonic() - started < 20  # bounded by --duration, not 30 s
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "no middleware answered at the target in time" in result.stderr
