@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import errno
 import logging
 import os
 import socket
@@ -133,8 +134,44 @@ def _unix_socket_in_use(path: str) -> bool:
         return True
 
 
+def _taken(address: str) -> str | None:
+    """One of the addresses a TCP ``host:port`` resolves to that another process holds.
+
+    gRPC binds every address a host name resolves to (``localhost``: 127.0.0.1
+    and ::1) and counts the bind a success when any one of them works: with
+    127.0.0.1 taken, a second middleware would serve on ::1 alone and split the
+    clients. Port 0 and Unix sockets are never taken.
+    """
+    if address.startswith("unix:"):
+        return None
+    host, _, port = address.rpartition(":")
+    if not port.isdigit() or int(port) == 0:
+        return None
+    try:
+        infos = socket.getaddrinfo(host.strip("[]") or None, int(port), type=socket.SOCK_STREAM)
+    except OSError:
+        return None  # gRPC's bind decides, with its own message
+    for family, kind, proto, _, sockaddr in infos:
+        with socket.socket(family, kind, proto) as probe:
+            # As gRPC binds: a port in TIME_WAIT after a restart is free, a listener's is not.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                probe.bind(sockaddr)
+            except OSError as e:
+                if e.errno == errno.EADDRINUSE:
+                    return str(sockaddr[0])
+    return None
+
+
 def _bind(server: grpc.aio.Server, address: str) -> int:
     """``add_insecure_port`` that raises :class:`AddressInUseError` naming the address."""
+    held = _taken(address)
+    if held is not None:
+        raise AddressInUseError(
+            f"cannot listen on {address}: {held} is in use there (another middleware?)"
+        )
     try:
         port = server.add_insecure_port(address)
     except RuntimeError:

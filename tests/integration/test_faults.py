@@ -583,3 +583,17 @@ def test_an_app_with_no_middleware_at_its_target_says_so_in_one_line(tmp_path: P
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr
     assert "no middleware answered at the target in time" in result.stderr
+
+
+def test_a_host_name_whose_first_address_is_taken_is_refused(tmp_path: Path) -> None:
+    # localhost resolves to 127.0.0.1 (and ::1): gRPC would bind what it can and start.
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        result = subprocess.run(
+            [PY, "-m", "middleware", "serve", "--listen", f"localhost:{port}"],
+            capture_output=True, text=True, timeout=60, cwd=tmp_path,
+        )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    assert f"cannot listen on localhost:{port}: 127.0.0.1 is in use there" in result.stderr
