@@ -203,7 +203,6 @@ async def measure(
     seconds: float,
     latency: bool,
     subscribe: bool,
-    journal: str | None = None,
 ) -> tuple[Tally, float]:
     tally = Tally()
     if subscribe:  # the keys must exist before the apps subscribe to them
@@ -226,18 +225,23 @@ async def measure(
     provider = None
     if provider_rate is not None:
         provider = await start_provider(address, provider_rate, seconds + 2.0)
-    await asyncio.sleep(1.0)  # warm-up, not measured
-    tally.measuring = True
-    t0 = time.perf_counter()
-    await asyncio.sleep(seconds)
-    tally.measuring = False
-    elapsed = time.perf_counter() - t0
+    elapsed = await timed_window(tally, seconds)
     for t in tasks:
         t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     if provider is not None:
         await provider.communicate()
     return tally, tally.events / elapsed
+
+
+async def timed_window(tally: Tally, seconds: float) -> float:
+    """1 s of warm-up, then count into ``tally`` for ``seconds``; the seconds measured."""
+    await asyncio.sleep(1.0)  # warm-up, not measured
+    tally.measuring = True
+    t0 = time.perf_counter()
+    await asyncio.sleep(seconds)
+    tally.measuring = False
+    return time.perf_counter() - t0
 
 
 async def start_provider(address: str, rate: float, seconds: float) -> asyncio.subprocess.Process:

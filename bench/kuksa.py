@@ -35,7 +35,6 @@ import argparse
 import asyncio
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -44,7 +43,7 @@ from pathlib import Path
 
 import grpc
 
-from bench.e2e import BATCH, KEYS, Tally, measure, pct, spawn, stop
+from bench.e2e import BATCH, KEYS, Tally, measure, middleware, pct, stop, timed_window
 from vehicle.kuksa.val.v2 import types_pb2 as t2
 from vehicle.kuksa.val.v2 import val_pb2 as v2
 from vehicle.kuksa.val.v2 import val_pb2_grpc as v2_grpc
@@ -70,20 +69,6 @@ def catalog(path: Path) -> None:
         }
     }
     path.write_text(json.dumps(tree))
-
-
-def middleware(*extra: str) -> tuple[subprocess.Popen[str], str]:
-    return spawn(
-        "middleware",
-        "serve",
-        "--listen",
-        "127.0.0.1:0",
-        "--log-level",
-        "WARNING",
-        "--event-budget",
-        "100000",
-        *extra,
-    )
 
 
 # -- the KUKSA provider (its own process) --------------------------------------------
@@ -195,12 +180,7 @@ async def measure_kuksa(
     tasks = [asyncio.create_task(subscriber(address, tally, r)) for r in readies]
     await asyncio.wait_for(asyncio.gather(*(r.wait() for r in readies)), 60)
     provider = await start_provider(address, rate, seconds + 2.0)
-    await asyncio.sleep(1.0)  # warm-up, not measured
-    tally.measuring = True
-    t0 = time.perf_counter()
-    await asyncio.sleep(seconds)
-    tally.measuring = False
-    elapsed = time.perf_counter() - t0
+    elapsed = await timed_window(tally, seconds)
     for t in tasks:
         t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)

@@ -116,7 +116,6 @@ class EventSubSystem:
         read_policy: ReadPolicy = ALLOW_ALL,
         observer: EssObserver | None = None,
         queue_weights: tuple[int, int, int] = DEFAULT_WEIGHTS,
-        on_queued: Callable[[str, int, int, int], None] | None = None,
     ) -> None:
         """Create an ESS reading values from ``source``.
 
@@ -127,8 +126,6 @@ class EventSubSystem:
             read_policy: the authorization hook (default: everything allowed).
             observer: told of every evicted, lost or discarded event.
             queue_weights: drain credits of queues 0, 1, 2 (see :mod:`ess.scheduler`).
-            on_queued: called ``(app, key, queue, seq)`` for every event queued
-                (the full journal); None costs nothing on the hot path.
         """
         CreditScheduler(queue_weights)  # validate once, early
         self._source = source
@@ -137,7 +134,6 @@ class EventSubSystem:
         LifecycleBuffer(lifecycle_capacity)  # validate
         self._policy = read_policy
         self._observer = observer
-        self._on_queued = on_queued
         self._weights = queue_weights
         self._watch = WatchedKeys(source.id_bound())
         self._watched = self._watch.bits  # hot path: one C-level bit test
@@ -160,7 +156,6 @@ class EventSubSystem:
             return
         value, time_ns = self._source.peek(key_id)
         max_seq = MAX_SEQ
-        on_queued = self._on_queued
         for sub in self._subs_by_key[key_id].values():
             if changed:
                 data = value
@@ -173,8 +168,6 @@ class EventSubSystem:
             if sub.push(key_id, seq, time_ns, data):
                 if sub.owes_data:
                     sub.owes_data = False
-                if on_queued is not None:
-                    on_queued(sub.app, key_id, sub.target.number, seq)
             elif data is not None:
                 sub.owes_data = True
 

@@ -51,11 +51,8 @@ class PublishTap:
         self._ess = ess
         self._writer = ""
         self._open = False
-        self._key_ids: list[int] = []
-        self._keys: list[str | None] = []
-        self._versions: list[int] = []
-        self._changes: list[bool] = []
-        self._sizes: list[int] = []
+        # (key_id, name, version, changed, size) of each write not yet recorded.
+        self._writes: list[tuple[int, str | None, int, bool, int]] = []
 
     def begin(self, writer: str) -> None:
         self._writer, self._open = writer, True
@@ -75,28 +72,32 @@ class PublishTap:
     def data_updated(self, key_id: int, changed: bool) -> None:
         self._ess.data_updated(key_id, changed)
         store = self._store
-        self._key_ids.append(key_id)
-        self._keys.append(store.name_of(key_id))
-        self._versions.append(store.version_of(key_id))
-        self._changes.append(changed)
-        self._sizes.append(len(store.peek(key_id)[0] or b""))
+        self._writes.append(
+            (
+                key_id,
+                store.name_of(key_id),
+                store.version_of(key_id),
+                changed,
+                len(store.peek(key_id)[0] or b""),
+            )
+        )
         if not self._open:
             self._flush()
 
     def _flush(self) -> None:
-        if not self._key_ids:
+        if not self._writes:
             return
+        key_ids, keys, versions, changes, sizes = zip(*self._writes, strict=True)
+        self._writes = []
         self._journal.record(
             "publish_batch",
             writer=self._writer,
-            key_ids=self._key_ids,
-            keys=self._keys,
-            versions=self._versions,
-            changes=self._changes,
-            sizes=self._sizes,
+            key_ids=key_ids,
+            keys=keys,
+            versions=versions,
+            changes=changes,
+            sizes=sizes,
         )
-        self._key_ids, self._keys, self._versions = [], [], []
-        self._changes, self._sizes = [], []
 
 
 def record_delivered(journal: Journal, app: str, events: Sequence[Event]) -> None:

@@ -283,7 +283,7 @@ async def test_a_provider_stopped_for_2_s_then_continued_keeps_its_signals_sprea
                 )
                 provider.send_signal(signal.SIGSTOP)
                 stopped_ns = time.time_ns()
-                await asyncio.sleep(2.0)  # the fault: the provider blocked for 2 s
+                await asyncio.sleep(2.0)  # the fault under test: the provider blocked for 2 s
                 provider.send_signal(signal.SIGCONT)
                 resumed_ns = time.time_ns()
                 # From 0.5 s after: past the one update of each late signal.

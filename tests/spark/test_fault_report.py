@@ -15,6 +15,7 @@ from pyspark.sql import SparkSession
 
 from middleware.client import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
 from telemetry_export import job
+from tests.conftest import eventually
 from tests.integration.test_journal_faults import kill9, publish, serve, verify_cli
 from tests.integration.test_process import stop
 
@@ -28,16 +29,22 @@ async def _slow_reader(address: str, n: int) -> None:
         async with AppClient(address, "slow", queues=[QueueSpec(0, 0, 5)]) as app:
             await app.subscribe([Sub(k) for k in keys])
 
-            async def read() -> None:
+            read = 0
+
+            async def reader_loop() -> None:
+                nonlocal read
                 async for e in app.events():
                     if isinstance(e, DataEvent):
-                        await asyncio.sleep(0.01)
+                        read += 1
+                        await asyncio.sleep(0.01)  # the slow app's pace: the behaviour tested
 
-            reader = asyncio.create_task(read())
+            reader = asyncio.create_task(reader_loop())
             for i in range(n):
                 await provider.publish({keys[i % 4]: i.to_bytes(4, "big") + bytes(4096)})
             await provider.flush()
-            await asyncio.sleep(0.5)
+            # Deliveries go on after the writes stopped, behind their drops.
+            after = read
+            await eventually(lambda: read >= after + 20, timeout=30, what="20 more reads")
             reader.cancel()
 
 
