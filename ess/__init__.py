@@ -27,6 +27,7 @@ from ess.events import (
 )
 from ess.policy import ALLOW_ALL, AllowAll, ReadPolicy
 from ess.scheduler import DEFAULT_WEIGHTS, CreditScheduler
+from ess.stats import AppStats, QueueStats
 from ess.subscriptions import (
     MAX_SEQ,
     RegisterResult,
@@ -53,6 +54,7 @@ __all__ = [
     "MAX_SEQ",
     "QUEUE_COUNT",
     "AllowAll",
+    "AppStats",
     "BudgetExceededError",
     "CreditScheduler",
     "DataUpdated",
@@ -69,6 +71,7 @@ __all__ = [
     "KeySource",
     "NotReadingEventsError",
     "QueueConfig",
+    "QueueStats",
     "ReadPolicy",
     "RegisterResult",
     "ResyncRequired",

@@ -16,6 +16,14 @@ All operations are O(1) per event: an ``OrderedDict`` keyed by an arrival
 token keeps the order (O(1) pop of the oldest and O(1) removal from the
 middle), and a per-key deque of tokens finds a key's oldest event.
 
+Counters for an operator (read by :meth:`EventQueue.stats`, never reset while
+the queue lives): events delivered (drained), evicted, lost and discarded, and
+the high-water mark. They cost nothing on the push path of a queue that is not
+full: a drop adds one integer increment where it is already handled, delivery
+one addition per batch, and the high-water mark is noted only when events
+leave (between two removals the length never falls, so its peak is the length
+just before the next one).
+
 "Full" means: ``max_length`` events, or more than ``min_length`` events while
 the shared part of the global event budget is exhausted (see
 :mod:`ess.budget`).
@@ -29,6 +37,7 @@ from collections.abc import Callable
 
 from ess.budget import EventBudget
 from ess.events import DataUpdated, DropReason
+from ess.stats import QueueStats
 
 __all__ = ["DropCallback", "EventQueue"]
 
@@ -51,6 +60,11 @@ class EventQueue:
         "_index",
         "_on_drop",
         "_tokens",
+        "delivered",
+        "discarded",
+        "evicted",
+        "high_water",
+        "lost",
         "max_length",
         "min_length",
         "number",
@@ -78,6 +92,15 @@ class EventQueue:
         self._tokens = itertools.count(1)
         self.wake: Callable[[], None] | None = None
         """Called when an event enters the empty queue (the transport's doorbell)."""
+        self.delivered = 0
+        """Events drained (handed to the app's stream) so far."""
+        self.evicted = 0
+        self.lost = 0
+        self.discarded = 0
+        """Events removed by ``purge`` and ``clear`` (the ESS reports them as discarded)."""
+        self.high_water = 0
+        """Most events queued at once since the last ``reconfigure``, as last noted:
+        see :meth:`peak` for the figure that includes the present length."""
 
     def __len__(self) -> int:
         return len(self._events)
@@ -111,6 +134,7 @@ class EventQueue:
     def _push_full(self, key: int, seq: int, time_ns: int, data: bytes | None) -> bool:
         index = self._index.get(key)
         if not index:
+            self.lost += 1
             self._on_drop(key, seq, self.number, DropReason.LOST)
             return False
         events = self._events
@@ -124,6 +148,7 @@ class EventQueue:
                     events[nxt_token] = (k, s, t, carried, q)  # assignment keeps its place
             elif data is None:
                 data = carried
+        self.evicted += 1
         self._on_drop(key, oldest[1], self.number, DropReason.EVICTED)
         token = next(self._tokens)
         events[token] = (key, seq, time_ns, data, self.number)
@@ -138,7 +163,11 @@ class EventQueue:
         """
         events = self._events
         index = self._index
-        over_before = len(events) - self.min_length
+        n = len(events)
+        if n > self.high_water:
+            self.high_water = n
+        self.delivered += count
+        over_before = n - self.min_length
         popitem = events.popitem
         append = out.append
         for _ in range(count):
@@ -155,25 +184,62 @@ class EventQueue:
         index = self._index.pop(key, None)
         if not index:
             return []
+        self._note_peak()
         over_before = len(self._events) - self.min_length
         removed = [_as_event(DataUpdated, self._events.pop(token)) for token in index]
+        self.discarded += len(removed)
         self._return_over(over_before)
         return removed
 
     def clear(self) -> list[DataUpdated]:
         """Remove every event and forget every key; return the events in order."""
+        self._note_peak()
         over_before = len(self._events) - self.min_length
         removed = [_as_event(DataUpdated, e) for e in self._events.values()]
+        self.discarded += len(removed)
         self._events.clear()
         self._index.clear()
         self._return_over(over_before)
         return removed
 
     def reconfigure(self, *, min_length: int, max_length: int) -> None:
-        """Change the lengths of an empty queue."""
+        """Change the lengths of an empty queue; its high-water mark starts again."""
         assert not self._events, "reconfigure an empty queue only"
         self.min_length = min_length
         self.max_length = max_length
+        self.high_water = 0
+
+    def peak(self) -> int:
+        """Most events queued at once since the queue was (re)configured. O(1)."""
+        n = len(self._events)
+        return n if n > self.high_water else self.high_water
+
+    def _note_peak(self) -> None:
+        n = len(self._events)
+        if n > self.high_water:
+            self.high_water = n
+
+    def oldest_time_ns(self) -> int | None:
+        """Write time of the oldest queued event (None when empty). O(1)."""
+        for entry in self._events.values():
+            return entry[2]
+        return None
+
+    def stats(self, now_ns: int) -> QueueStats:
+        """The queue's figures now (``now_ns``: the clock of the events' write times)."""
+        oldest = self.oldest_time_ns()
+        return QueueStats(
+            queue=self.number,
+            depth=len(self._events),
+            high_water=self.peak(),
+            min_length=self.min_length,
+            max_length=self.max_length,
+            delivered=self.delivered,
+            evicted=self.evicted,
+            lost=self.lost,
+            discarded=self.discarded,
+            oldest_age_ns=max(0, now_ns - oldest) if oldest is not None else 0,
+        )
 
     def over_min(self) -> int:
         """Events above ``min_length``: units taken from the shared budget."""
@@ -193,6 +259,8 @@ class EventQueue:
         events = self._events
         assert 0 <= self.min_length <= self.max_length
         assert len(events) <= self.max_length, "queue above max_length"
+        assert self.high_water <= self.max_length, "high-water mark above max_length"
+        assert min(self.delivered, self.evicted, self.lost, self.discarded) >= 0
         tokens = list(events)
         assert tokens == sorted(tokens), "arrival order broken"
         indexed: list[int] = []

@@ -125,6 +125,10 @@ class SubscriptionTable:
         subs = self._by_app.get(app)
         return subs.get(key) if subs else None
 
+    def count_of(self, app: str) -> int:
+        """How many subscriptions ``app`` holds. O(1)."""
+        return len(self._by_app.get(app, ()))
+
     def of_app(self, app: str) -> list[Subscription]:
         """The app's subscriptions, in registration order."""
         return list(self._by_app.get(app, {}).values())

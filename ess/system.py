@@ -36,6 +36,7 @@ from ess.lifecycle import LifecycleBuffer
 from ess.policy import ALLOW_ALL, ReadPolicy
 from ess.queues import EventQueue
 from ess.scheduler import DEFAULT_WEIGHTS, CreditScheduler
+from ess.stats import AppStats
 from ess.subscriptions import (
     MAX_SEQ,
     RegisterResult,
@@ -453,6 +454,42 @@ class EventSubSystem:
         """Total events of the app evicted, lost or discarded so far (0 if unknown). O(1)."""
         state = self._apps.get(app)
         return state.dropped if state is not None else 0
+
+    def app_stats(self, app: str, now_ns: int) -> AppStats | None:
+        """The figures of the app's queues now (None if it has no stream).
+
+        ``now_ns`` is the clock of the store's write times (ns since the
+        epoch), for the age of the oldest queued events. O(1).
+        """
+        state = self._apps.get(app)
+        if state is None:
+            return None
+        q0, q1, q2 = state.queues
+        return AppStats(
+            app=app,
+            queues=(q0.stats(now_ns), q1.stats(now_ns), q2.stats(now_ns)),
+            subscriptions=self._table.count_of(app),
+            lifecycle_pending=len(state.lifecycle),
+            reserved=state.reserved,
+        )
+
+    def subscriber_counts(self) -> dict[int, int]:
+        """Subscribers per watched key id. O(watched keys)."""
+        return {key: len(subs) for key, subs in self._subs_by_key.items()}
+
+    def subscriber_count(self, key_id: int) -> int:
+        """How many apps subscribe to ``key_id``. O(1)."""
+        subs = self._subs_by_key.get(key_id)
+        return len(subs) if subs is not None else 0
+
+    def subscription_count(self) -> int:
+        """Subscriptions of every app together. O(apps)."""
+        return len(self._table)
+
+    @property
+    def budget_used(self) -> int:
+        """Units of the event budget reserved or holding events."""
+        return self._budget.used
 
     def overflowed(self, app: str) -> int:
         """Events of the app evicted or lost so far: the drops of a reader that does

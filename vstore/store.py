@@ -405,6 +405,14 @@ class VStore:
                 results.append(SetResult(key_id, version))
         return results
 
+    def versions(self) -> list[int]:
+        """A copy of every id's version, indexed by key id (-1 where no key has
+        the id, and at 0). A key's version counts its writes since it was
+        added, so two copies tell how often each key was written between them.
+        O(ids), one C-level copy.
+        """
+        return self._versions.copy()
+
     def peek(self, key_id: int) -> tuple[bytes | None, int]:
         """``(data, time_ns)`` of a live key id, without copying the value.
 

@@ -48,6 +48,9 @@ class MApp:
     lost: int = 0
     credits: list[int] = field(default_factory=lambda: [12, 3, 1])
     drops: dict[tuple[int, int], list[int]] = field(default_factory=dict)
+    # per queue: delivered, evicted, lost, discarded (kept when keys go)
+    totals: list[list[int]] = field(default_factory=lambda: [[0] * 4 for _ in range(3)])
+    peak: list[int] = field(default_factory=lambda: [0, 0, 0])
 
 
 class Model:
@@ -104,6 +107,7 @@ class Model:
 
     def _count(self, app: MApp, key: int, queue: int, slot: int) -> None:
         app.drops.setdefault((key, queue), [0, 0, 0])[slot] += 1
+        app.totals[queue][slot + 1] += 1
 
     def _data_updated(self, key_id: int, changed: bool, value: bytes) -> None:
         for app_name, sub in self.subs.get(key_id, {}).items():
@@ -135,6 +139,7 @@ class Model:
                     ev[3] = old[3]
             self._count(app, ev[0], qn, 0)  # type: ignore[arg-type]
         q.append(ev)
+        app.peak[qn] = max(app.peak[qn], len(q))
         return True
 
     def _lifecycle(self, app: MApp, ev: Event) -> None:
@@ -183,6 +188,7 @@ class Model:
                 old.lifecycle.clear()
             old.credits = list(self.weights)
             old.mins, old.maxs = mins, maxs
+            old.peak = [0, 0, 0]
         else:
             self.apps[name] = MApp(mins, maxs, credits=list(self.weights))
         return True
@@ -248,6 +254,7 @@ class Model:
             app.credits[pick] -= 1
             room -= 1
         for qn in range(3):
+            app.totals[qn][0] += len(taken[qn])
             for e in taken[qn]:
                 app.queues[qn].remove(e)
                 k, s, _t, d, q = e
@@ -259,6 +266,15 @@ class Model:
         if app is None:
             return 0
         return len(app.lifecycle) + (1 if app.lost else 0) + sum(len(q) for q in app.queues)
+
+    def queue_stats(self, name: str) -> list[tuple[int, ...]] | None:
+        """Per queue: depth, peak, delivered, evicted, lost, discarded."""
+        app = self.apps.get(name)
+        if app is None:
+            return None
+        return [
+            (len(app.queues[qn]), app.peak[qn], *app.totals[qn]) for qn in range(3)
+        ]
 
     def drop_counts(self, name: str) -> dict[tuple[int, int], tuple[int, int, int]]:
         app = self.apps.get(name)

@@ -212,6 +212,15 @@ class CoreMachine(RuleBasedStateMachine):
                 k: (c.evicted, c.lost, c.discarded) for k, c in self.ess.drop_counts(app).items()
             }
             assert real == self.model.drop_counts(app)
+            stats = self.ess.app_stats(app, 0)
+            assert (
+                None
+                if stats is None
+                else [
+                    (q.depth, q.high_water, q.delivered, q.evicted, q.lost, q.discarded)
+                    for q in stats.queues
+                ]
+            ) == self.model.queue_stats(app)
             real_subs = sorted(
                 (s.key, s.queue, s.trigger.value) for s in self.ess.subscriptions(app)
             )
