@@ -132,6 +132,8 @@ class Journal:
         self.written = 0
         self._unreported = 0  # records not on disk that no written record reports yet
         self.write_failures = 0
+        self.failed_total = 0
+        """Records lost to failed writes in this boot (write_failures resets when writes work)."""
         self._stop_written = False
         self._chain = Chain()
         self._batch: list[bytes] = []  # linked lines not yet written
@@ -370,6 +372,7 @@ class Journal:
             if not self._unreported and not self.write_failures:
                 log.error("journal write failed (%s); records are lost until writes work", error)
             self.write_failures += len(batch) - kept
+            self.failed_total += len(batch) - kept
             self._unreported += len(batch) - kept
             self._unreported += sum(covers for index, covers, _ in marks if index >= kept)
             self._chain.last = hashes[kept - 1] if kept else self._batch_prev
