@@ -6,7 +6,11 @@ A token's ``scope`` claim is a space-separated list of ``ACTION:GLOB``:
 * ``provide:GLOB``: write values of the matching keys (implies ``read``);
 * ``create:GLOB``: add and remove the matching keys;
 * ``actuate:GLOB``: ask the provider of the matching actuators to set them
-  (KUKSA ``Actuate``, ``BatchActuate``, v1 ``Set`` of a target).
+  (KUKSA ``Actuate``, ``BatchActuate``, v1 ``Set`` of a target);
+* ``admin`` (no pattern): read the middleware's figures (``Admin/GetStats``,
+  ``python -m middleware top``), which name every app and key.
+* ``journal:read`` (no pattern): consume the telemetry journal
+  (``JournalService``: register, poll, follow), which names every app and key.
 
 An action without ``:GLOB`` (``read``, as KUKSA tokens say it) is the action
 on every key (``read:**``).
@@ -24,9 +28,24 @@ import re
 from dataclasses import dataclass, field
 from typing import Final
 
-__all__ = ["ACTIONS", "ALL", "Glob", "Grants", "ScopeError", "compile_glob", "parse_scopes"]
+__all__ = [
+    "ACTIONS",
+    "ADMIN",
+    "ALL",
+    "JOURNAL_READ",
+    "Glob",
+    "Grants",
+    "ScopeError",
+    "compile_glob",
+    "parse_scopes",
+]
 
 ACTIONS: Final = ("read", "provide", "create", "actuate")
+"""The actions on keys; each scope entry is one, with a key pattern."""
+ADMIN: Final = "admin"
+"""The scope that reads the middleware's figures; it names no keys."""
+JOURNAL_READ: Final = "journal:read"
+"""The scope that consumes the journal (JournalService); it names no keys."""
 _SEGMENT: Final = re.compile(r"[A-Za-z0-9_]+|\*\*?", re.ASCII)
 
 
@@ -89,6 +108,10 @@ class Grants:
     actuate: tuple[Glob, ...] = ()
     everything: bool = False
     """Open mode: every action on every key."""
+    admin: bool = False
+    """The ``admin`` scope: read the middleware's figures (GetStats)."""
+    journal: bool = False
+    """The ``journal:read`` scope: consume the telemetry journal (JournalService)."""
     _cache: dict[tuple[str, str], bool] = field(default_factory=dict, compare=False, repr=False)
 
     def allows(self, action: str, key: str) -> bool:
@@ -122,12 +145,22 @@ def parse_scopes(scope: str) -> Grants:
             ``actuate``, alone or followed by ``:`` and a valid key pattern.
     """
     found: dict[str, list[Glob]] = {a: [] for a in ACTIONS}
+    admin = False
+    journal = False
     for entry in scope.split():
+        if entry == JOURNAL_READ:
+            journal = True
+            continue
         action, sep, glob = entry.partition(":")
+        if action == ADMIN:
+            if sep:
+                raise ScopeError(f"bad scope {entry!r}: {ADMIN} takes no key pattern")
+            admin = True
+            continue
         if action not in found:
             raise ScopeError(
                 f"bad scope {entry!r}: use read:PATTERN, provide:PATTERN, create:PATTERN "
-                "or actuate:PATTERN (without :PATTERN: every key)"
+                f"or actuate:PATTERN (without :PATTERN: every key), or {ADMIN}"
             )
         found[action].append(compile_glob(glob if sep else "**"))
     return Grants(
@@ -135,4 +168,6 @@ def parse_scopes(scope: str) -> Grants:
         tuple(found["provide"]),
         tuple(found["create"]),
         tuple(found["actuate"]),
+        admin=admin,
+        journal=journal,
     )
