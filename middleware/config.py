@@ -32,6 +32,12 @@ class Settings:
     """Per-app buffer of key_added/key_removed events before a resync is forced."""
     batch_max: int = 500
     """Most events in one EventBatch."""
+    stream_window: int = 1_000
+    """Events an app's ``Events`` stream keeps sent and not yet acknowledged, at
+    most, when the app does not ask for another window: what it can lag behind
+    beyond its queues."""
+    max_stream_window: int = 10_000
+    """Largest window an app may ask for."""
     grace_period_s: float = 0.0
     """How long an app's subscriptions outlive its stream (0: removed at once)."""
     max_value_size: int = 64 * 1024
@@ -94,6 +100,8 @@ class Settings:
             "event_budget",
             "lifecycle_capacity",
             "batch_max",
+            "stream_window",
+            "max_stream_window",
             "max_keys",
             "max_keys_per_request",
             "max_message_bytes",
@@ -134,6 +142,11 @@ class Settings:
             raise ValueError("auth_mode 'token' needs token_public_key (a PEM file)")
         if not self.listen and not self.unix_socket:
             raise ValueError("listen and unix_socket are both empty: nothing to listen on")
+        if self.stream_window > self.max_stream_window:
+            raise ValueError(
+                f"stream_window ({self.stream_window}) exceeds max_stream_window "
+                f"({self.max_stream_window})"
+            )
         if self.max_value_size + 1024 > self.max_message_bytes:
             raise ValueError("max_message_bytes must exceed max_value_size by at least 1 KiB")
 

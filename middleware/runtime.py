@@ -13,62 +13,25 @@ import logging
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from ess import EventSubSystem, QueueConfig
 from middleware.access import Access
 from middleware.auth.scopes import ALL, Grants
 from middleware.config import Settings
+from middleware.delivery import AppStream, EndReason
 from middleware.errors import LimitExceededError
-from middleware.journal.records import Level
+from middleware.journal.build import build_journal
+from middleware.journal.feed import Feed
 from middleware.journal.taps import DropJournal, PublishTap
 from middleware.journal.writer import Journal
+from middleware.metrics.collectors import Collectors
 from middleware.slow_apps import SlowAppWatch
 from vstore import VStore
 
 __all__ = ["AppStream", "Runtime"]
 
 log = logging.getLogger(__name__)
-
-
-class AppStream:
-    """One open GetEvents stream of one app."""
-
-    __slots__ = ("app", "doorbell", "effective", "ended", "expired", "replaced", "task")
-
-    def __init__(self, app: str) -> None:
-        self.app = app
-        self.doorbell = asyncio.Event()
-        """Set by the ESS when events arrive for the app (and on replacement)."""
-        self.replaced = False
-        self.expired = False
-        self.ended = False
-        """The middleware is shutting down."""
-        self.task = asyncio.current_task()
-        self.effective: tuple[QueueConfig, QueueConfig, QueueConfig] | None = None
-
-    def replace(self) -> None:
-        """A newer stream of the same app took over: end this one."""
-        self.replaced = True
-        self.doorbell.set()
-        if self.task is not None:
-            # It may be blocked writing to a peer that stopped reading.
-            self.task.cancel()
-
-    def end(self) -> None:
-        """The middleware is shutting down: end this stream now."""
-        self.ended = True
-        self.doorbell.set()
-        if self.task is not None:
-            self.task.cancel()
-
-    def expire(self) -> None:
-        """The app's token expired: end this stream."""
-        self.expired = True
-        self.doorbell.set()
-        if self.task is not None:
-            self.task.cancel()
 
 
 class Runtime:
@@ -80,18 +43,11 @@ class Runtime:
         self.access = Access(settings)
         self.store = VStore(max_value_size=settings.max_value_size, max_keys=settings.max_keys)
         self.journal: Journal | None = None
+        self.journal_feed: Feed | None = None
+        """What the journal's consumers read (JournalService); with the journal."""
         drops: DropJournal | None = None
         if settings.journal_dir:
-            self.journal = Journal(
-                Path(settings.journal_dir),
-                vehicle_id=settings.vehicle_id,
-                boot_id=self.boot_id,
-                level=Level.parse(settings.journal_level),
-                segment_bytes=settings.journal_segment_bytes,
-                max_bytes=settings.journal_max_bytes,
-                compress=settings.journal_gzip,
-                buffer=settings.journal_buffer,
-            )
+            self.journal, self.journal_feed = build_journal(settings, self.boot_id)
             drops = DropJournal(self.journal, self.store)
         full = self.journal is not None and self.journal.full
         self.ess = EventSubSystem(
@@ -109,6 +65,9 @@ class Runtime:
             self.store.set_listener(self.ess)
         self.slow_apps = SlowAppWatch(self.ess, every=settings.slow_app_report_s)
         """Reports apps whose queues drop events (driven by the server)."""
+        self.collectors = Collectors()
+        """More figures for the metrics and GetStats, registered by the parts that
+        keep them (e.g. the journal's consumers, peer links)."""
         self._streams: dict[str, AppStream] = {}
         self._expiry: dict[str, asyncio.TimerHandle] = {}
         self._removals = 0
@@ -156,10 +115,21 @@ class Runtime:
         """Whether the app has an open event stream now."""
         return app in self._streams
 
+    def stream_of(self, app: str) -> AppStream | None:
+        """The app's open event stream, if it has one."""
+        return self._streams.get(app)
+
     def open_stream(
-        self, app: str, queues: Sequence[QueueConfig], grants: Grants = ALL
+        self,
+        app: str,
+        queues: Sequence[QueueConfig],
+        grants: Grants = ALL,
+        *,
+        window: int | None = None,
     ) -> AppStream:
         """Open the app's stream, replacing an older one; configure its queues.
+
+        ``window``: events sent and not acknowledged, at most (None: no window).
 
         Raises:
             InvalidQueueConfigError, BudgetExceededError: nothing changes.
@@ -170,7 +140,7 @@ class Runtime:
             raise LimitExceededError(
                 "apps with open streams", limit, f"{len(self._streams)} apps have one open"
             )
-        stream = AppStream(app)
+        stream = AppStream(app, window)
         stream.effective = self.ess.open_stream(app, queues, wake=stream.doorbell.set)
         # What the app may read is what this stream's token allows; subscriptions
         # kept from an earlier stream (another token) must pass it too.
@@ -211,9 +181,9 @@ class Runtime:
             app=stream.app,
             stream="events",
             details={
-                "replaced": stream.replaced,
-                "token_expired": stream.expired,
-                "shutdown": stream.ended,
+                "replaced": stream.end_reason is EndReason.REPLACED,
+                "token_expired": stream.end_reason is EndReason.EXPIRED,
+                "shutdown": stream.end_reason is EndReason.SHUTDOWN,
             },
         )
         if self._streams.get(stream.app) is not stream:

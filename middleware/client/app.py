@@ -89,6 +89,7 @@ class AppClient:
         on_reconnect: Callable[[ReconnectedEvent], Awaitable[None] | None] | None = None,
         token: str | None = None,
         channel_options: Sequence[tuple[str, Any]] = (),
+        window: int = 0,
     ) -> None:
         """Args:
         target: the middleware's address, e.g. ``127.0.0.1:50051`` or ``unix:/path``.
@@ -101,6 +102,10 @@ class AppClient:
             token: a JWT for a middleware in token mode (sent as a Bearer token).
             channel_options: more gRPC channel arguments (e.g.
                 ``("grpc.http2.bdp_probe", 0)`` keeps the receive window at 64 KiB).
+            window: events the middleware may send ahead of what this app has
+                read (0: the middleware's default, 1000). With queues of Q
+                events, the app is never more than Q + window events behind:
+                a slow app that wants fresh values asks a small window.
         """
         self.app_id = app_id
         self._on_reconnect = on_reconnect
@@ -115,9 +120,12 @@ class AppClient:
         self._events = ess_pb2_grpc.EventServiceStub(self._channel)
         self._vstore = vstore_pb2_grpc.VStoreStub(self._channel)
         self._actuation = actuation_pb2_grpc.ActuationStub(self._channel)
-        self._call: (
-            grpc.aio.UnaryStreamCall[ess_pb2.GetEventsRequest, ess_pb2.EventBatch] | None
-        ) = None
+        self._window = window
+        self._call: grpc.aio.StreamStreamCall[ess_pb2.EventsRequest, ess_pb2.EventBatch] | None = (
+            None
+        )
+        self._ack_every = 1
+        """Acknowledge read events in groups of at least this (half the window)."""
         self._wanted: dict[str, Sub] = {}
         self._waiting: set[str] = set()  # wanted, but the key did not exist at re-registration
         self.names: dict[int, str] = {}
@@ -127,6 +135,8 @@ class AppClient:
         self._closed = False
         self.boot_id: str | None = None
         self.queue_configs: list[QueueSpec] = []
+        self.window = 0
+        """The effective window of the stream (from its StreamStarted)."""
         self.missed_total = 0
         """Events lost to this client so far, as seen from seq gaps."""
 
@@ -144,12 +154,10 @@ class AppClient:
             grpc.aio.AioRpcError: the middleware refused (e.g. RESOURCE_EXHAUSTED)
                 or was not reachable within ``timeout``.
         """
-        call = self._events.GetEvents(
-            ess_pb2.GetEventsRequest(queues=self._queues),
-            metadata=self._md,
-            wait_for_ready=True,
-        )
+        call = self._events.Events(metadata=self._md, wait_for_ready=True)
         try:
+            opening = ess_pb2.OpenEvents(queues=self._queues, window=self._window)
+            await asyncio.wait_for(call.write(ess_pb2.EventsRequest(open=opening)), timeout)
             first = await asyncio.wait_for(call.read(), timeout)
         except BaseException:
             call.cancel()
@@ -166,6 +174,8 @@ class AppClient:
         self.queue_configs = [
             QueueSpec(q.queue, q.min_length, q.max_length) for q in started.queues
         ]
+        self.window = started.window
+        self._ack_every = max(1, started.window // 2)
         self._call = call
 
     async def close(self) -> None:
@@ -269,14 +279,21 @@ class AppClient:
 
         An app that takes one batch and then works on it reads at its own pace:
         while it does not read, the middleware's queues for it fill and drop.
+        A batch counts as read (and is acknowledged, in groups of half the
+        window) when the app asks for the next one.
         """
         if self._call is None:
             raise RuntimeError("connect() first")
         while True:
             call = self._call
+            assert call is not None
+            unacked = 0  # read by the app, not yet acknowledged
             try:
                 while True:
                     try:
+                        if unacked >= self._ack_every:
+                            await call.write(ess_pb2.EventsRequest(read=unacked))
+                            unacked = 0
                         batch = await call.read()
                     except asyncio.CancelledError:
                         if self._closed:
@@ -285,6 +302,7 @@ class AppClient:
                     if not isinstance(batch, ess_pb2.EventBatch):
                         break  # EOF: the middleware ended the stream
                     self._backoff.reset()  # the stream works again
+                    unacked += len(batch.events)  # read once the app asks for more
                     events = [
                         e for pb in batch.events if (e := await self._convert(pb)) is not None
                     ]

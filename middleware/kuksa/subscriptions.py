@@ -22,6 +22,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 
 from ess import DataUpdated, QueueConfig, Status, SubscriptionRequest, Trigger
 from middleware.access import Caller
+from middleware.delivery import AppStream, EndReason
 from middleware.errors import (
     InvalidRequestError,
     PermissionDeniedError,
@@ -29,7 +30,7 @@ from middleware.errors import (
     UnavailableError,
 )
 from middleware.journal.taps import record_delivered
-from middleware.runtime import AppStream, Runtime
+from middleware.runtime import Runtime
 from vstore import UnknownKeyError
 
 __all__ = ["DEFAULT_BUFFER", "Update", "updates"]
@@ -117,7 +118,7 @@ async def updates(
             async for batch in _deliver(rt, app, stream, last):
                 yield batch
         except asyncio.CancelledError:
-            # Cancelled by the runtime (the flags say why) or by gRPC (the peer went away).
+            # Cancelled by the runtime (its end reason says why) or by gRPC (the peer went away).
             ended = _ended(stream, who)
             if ended is None:
                 raise
@@ -134,11 +135,11 @@ async def updates(
 
 def _ended(stream: AppStream, who: Caller) -> Exception | None:
     """Why the runtime ended the stream, as the error the caller gets (None: it did not)."""
-    if stream.expired:
+    if stream.end_reason is EndReason.EXPIRED:
         return UnauthenticatedError(
             f"the token of app {who.app!r} expired: its KUKSA subscription ends"
         )
-    if stream.ended:
+    if stream.end_reason is EndReason.SHUTDOWN:
         return UnavailableError("the middleware is shutting down; subscribe again when it is back")
     return None
 
@@ -151,7 +152,7 @@ async def _deliver(
     journal = rt.journal
     batch_max = rt.settings.batch_max
     doorbell = stream.doorbell
-    while not (stream.replaced or stream.expired or stream.ended):
+    while stream.end_reason is None:
         doorbell.clear()
         if not ess.pending(app):
             await doorbell.wait()

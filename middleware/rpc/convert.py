@@ -86,8 +86,12 @@ def queue_configs_to_pb(cfgs: Sequence[QueueConfig]) -> list[ess_pb2.QueueConfig
     ]
 
 
-def started_batch(boot_id: str, cfgs: Sequence[QueueConfig]) -> ess_pb2.EventBatch:
-    started = ess_pb2.StreamStarted(boot_id=boot_id, queues=queue_configs_to_pb(cfgs))
+def started_batch(
+    boot_id: str, cfgs: Sequence[QueueConfig], *, window: int = 0
+) -> ess_pb2.EventBatch:
+    started = ess_pb2.StreamStarted(
+        boot_id=boot_id, queues=queue_configs_to_pb(cfgs), window=window
+    )
     return ess_pb2.EventBatch(events=[ess_pb2.Event(started=started)])
 
 

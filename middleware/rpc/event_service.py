@@ -1,9 +1,8 @@
-"""The EventService servicer: GetEvents, Register, Deregister, GetSubscriptions.
+"""The EventService servicer: Events, GetEvents, Register, Deregister, GetSubscriptions.
 
-Thin: identity, conversion, one call into the ESS. The delivery loop of
-GetEvents is the one piece of logic here: wait for the doorbell, drain one
-batch, write it; gRPC flow control makes ``write`` wait for a slow reader,
-while the ESS queues and the drop rule absorb the back-pressure.
+Thin: identity, conversion, one call into the ESS or the delivery loop
+(:mod:`middleware.delivery`). ``Events`` also reads the app's acknowledgements
+into its stream's window.
 """
 
 from __future__ import annotations
@@ -11,16 +10,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
 
 from ess import NotReadingEventsError
-from middleware.errors import LimitExceededError
-from middleware.journal.taps import record_delivered
+from middleware.access import Caller
+from middleware.delivery import AppStream, EndReason, deliver
+from middleware.errors import InvalidRequestError, LimitExceededError
 from middleware.rpc import convert
+from middleware.rpc.decoding import Malformed
 from middleware.rpc.identity import caller
-from middleware.rpc.status import maps_errors
+from middleware.rpc.status import check_decoded, maps_errors
 from middleware.runtime import Runtime
 from vehicle.ess.v1 import ess_pb2, ess_pb2_grpc
 
@@ -41,54 +43,76 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
         self, request: ess_pb2.GetEventsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> None:
         who = caller(context, self._rt.access)
+        stream = self._rt.open_stream(who.app, convert.queue_configs(request.queues), who.grants)
+        await self._serve(stream, who, context)
+
+    @maps_errors()
+    async def Events(
+        self,
+        requests: AsyncIterator[ess_pb2.EventsRequest | Malformed],
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> None:
+        who = caller(context, self._rt.access)
+        first = await anext(aiter(requests), None)
+        if first is None:
+            raise InvalidRequestError("open", "the stream ended before its first request")
+        check_decoded(first)
+        assert isinstance(first, ess_pb2.EventsRequest)
+        if not first.HasField("open"):
+            raise InvalidRequestError(
+                "open", "the first EventsRequest must carry open (the queues and the window)"
+            )
+        settings = self._rt.settings
+        window = first.open.window or settings.stream_window
+        if window > settings.max_stream_window:
+            raise InvalidRequestError(
+                "open.window",
+                f"{window} exceeds the server's maximum window of {settings.max_stream_window}",
+            )
+        queues = convert.queue_configs(first.open.queues)
+        stream = self._rt.open_stream(who.app, queues, who.grants, window=window)
+        acks = asyncio.create_task(_read_acks(requests, stream))
+        try:
+            await self._serve(stream, who, context)
+        finally:
+            acks.cancel()
+
+    async def _serve(
+        self, stream: AppStream, who: Caller, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> None:
+        """Run an open stream until it ends; then say why, as its status."""
         app = who.app
-        stream = self._rt.open_stream(app, convert.queue_configs(request.queues), who.grants)
         self._rt.access.stream_opened(app)
         expiry = None
         if who.expires_at is not None:
             loop = asyncio.get_running_loop()
             expiry = loop.call_later(max(0.0, who.expires_at - time.time()), stream.expire)
-        ess = self._rt.ess
-        batch_max = self._rt.settings.batch_max
-        journal = self._rt.journal
-        max_bytes = self._rt.settings.max_message_bytes - 1024
-        slow_apps = self._rt.slow_apps
         try:
             assert stream.effective is not None
-            await context.write(convert.started_batch(self._rt.boot_id, stream.effective))
-            doorbell = stream.doorbell
-            while not (stream.replaced or stream.expired or stream.ended):
-                doorbell.clear()
-                if not ess.pending(app):
-                    await doorbell.wait()
-                    if stream.replaced or stream.expired or stream.ended:
-                        break
-                events = ess.drain(app, batch_max)
-                batch = convert.event_batch(events)
-                for part in convert.split_to_fit(batch, max_bytes):
-                    await context.write(part)
-                if journal is not None and journal.full:
-                    record_delivered(journal, app, events)
-                # Drops are reported per episode by the runtime's SlowAppWatch (also
-                # while this loop is blocked on a reader that stopped); during one it
-                # needs to know when the app has read everything queued.
-                if slow_apps.in_episode(app) and not ess.pending(app):
-                    slow_apps.drained(app)
+            window = stream.window.size or 0
+            await context.write(
+                convert.started_batch(self._rt.boot_id, stream.effective, window=window)
+            )
+            await deliver(self._rt, stream, context.write)
         except asyncio.CancelledError:
-            if not (stream.replaced or stream.expired or stream.ended) or context.cancelled():
+            if stream.end_reason is None or context.cancelled():
                 raise  # the peer went away (or the server is cancelling it): nothing to say
         finally:
             if expiry is not None:
                 expiry.cancel()
             self._rt.access.stream_closed(app)
             self._rt.close_stream(stream)
-        if stream.ended and not stream.replaced:
+        reason = stream.end_reason
+        if reason is EndReason.FAILED:
+            assert stream.error is not None
+            raise stream.error
+        if reason is EndReason.SHUTDOWN:
             await context.abort(
                 grpc.StatusCode.UNAVAILABLE,
                 "the middleware is shutting down; reconnect and register again",
                 trailing_metadata=((REASON_HEADER, "shutdown"),),
             )
-        if stream.expired and not stream.replaced:
+        if reason is EndReason.EXPIRED:
             await context.abort(
                 grpc.StatusCode.UNAUTHENTICATED,
                 f"the token of app {app!r} expired: its stream and subscriptions are gone; "
@@ -96,7 +120,7 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
             )
         await context.abort(
             grpc.StatusCode.ABORTED,
-            f"a newer GetEvents stream of app {app!r} replaced this one",
+            f"a newer event stream of app {app!r} replaced this one",
             trailing_metadata=((REASON_HEADER, "replaced"),),
         )
 
@@ -174,3 +198,20 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
         app = caller(context, self._rt.access).app
         infos = self._rt.ess.subscriptions(app)
         return ess_pb2.GetSubscriptionsResponse(subscriptions=convert.subscription_infos(infos))
+
+
+async def _read_acks(
+    requests: AsyncIterator[ess_pb2.EventsRequest | Malformed], stream: AppStream
+) -> None:
+    """Apply the app's acknowledgements to its window; a protocol error ends the stream."""
+    try:
+        async for request in requests:
+            check_decoded(request)
+            assert isinstance(request, ess_pb2.EventsRequest)
+            if request.HasField("open"):
+                raise InvalidRequestError("open", "only the first EventsRequest may carry open")
+            stream.acknowledge(request.read)
+    except InvalidRequestError as e:
+        stream.finish(EndReason.FAILED, e)
+    except grpc.aio.AioRpcError:
+        pass  # the call ended: the delivery side sees it too

@@ -41,13 +41,31 @@ class GetEventsRequest(_message.Message):
     queues: _containers.RepeatedCompositeFieldContainer[QueueConfig]
     def __init__(self, queues: _Optional[_Iterable[_Union[QueueConfig, _Mapping]]] = ...) -> None: ...
 
+class EventsRequest(_message.Message):
+    __slots__ = ("open", "read")
+    OPEN_FIELD_NUMBER: _ClassVar[int]
+    READ_FIELD_NUMBER: _ClassVar[int]
+    open: OpenEvents
+    read: int
+    def __init__(self, open: _Optional[_Union[OpenEvents, _Mapping]] = ..., read: _Optional[int] = ...) -> None: ...
+
+class OpenEvents(_message.Message):
+    __slots__ = ("queues", "window")
+    QUEUES_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    queues: _containers.RepeatedCompositeFieldContainer[QueueConfig]
+    window: int
+    def __init__(self, queues: _Optional[_Iterable[_Union[QueueConfig, _Mapping]]] = ..., window: _Optional[int] = ...) -> None: ...
+
 class StreamStarted(_message.Message):
-    __slots__ = ("boot_id", "queues")
+    __slots__ = ("boot_id", "queues", "window")
     BOOT_ID_FIELD_NUMBER: _ClassVar[int]
     QUEUES_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
     boot_id: str
     queues: _containers.RepeatedCompositeFieldContainer[QueueConfig]
-    def __init__(self, boot_id: _Optional[str] = ..., queues: _Optional[_Iterable[_Union[QueueConfig, _Mapping]]] = ...) -> None: ...
+    window: int
+    def __init__(self, boot_id: _Optional[str] = ..., queues: _Optional[_Iterable[_Union[QueueConfig, _Mapping]]] = ..., window: _Optional[int] = ...) -> None: ...
 
 class DataUpdated(_message.Message):
     __slots__ = ("key", "seq", "time_ns", "data", "queue")

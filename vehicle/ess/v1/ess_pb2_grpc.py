@@ -39,6 +39,11 @@ class EventServiceStub:
                 request_serializer=vehicle_dot_ess_dot_v1_dot_ess__pb2.GetEventsRequest.SerializeToString,
                 response_deserializer=vehicle_dot_ess_dot_v1_dot_ess__pb2.EventBatch.FromString,
                 _registered_method=True)
+        self.Events = channel.stream_stream(
+                '/vehicle.ess.v1.EventService/Events',
+                request_serializer=vehicle_dot_ess_dot_v1_dot_ess__pb2.EventsRequest.SerializeToString,
+                response_deserializer=vehicle_dot_ess_dot_v1_dot_ess__pb2.EventBatch.FromString,
+                _registered_method=True)
         self.Register = channel.unary_unary(
                 '/vehicle.ess.v1.EventService/Register',
                 request_serializer=vehicle_dot_ess_dot_v1_dot_ess__pb2.RegisterRequest.SerializeToString,
@@ -88,6 +93,29 @@ class EventServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Events(self, request_iterator, context):
+        """Opens the app's event stream with a window: the recommended form (the SDK
+        uses it). As GetEvents in every respect (StreamStarted first, batches,
+        replacement, errors), except that the middleware keeps at most `window`
+        events sent and not yet acknowledged by the app.
+
+        The first request carries `open` (the queues and the window); every later
+        one carries `read`: how many events the app has read (taken off the
+        stream and handled) since its previous acknowledgement. Acknowledging in
+        groups (e.g. every half window) is fine. While the window is full the
+        middleware sends nothing more: the app's events wait in its queues, where
+        the drop rule keeps the latest value of each key and seq shows the loss.
+        So an app lags behind its providers by at most its queues plus `window`
+        events, whatever the transport buffers could hold.
+
+        Errors: as GetEvents; also INVALID_ARGUMENT when the first request has no
+        `open`, a later one has `open`, `window` exceeds the server's maximum
+        (default 4096), or `read` exceeds the events sent and not acknowledged.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Register(self, request, context):
         """Adds or replaces subscriptions. One result per subscription, in request
         order; a bad key fails alone (status in its result), the others succeed.
@@ -128,6 +156,11 @@ def add_EventServiceServicer_to_server(servicer, server):
             'GetEvents': grpc.unary_stream_rpc_method_handler(
                     servicer.GetEvents,
                     request_deserializer=vehicle_dot_ess_dot_v1_dot_ess__pb2.GetEventsRequest.FromString,
+                    response_serializer=vehicle_dot_ess_dot_v1_dot_ess__pb2.EventBatch.SerializeToString,
+            ),
+            'Events': grpc.stream_stream_rpc_method_handler(
+                    servicer.Events,
+                    request_deserializer=vehicle_dot_ess_dot_v1_dot_ess__pb2.EventsRequest.FromString,
                     response_serializer=vehicle_dot_ess_dot_v1_dot_ess__pb2.EventBatch.SerializeToString,
             ),
             'Register': grpc.unary_unary_rpc_method_handler(
@@ -172,6 +205,33 @@ class EventService:
             target,
             '/vehicle.ess.v1.EventService/GetEvents',
             vehicle_dot_ess_dot_v1_dot_ess__pb2.GetEventsRequest.SerializeToString,
+            vehicle_dot_ess_dot_v1_dot_ess__pb2.EventBatch.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Events(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/vehicle.ess.v1.EventService/Events',
+            vehicle_dot_ess_dot_v1_dot_ess__pb2.EventsRequest.SerializeToString,
             vehicle_dot_ess_dot_v1_dot_ess__pb2.EventBatch.FromString,
             options,
             channel_credentials,

@@ -1,0 +1,194 @@
+"""The ``Events`` stream's window: what an app lags behind is bounded by its
+queues plus its window, not by what transport buffers hold.
+
+Against a real server on loopback: the raw protocol (open, acknowledge, the
+errors), and the SDK's slow reader measured by the age of what it receives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import grpc
+import pytest
+
+from middleware.client import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
+from middleware.server import RunningServer
+from tests.integration.test_bad_input import check
+from vehicle.ess.v1 import ess_pb2
+from vehicle.vstore.v1 import vstore_pb2
+
+KEYS = [f"Vehicle.Window.Test{i}" for i in range(5)]
+
+
+async def _writer(address: str, stop: asyncio.Event, per_s: int) -> int:
+    """A provider writing ``per_s`` updates a second round-robin over KEYS until ``stop``."""
+    written = 0
+    async with ProviderClient(address, "writer") as provider:
+        await provider.add_keys(KEYS)
+        start = time.monotonic()
+        while not stop.is_set():
+            due = int((time.monotonic() - start) * per_s)
+            for _ in range(due - written):
+                await provider.publish({KEYS[written % len(KEYS)]: written.to_bytes(8, "big")})
+                written += 1
+            await asyncio.sleep(0.002)
+        await provider.flush()
+    return written
+
+
+def _open(window: int, max_length: int = 100) -> ess_pb2.EventsRequest:
+    queue = ess_pb2.QueueConfig(queue=0, min_length=1, max_length=max_length)
+    return ess_pb2.EventsRequest(open=ess_pb2.OpenEvents(queues=[queue], window=window))
+
+
+async def _add_keys(connect: Any) -> None:
+    """Before the app's stream opens: no KeyAdded events (they count in the window too)."""
+    await connect("adder").vstore.AddKeys(
+        vstore_pb2.AddKeysRequest(names=KEYS), metadata=(("app-id", "adder"),)
+    )
+
+
+async def _subscribe(connect: Any, app: str) -> None:
+    subs = [ess_pb2.Subscription(key=k, trigger=ess_pb2.TRIGGER_ON_UPDATE) for k in KEYS]
+    await connect(app).events.Register(
+        ess_pb2.RegisterRequest(subscriptions=subs), metadata=(("app-id", app),)
+    )
+
+
+class _Reader:
+    """Reads a raw call with timeouts (cancelling a grpc.aio read cancels the call)."""
+
+    def __init__(self, call: Any) -> None:
+        self._call = call
+        self._next: asyncio.Future[Any] | None = None
+
+    async def data_events(self, quiet: float) -> int:
+        """Data events read until nothing arrives for ``quiet`` seconds."""
+        n = 0
+        while True:
+            if self._next is None:
+                self._next = asyncio.ensure_future(self._call.read())
+            done, _ = await asyncio.wait([self._next], timeout=quiet)
+            if not done:
+                return n
+            batch, self._next = self._next.result(), None
+            n += sum(1 for e in batch.events if e.WhichOneof("event") == "data_updated")
+
+
+async def test_the_middleware_sends_no_more_than_the_window_until_the_app_acknowledges(
+    server: RunningServer, connect: Any
+) -> None:
+    await _add_keys(connect)
+    stubs = connect("raw")
+    call = stubs.events.Events(metadata=stubs.md)
+    await call.write(_open(window=7))
+    started = (await call.read()).events[0].started
+    assert started.window == 7
+    await _subscribe(connect, "raw")
+
+    stop = asyncio.Event()
+    writer = asyncio.create_task(_writer(server.address, stop, per_s=500))
+    try:
+        # Writes go on, but the app acknowledges nothing: exactly the window arrives.
+        reader = _Reader(call)
+        assert await reader.data_events(quiet=0.5) == 7
+        await call.write(ess_pb2.EventsRequest(read=3))
+        assert await reader.data_events(quiet=0.5) == 3
+        await call.write(ess_pb2.EventsRequest(read=7))
+        assert await reader.data_events(quiet=0.5) == 7
+    finally:
+        stop.set()
+        await writer
+    # The rest waited in the queue, where the drop rule kept the newest per key.
+    assert server.runtime.ess.pending("raw")
+    call.cancel()
+
+
+async def test_window_protocol_errors_end_the_stream_with_a_clear_status(
+    server: RunningServer, connect: Any
+) -> None:
+    settings = server.runtime.settings
+
+    async def status(*requests: ess_pb2.EventsRequest) -> tuple[grpc.StatusCode, str]:
+        stubs = connect("bad")
+        call = stubs.events.Events(metadata=stubs.md)
+        for r in requests:
+            await call.write(r)
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            while True:
+                await call.read()
+        return err.value.code(), err.value.details() or ""
+
+    code, details = await status(ess_pb2.EventsRequest(read=1))
+    assert code is grpc.StatusCode.INVALID_ARGUMENT
+    assert "open" in details and "first" in details
+
+    code, details = await status(_open(window=settings.max_stream_window + 1))
+    assert code is grpc.StatusCode.INVALID_ARGUMENT
+    assert "open.window" in details and str(settings.max_stream_window) in details
+
+    code, details = await status(_open(window=4), ess_pb2.EventsRequest(read=5))
+    assert code is grpc.StatusCode.INVALID_ARGUMENT
+    assert "read" in details and "5 exceeds the 0 events" in details
+
+    code, details = await status(_open(window=4), _open(window=4))
+    assert code is grpc.StatusCode.INVALID_ARGUMENT
+    assert "only the first" in details
+    # Each failed stream took its app away with it; nothing else changed.
+    await asyncio.sleep(0.1)
+    assert "bad" not in server.runtime.ess.apps()
+    check(server)
+
+
+async def test_the_server_default_window_applies_when_the_app_asks_none(
+    server: RunningServer, connect: Any
+) -> None:
+    stubs = connect("default")
+    call = stubs.events.Events(metadata=stubs.md)
+    await call.write(_open(window=0))
+    started = (await call.read()).events[0].started
+    assert started.window == server.runtime.settings.stream_window
+    call.cancel()
+
+
+async def test_a_slow_app_never_receives_events_older_than_its_queue_and_window_hold(
+    server: RunningServer,
+) -> None:
+    """An app reading one small batch every 0.2 s while a provider writes 500/s.
+
+    It reads at most 5 events per 0.2 s; its queue holds 5 and its window 5, so
+    nothing it receives can be older than about (5 + 5) / 25 = 0.4 s. Without the
+    window the transport buffers would hold thousands of these small events and
+    the age would grow by 0.8 s every second.
+    """
+    stop = asyncio.Event()
+    writer = asyncio.create_task(_writer(server.address, stop, per_s=500))
+    ages: list[tuple[float, float]] = []  # (when, age) of each event received
+    missed = 0
+    async with AppClient(
+        server.address, "slow", queues=[QueueSpec(0, 1, 5)], window=5, reconnect=False
+    ) as app:
+        assert app.window == 5
+        await asyncio.sleep(0.1)  # the writer adds the keys
+        await app.subscribe([Sub(k, on_update=True) for k in KEYS])
+        start = time.monotonic()
+        async for batch in app.batches():
+            now = time.time_ns()
+            for e in batch:
+                if isinstance(e, DataEvent):
+                    ages.append((time.monotonic() - start, (now - e.time_ns) / 1e9))
+                    missed += e.missed
+            if time.monotonic() - start > 4.0:
+                break
+            await asyncio.sleep(0.2)  # the slow app's pace: the behaviour tested
+    stop.set()
+    written = await writer
+    late = [age for when, age in ages if when > 1.0]
+    assert len(late) >= 40, ages
+    # The bound holds over the whole run (plus scheduling slack on a busy machine).
+    assert max(late) < 1.0, max(late)
+    # What the app did not read was dropped in the queue, visible as seq gaps.
+    assert missed > written / 2, (missed, written)
