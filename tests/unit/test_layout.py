@@ -1,0 +1,130 @@
+"""The house rules, executable: who may import what, and every error has a status.
+
+- The pure cores (``vstore``, ``ess``, ``vss``) import nothing of the process,
+  the SDK or the analysis, and no third-party library beyond their own.
+- The SDK (``middleware.client``) imports only gRPC, protobuf, the generated
+  contract (``vehicle``), the pure ``vss`` rules and itself: an in-car app that
+  installs it does not pull the server or the analysis stack.
+- The analysis (``telemetry_export``) reads the journal's format and speaks
+  the journal service as a client; it imports nothing of the server.
+- The server does not import the analysis (the demo runs it as a process).
+- Every error class the cores and the middleware raise maps to a deliberate
+  gRPC status: a new one cannot silently become INTERNAL.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+import ess.errors
+import middleware.errors
+import vstore.errors
+from middleware.rpc.status import STATUS_OF, status_for
+
+INTERNAL = grpc.StatusCode.INTERNAL
+ROOT = Path(__file__).resolve().parents[2]
+STDLIB = frozenset(sys.stdlib_module_names)
+
+# package (dotted) -> the top-level or dotted prefixes its modules may import
+# besides the standard library and themselves.
+ALLOWED: dict[str, tuple[str, ...]] = {
+    "vstore": ("sortedcontainers",),
+    "ess": ("vstore", "bitarray"),
+    "vss": (),
+    "middleware.client": ("grpc", "google.protobuf", "vehicle", "vss"),
+}
+FORBIDDEN: dict[str, tuple[str, ...]] = {
+    "telemetry_export": (
+        "middleware.server",
+        "middleware.runtime",
+        "middleware.rpc",
+        "middleware.delivery",
+        "ess",
+        "vstore",
+    ),
+    "middleware": ("telemetry_export", "pyspark", "matplotlib"),
+}
+EXEMPT = ("middleware.demo",)
+"""The demo drives the whole product, the analysis included (as a process)."""
+
+
+def _modules(package: str) -> Iterator[tuple[str, Path]]:
+    base = ROOT / package.replace(".", "/")
+    for path in sorted(base.rglob("*.py")):
+        rel = path.relative_to(ROOT).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        yield ".".join(parts), path
+
+
+def _imports(path: Path) -> Iterator[tuple[int, str]]:
+    tree = ast.parse(path.read_text(), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.lineno, node.module
+
+
+def _under(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def test_each_package_imports_only_what_its_layer_allows() -> None:
+    broken: list[str] = []
+    for package, allowed in ALLOWED.items():
+        for module, path in _modules(package):
+            for line, name in _imports(path):
+                top = name.split(".")[0]
+                if top in STDLIB or top == "__future__" or _under(name, package):
+                    continue
+                if not any(_under(name, a) for a in allowed):
+                    broken.append(f"{path.relative_to(ROOT)}:{line}: {module} imports {name}")
+    for package, forbidden in FORBIDDEN.items():
+        for module, path in _modules(package):
+            if any(_under(module, e) for e in EXEMPT):
+                continue
+            for line, name in _imports(path):
+                if any(_under(name, f) for f in forbidden):
+                    broken.append(f"{path.relative_to(ROOT)}:{line}: {module} imports {name}")
+    assert not broken, "import rules broken:\n" + "\n".join(broken)
+
+
+def _error_classes() -> list[type[BaseException]]:
+    found = []
+    for module in (vstore.errors, ess.errors, middleware.errors):
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if issubclass(cls, Exception) and cls.__module__ == module.__name__:
+                found.append(cls)
+    return found
+
+
+def _status_of(cls: type[BaseException]) -> grpc.StatusCode:
+    """The status :func:`status_for` gives an instance of ``cls`` (first match wins)."""
+    return next((code for kind, code in STATUS_OF if issubclass(cls, kind)), INTERNAL)
+
+
+@pytest.mark.parametrize("cls", _error_classes(), ids=lambda c: c.__name__)
+def test_every_error_class_maps_to_a_deliberate_status(cls: type[BaseException]) -> None:
+    if cls in (vstore.errors.VStoreError, ess.errors.EssError, middleware.errors.MiddlewareError):
+        # A bare base class is never raised; mapping it would hide a subclass's omission.
+        assert all(kind is not cls for kind, _ in STATUS_OF)
+        return
+    assert _status_of(cls) is not INTERNAL, (
+        f"{cls.__module__}.{cls.__name__} has no status: add it to middleware.rpc.status.STATUS_OF"
+    )
+
+
+def test_the_status_of_an_instance_is_the_status_of_its_class() -> None:
+    error = middleware.errors.LimitExceededError("apps", 3, "4 open")
+    assert status_for(error)[0] is _status_of(type(error)) is grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert status_for(RuntimeError("x"))[0] is _status_of(RuntimeError) is INTERNAL
