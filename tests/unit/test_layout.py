@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import inspect
 import sys
 from collections.abc import Iterator
@@ -128,3 +129,12 @@ def test_the_status_of_an_instance_is_the_status_of_its_class() -> None:
     error = middleware.errors.LimitExceededError("apps", 3, "4 open")
     assert status_for(error)[0] is _status_of(type(error)) is grpc.StatusCode.RESOURCE_EXHAUSTED
     assert status_for(RuntimeError("x"))[0] is _status_of(RuntimeError) is INTERNAL
+
+
+def test_installing_the_package_does_not_pull_the_analysis_stack() -> None:
+    """pyspark and matplotlib come only with the ``analysis`` extra."""
+    requires = importlib.metadata.requires("vehicle-middleware") or []
+    base = [r for r in requires if "extra ==" not in r]
+    assert not [r for r in base if r.startswith(("pyspark", "matplotlib", "pandas"))], base
+    analysis = [r for r in requires if 'extra == "analysis"' in r]
+    assert any(r.startswith("pyspark") for r in analysis), requires
