@@ -88,12 +88,39 @@ class Settings:
     journal_gzip: bool = False
     journal_buffer: int = 100_000
     """Records waiting for the writer; beyond it they are dropped and counted."""
+    journal_history_records: int = 100_000
+    """Newest journal records kept in memory for consumers (JournalService);
+    older ones are read from the segments on disk."""
+    journal_history_bytes: int = 16 * 1024 * 1024
+    """Bytes of those records (their lines), at most."""
+    journal_consumer_max_lag_bytes: int = 512 * 1024 * 1024
+    """Bytes on disk a registered journal consumer may leave unacknowledged before
+    retention removes them anyway (and cuts it loose); retention keeps up to this
+    much beyond journal_max_bytes for a consumer that lags."""
+    journal_max_consumers: int = 16
+    """Registered journal consumers, at most."""
+    journal_offset_start: int = -1
+    """The first journal offset of a boot: -1 (random, as the offsets scheme asks);
+    0..2^32-1 for tests (e.g. near 2^32, to see the wrap)."""
     vss: tuple[str, ...] = ()
     """VSS JSON catalogs: every signal is a key from the start, with its metadata
     (datatype, entry type, unit, min, max, allowed values) checked on every write.
     Flag ``--vss FILE`` (repeatable), TOML a list, ``VMW_VSS`` comma-separated."""
     actuation_timeout_s: float = 5.0
     """How long an actuation waits for its provider's answer (KUKSA Actuate)."""
+    metrics_listen: str = ""
+    """Serve Prometheus text at ``http://ADDRESS/metrics`` (empty: no). Port 0 picks one."""
+    metrics_top_keys: int = 20
+    """Keys in the per-key series (the busiest by writes per second; 0 to 1000)."""
+    tls_cert: str = ""
+    """PEM certificate (chain) of the middleware: TLS on the TCP listener (empty: plaintext)."""
+    tls_key: str = ""
+    """PEM private key of ``tls_cert``."""
+    tls_client_ca: str = ""
+    """PEM CA certificate(s): mutual TLS, every TCP client shows a certificate they
+    signed, and its subject CN (or a SAN) is the app's identity."""
+    unix_socket_mode: str = "0660"
+    """File mode of the Unix socket (octal): who may connect to it (plaintext)."""
 
     def __post_init__(self) -> None:
         positive = (
@@ -115,6 +142,10 @@ class Settings:
             "journal_segment_bytes",
             "journal_max_bytes",
             "journal_buffer",
+            "journal_history_records",
+            "journal_history_bytes",
+            "journal_consumer_max_lag_bytes",
+            "journal_max_consumers",
         )
         if self.slow_app_report_s <= 0:
             raise ValueError(f"slow_app_report_s must be above 0, got {self.slow_app_report_s}")
@@ -132,6 +163,11 @@ class Settings:
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if not -1 <= self.journal_offset_start < 2**32:
+            raise ValueError(
+                f"journal_offset_start must be -1 (random) or 0..{2**32 - 1}, "
+                f"got {self.journal_offset_start}"
+            )
         if self.journal_level not in ("lifecycle", "drops", "full"):
             raise ValueError(
                 f"journal_level must be lifecycle, drops or full, got {self.journal_level!r}"
@@ -146,6 +182,29 @@ class Settings:
             raise ValueError(
                 f"stream_window ({self.stream_window}) exceeds max_stream_window "
                 f"({self.max_stream_window})"
+            )
+        if self.metrics_listen:
+            _host, sep, port = self.metrics_listen.rpartition(":")
+            if not sep or not port.isdigit() or int(port) > 65535:
+                raise ValueError(
+                    f"metrics_listen {self.metrics_listen!r}: use HOST:PORT, e.g. 127.0.0.1:9464"
+                )
+        if not 0 <= self.metrics_top_keys <= 1000:
+            raise ValueError(f"metrics_top_keys must be 0 to 1000, got {self.metrics_top_keys}")
+        if bool(self.tls_cert) != bool(self.tls_key):
+            raise ValueError("tls_cert and tls_key go together: give both or neither")
+        if self.tls_client_ca and not self.tls_cert:
+            raise ValueError("tls_client_ca (mutual TLS) needs tls_cert and tls_key")
+        if self.tls_cert and not self.listen:
+            raise ValueError("tls_cert is for the TCP listener, but listen is empty")
+        try:
+            mode = int(self.unix_socket_mode, 8)
+        except ValueError:
+            mode = -1
+        if not 0 <= mode <= 0o777:
+            raise ValueError(
+                f"unix_socket_mode must be an octal file mode such as 0660, "
+                f"got {self.unix_socket_mode!r}"
             )
         if self.max_value_size + 1024 > self.max_message_bytes:
             raise ValueError("max_message_bytes must exceed max_value_size by at least 1 KiB")

@@ -9,13 +9,18 @@ from __future__ import annotations
 __all__ = [
     "ActuationUnavailableError",
     "AlreadyProvidedError",
+    "FollowReplacedError",
     "InvalidRequestError",
+    "JournalDisabledError",
     "LimitExceededError",
     "MiddlewareError",
+    "OffsetOutOfRangeError",
     "PermissionDeniedError",
+    "ScopeDeniedError",
     "StreamConflictError",
     "UnauthenticatedError",
     "UnavailableError",
+    "UnknownConsumerError",
 ]
 
 
@@ -85,3 +90,36 @@ class AlreadyProvidedError(MiddlewareError):
         self.key = key
         self.owner = owner
         super().__init__(f"actuator {key!r} is already provided by {owner!r}")
+
+
+class ScopeDeniedError(MiddlewareError, PermissionError):
+    """The caller's token lacks a scope the call needs (not about one key)."""
+
+    def __init__(self, app: str, what: str, scope: str) -> None:
+        self.app = app
+        self.scope = scope
+        super().__init__(f"app {app!r} may not {what}: its token has no {scope!r} scope")
+
+
+class JournalDisabledError(MiddlewareError):
+    """The middleware runs without a journal, so there is nothing to consume."""
+
+
+class UnknownConsumerError(MiddlewareError, LookupError):
+    """A journal consumer that is not registered."""
+
+    def __init__(self, app: str, component: str) -> None:
+        self.app = app
+        self.component = component
+        super().__init__(
+            f"component {component!r} of app {app!r} is not a registered journal consumer: "
+            "call RegisterConsumer first (or poll as LIVE, which pins nothing)"
+        )
+
+
+class OffsetOutOfRangeError(MiddlewareError, ValueError):
+    """A journal offset that the boot it is given with never wrote."""
+
+
+class FollowReplacedError(MiddlewareError):
+    """A newer Follow stream of the same consumer took over."""

@@ -25,11 +25,35 @@ __all__ = [
     "Chain",
     "OffsetCounter",
     "canonical",
+    "distance",
     "line_of",
+    "pred",
     "record_hash",
+    "succ",
+    "verify_line",
 ]
 
 OFFSET_MOD: Final = 2**32
+
+
+def succ(offset: int) -> int:
+    """The offset after ``offset``: ``s(n) = (n + 1) mod 2^32``."""
+    return (offset + 1) % OFFSET_MOD
+
+
+def pred(offset: int) -> int:
+    """The offset before ``offset`` (``p(s(n)) == n``), modulo 2^32."""
+    return (offset - 1) % OFFSET_MOD
+
+
+def distance(start: int, offset: int) -> int:
+    """How many steps of :func:`succ` lead from ``start`` to ``offset`` (0..2^32-1).
+
+    Offsets wrap, so they compare only by their distance from a common start:
+    within a window that begins at ``start``, ``a`` comes before ``b`` iff
+    ``distance(start, a) < distance(start, b)``.
+    """
+    return (offset - start) % OFFSET_MOD
 
 
 class OffsetCounter:
@@ -76,6 +100,39 @@ def line_of(record: dict[str, Any]) -> bytes:
     digest = hashlib.sha256(body).hexdigest()
     record["hash"] = digest
     return b'{"hash":"' + digest.encode() + b'",' + body[1:] + b"\n"
+
+
+def verify_line(line: bytes) -> dict[str, Any]:
+    """The record of one journal line whose ``hash`` checks, or ValueError saying why not.
+
+    A line written by :func:`line_of` is checked over its own bytes (what
+    the hash was computed over); any other JSON line (older journals) over
+    its :func:`canonical` form. The line's chain link (``prev_hash``) is the
+    reader's to check: it needs the record before.
+
+    Raises:
+        ValueError: not one whole JSON object, no ``hash``, or a hash that
+            does not match (the line was edited).
+    """
+    if not line.endswith(b"\n"):
+        raise ValueError("not a whole line (no newline)")
+    try:
+        record = json.loads(line)
+    except ValueError as e:
+        raise ValueError(f"not JSON ({e})") from None
+    if not isinstance(record, dict) or not isinstance(record.get("hash"), str):
+        raise ValueError("not a journal record (no hash)")
+    expected = record["hash"]
+    if line.startswith(b'{"hash":"') and line[HASH_PREFIX_LEN - 2 : HASH_PREFIX_LEN] == b'",':
+        body = b"{" + line[HASH_PREFIX_LEN:-1]
+        actual = hashlib.sha256(body).hexdigest()
+        if actual != expected:
+            actual = record_hash(record)  # a hash-first line not in canonical form
+    else:
+        actual = record_hash(record)
+    if actual != expected:
+        raise ValueError("hash does not match the record (edited?)")
+    return record
 
 
 class Chain:

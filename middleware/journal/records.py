@@ -19,7 +19,13 @@ written before it, so times never go back in offset order), ``prev_hash`` and ``
   next boot); ``journal_trimmed`` (``trimmed_boot_id``, ``files``,
   ``bytes``, ``kept_offset``, ``kept_prev_hash``: retention removed that
   boot's oldest segments, and its chain now starts at the record with that
-  offset and prev_hash, or nowhere when ``kept_offset`` is null).
+  offset and prev_hash, or nowhere when ``kept_offset`` is null);
+  ``consumer_cut`` (``app``, ``component``, ``lost_boot_id``, ``from_offset``,
+  ``to_offset``, ``count``, ``reason``): retention removed records a
+  registered journal consumer had not acknowledged, because they were more
+  than its bound (``journal_consumer_max_lag_bytes``): that consumer lost the
+  offsets ``from_offset..to_offset`` (inclusive, may wrap; ``count`` offsets)
+  of that boot; written before the segments go, beside ``journal_trimmed``.
 - drops: ``evicted`` / ``lost`` / ``discarded`` (``app``, ``key``,
   ``key_id``, ``queue``, ``seq``, ``reason``).
 - full, one record per batch (the format since issue 19): ``publish_batch``
@@ -78,6 +84,7 @@ LEVEL_OF: Final[dict[str, Level]] = {
     "deregister": Level.LIFECYCLE,
     "journal_dropped": Level.LIFECYCLE,
     "journal_trimmed": Level.LIFECYCLE,
+    "consumer_cut": Level.LIFECYCLE,
     "evicted": Level.DROPS,
     "lost": Level.DROPS,
     "discarded": Level.DROPS,

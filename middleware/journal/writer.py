@@ -25,7 +25,14 @@ Every loss is reported by a record, never only by a gap:
 Retention: when the directory holds more than ``max_bytes`` of segments, the
 oldest go, and a ``journal_trimmed`` record per boot whose segments went says
 where that boot's chain now starts (``kept_offset``, ``kept_prev_hash``), so
-a verifier tells retention from tampering.
+a verifier tells retention from tampering. With a ``feed``
+(:mod:`middleware.journal.feed`) retention keeps what registered consumers
+have not acknowledged, within their bound, and a ``consumer_cut`` record says
+what a consumer beyond it lost (:mod:`middleware.journal.pinning`).
+
+Consumers: with a ``history``, the writer thread hands every batch it has
+written (the lines as written, their offsets and kinds) to it after the
+write: a list extend per batch, nothing per event on the event loop's side.
 """
 
 from __future__ import annotations
@@ -42,9 +49,11 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from middleware.journal.chain import OFFSET_MOD, Chain
+from middleware.journal.history import History
+from middleware.journal.pinning import Plan
 from middleware.journal.records import LEVEL_OF, Level
 from middleware.journal.reserve import LOCK_NAME, LossMarker, MarkerState, Reserve
 from middleware.journal.segments import (
@@ -55,7 +64,7 @@ from middleware.journal.segments import (
     segment_name,
 )
 
-__all__ = ["Journal", "JournalInUseError", "segment_files"]
+__all__ = ["Journal", "JournalInUseError", "RetentionGuard", "segment_files"]
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +88,16 @@ class JournalInUseError(RuntimeError):
     """Another live process writes the journal directory."""
 
 
+class RetentionGuard(Protocol):
+    """What retention asks before removing segments (the journal's feed)."""
+
+    def plan_retention(self, max_bytes: int, current: Path | None) -> tuple[Plan, int]: ...
+
+    def apply_cuts(self, decided: Plan) -> None: ...
+
+    def close(self) -> None: ...
+
+
 def _open_unbuffered(path: Path) -> Any:
     # Unbuffered: one write per batch, whose result says exactly what reached the file.
     return path.open("ab", buffering=0)
@@ -88,7 +107,8 @@ class Journal:
     """One middleware process's journal.
 
     ``opener`` opens a segment for appending (unbuffered); tests pass one that
-    fails like a full disk.
+    fails like a full disk. ``history`` gets every batch written; :meth:`guard`
+    keeps retention from removing what consumers have not acknowledged.
     """
 
     def __init__(
@@ -105,6 +125,7 @@ class Journal:
         clock: Callable[[], int] = time.time_ns,
         offset_start: int | None = None,
         opener: Callable[[Path], Any] | None = None,
+        history: History | None = None,
     ) -> None:
         self.directory = directory
         self.vehicle_id = vehicle_id
@@ -128,6 +149,11 @@ class Journal:
         # Writer side.
         self._next_offset = secrets.randbelow(OFFSET_MOD) if offset_start is None else offset_start
         self._next_offset %= OFFSET_MOD
+        self.first_offset = self._next_offset
+        """The offset of this boot's first record."""
+        self._history = history
+        self._guard: RetentionGuard | None = None
+        self._held = ""  # consumers holding retention back, as last logged
         self._consumed = 0  # producer records given an offset
         self.written = 0
         self._unreported = 0  # records not on disk that no written record reports yet
@@ -138,6 +164,8 @@ class Journal:
         self._chain = Chain()
         self._batch: list[bytes] = []  # linked lines not yet written
         self._batch_hashes: list[str] = []  # their hashes, to roll the chain back on a failure
+        self._batch_offsets: list[int] = []  # their offsets and kinds, for the history
+        self._batch_kinds: list[str] = []
         # (index, losses reported, is stop) of the batch's journal_dropped and stop lines: a
         # journal_dropped of this boot that is lost reports its count again.
         self._batch_marks: list[tuple[int, int, bool]] = []
@@ -160,6 +188,11 @@ class Journal:
         self._stopped = threading.Event()
 
     # -- the event loop's side ------------------------------------------------------
+
+    def guard(self, guard: RetentionGuard) -> None:
+        """Keep retention from removing what ``guard``'s consumers have not acknowledged
+        (before :meth:`start`)."""
+        self._guard = guard
 
     def lock(self) -> None:
         """Create the directory and take it for this process (idempotent).
@@ -329,14 +362,16 @@ class Journal:
         """Give ``rec`` the next offset, link it, and add it to the batch."""
         if self._file is None or self._file_bytes + self._batch_bytes >= self._segment_bytes:
             self._rotate()
-        rec["offset"] = self._next_offset
-        self._next_offset = (self._next_offset + 1) % OFFSET_MOD
+        offset = rec["offset"] = self._next_offset
+        self._next_offset = (offset + 1) % OFFSET_MOD
         self._last_time_ns = rec["time_ns"]
         line = self._chain.line(rec)
         self._batch.append(line)
         self._batch_hashes.append(rec["hash"])
         self._batch_bytes += len(line)
         kind = rec["kind"]
+        self._batch_offsets.append(offset)
+        self._batch_kinds.append(kind)
         if kind == "journal_dropped" or kind == "stop":
             covers = rec["count"] if kind == "journal_dropped" and "lost_boot_id" not in rec else 0
             self._batch_marks.append((len(self._batch) - 1, covers, kind == "stop"))
@@ -346,7 +381,9 @@ class Journal:
         if not self._batch:
             return
         batch, hashes, marks = self._batch, self._batch_hashes, self._batch_marks
+        offsets, kinds = self._batch_offsets, self._batch_kinds
         self._batch, self._batch_hashes, self._batch_marks, self._batch_bytes = [], [], [], 0
+        self._batch_offsets, self._batch_kinds = [], []
         data = b"".join(batch)
         payload = gzip.compress(data, 6) if self._compress else data
         done, error = self._append(payload)
@@ -364,6 +401,11 @@ class Journal:
                     os.ftruncate(self._file.fileno(), self._file_bytes + written)
         self._file_bytes += written
         self.written += kept
+        if self._history is not None and kept:
+            if kept == len(batch):
+                self._history.add(offsets, batch, kinds)
+            else:
+                self._history.add(offsets[:kept], batch[:kept], kinds[:kept])
         for index, _, stop in marks:
             if index < kept:
                 self._mark_now = True  # a report or the stop reached disk
@@ -438,15 +480,38 @@ class Journal:
         sizes = {p: p.stat().st_size for p in files}
         total = sum(sizes.values())
         removed: dict[str, list[Path]] = {}
-        for p in files[:-1]:  # never the one being written
-            if total <= self._max_bytes:
-                break
-            total -= sizes[p]
-            removed.setdefault(segment_boot(p) or "", []).append(p)
+        decided: Plan | None = None
+        if self._guard is None:
+            for p in files[:-1]:  # never the one being written
+                if total <= self._max_bytes:
+                    break
+                total -= sizes[p]
+                removed.setdefault(segment_boot(p) or "", []).append(p)
+        else:
+            decided, _ = self._guard.plan_retention(self._max_bytes, files[-1] if files else None)
+            for seg in decided.remove:
+                removed.setdefault(seg.boot_id, []).append(seg.path)
+                sizes.setdefault(seg.path, seg.size)
+            self._note_held(decided)
         if not removed:
             return
         gone = {p for ps in removed.values() for p in ps}
         kept = [p for p in files if p not in gone]
+        for cut in decided.cuts if decided is not None else ():
+            for lost in cut.lost:
+                self._emit_one(
+                    self._own(
+                        "consumer_cut",
+                        app=cut.pin.app,
+                        component=cut.pin.component,
+                        lost_boot_id=lost.boot_id,
+                        from_offset=lost.from_offset,
+                        to_offset=lost.to_offset,
+                        count=lost.count,
+                        reason=f"{cut.lag_bytes} bytes unacknowledged, beyond the consumer "
+                        "bound (journal_consumer_max_lag_bytes)",
+                    )
+                )
         # This boot's first: if its chain now starts in the segment just opened, the trim
         # record itself is that segment's first record, so its offset and prev_hash are next.
         for boot in sorted(removed, key=lambda b: b != self.boot_id):
@@ -467,10 +532,26 @@ class Journal:
                 )
             )
         self._write_batch()
+        if decided is not None and decided.cuts and self._guard is not None:
+            self._guard.apply_cuts(decided)
         for p in sorted(gone):
             with contextlib.suppress(FileNotFoundError):
                 p.unlink()
             log.info("journal retention removed %s", p.name)
+
+    def _note_held(self, decided: Plan) -> None:
+        """Log once per episode that consumers keep retention from going further."""
+        held = ", ".join(sorted({f"{p.app}/{p.component}" for p in decided.held_by}))
+        if held and held != self._held:
+            log.warning(
+                "journal: retention keeps segments beyond journal_max_bytes (%d) for consumers "
+                "that have not acknowledged them: %s",
+                self._max_bytes,
+                held,
+            )
+        elif not held and self._held:
+            log.info("journal: consumers no longer hold retention back")
+        self._held = held
 
     def _mark(self) -> None:
         """Keep the loss marker current: at once after a loss or a report, else every 0.5 s."""
@@ -517,5 +598,7 @@ class Journal:
             self._mark_now = True
             self._mark()
             self._marker.close()
+            if self._guard is not None:
+                self._guard.close()
             self.unlock()
             self._stopped.set()

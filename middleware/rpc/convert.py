@@ -23,15 +23,23 @@ from ess import (
     Trigger,
 )
 from middleware.errors import InvalidRequestError, LimitExceededError
+from middleware.journal.answers import Nothing, Reason, Recover
+from middleware.journal.consumers import Lost
+from middleware.journal.feed import ConsumerState, Records
+from middleware.journal.follow import Group
 from vehicle.ess.v1 import ess_pb2
+from vehicle.journal.v1 import journal_pb2
 from vehicle.vstore.v1 import vstore_pb2
 from vstore import Entry, SetResult, Update
 
 __all__ = [
     "check_count",
     "check_fits",
+    "consumer_info",
     "event_batch",
+    "follow_batch",
     "get_response",
+    "poll_response",
     "queue_configs",
     "queue_configs_to_pb",
     "register_response",
@@ -218,3 +226,86 @@ def get_response(entries: Sequence[Entry], not_found: Sequence[str]) -> vstore_p
             v.data = e.data
         values.append(v)
     return vstore_pb2.GetResponse(values=values, not_found=list(not_found))
+
+
+# -- the journal service -------------------------------------------------------------
+
+_REASON_TO_PB = {
+    Reason.NOT_IN_HISTORY: journal_pb2.RECOVERY_REASON_NOT_IN_HISTORY,
+    Reason.BOOT_ENDED: journal_pb2.RECOVERY_REASON_BOOT_ENDED,
+    Reason.BOOT_NOT_HELD: journal_pb2.RECOVERY_REASON_BOOT_NOT_HELD,
+    Reason.CUT_LOOSE: journal_pb2.RECOVERY_REASON_CUT_LOOSE,
+}
+
+
+def _lost_ranges(lost: Sequence[Lost]) -> list[journal_pb2.LostRange]:
+    return [
+        journal_pb2.LostRange(
+            boot_id=x.boot_id,
+            from_offset=x.from_offset,
+            to_offset=x.to_offset,
+            count=x.count,
+            reason=x.reason,
+        )
+        for x in lost
+    ]
+
+
+def _records(r: Records) -> journal_pb2.Records:
+    return journal_pb2.Records(
+        boot_id=r.boot_id,
+        lines=r.lines,
+        last_offset=r.last_offset,
+        newest_boot_id=r.newest_boot_id,
+        newest_offset=r.newest_offset,
+        caught_up=r.caught_up,
+    )
+
+
+def _recovery(r: Recover) -> journal_pb2.Recovery:
+    return journal_pb2.Recovery(
+        boot_id=r.boot_id,
+        n0=r.n0,
+        n1=r.n1,
+        reason=_REASON_TO_PB[r.reason],
+        message=r.message,
+        lost=_lost_ranges(r.lost),
+    )
+
+
+def poll_response(answer: Records | Nothing | Recover, vehicle_id: str) -> journal_pb2.PollResponse:
+    """A journal answer as its Poll response."""
+    if isinstance(answer, Records):
+        return journal_pb2.PollResponse(records=_records(answer), vehicle_id=vehicle_id)
+    if isinstance(answer, Nothing):
+        return journal_pb2.PollResponse(
+            nothing_new=journal_pb2.NothingNew(boot_id=answer.boot_id, offset=answer.offset),
+            vehicle_id=vehicle_id,
+        )
+    return journal_pb2.PollResponse(recovery=_recovery(answer), vehicle_id=vehicle_id)
+
+
+def follow_batch(group: Group, vehicle_id: str) -> journal_pb2.FollowBatch:
+    """A Follow group as its message."""
+    if isinstance(group.answer, Records):
+        return journal_pb2.FollowBatch(
+            seq=group.seq, records=_records(group.answer), vehicle_id=vehicle_id
+        )
+    return journal_pb2.FollowBatch(
+        seq=group.seq, recovery=_recovery(group.answer), vehicle_id=vehicle_id
+    )
+
+
+def consumer_info(state: ConsumerState) -> journal_pb2.ConsumerInfo:
+    """A registered consumer for ListConsumers."""
+    c = state.consumer
+    return journal_pb2.ConsumerInfo(
+        app=c.app,
+        component=c.component,
+        position=journal_pb2.Position(boot_id=c.boot_id, offset=c.offset),
+        registered_ns=c.registered_ns,
+        acknowledged_ns=c.acked_ns,
+        unacknowledged_bytes=state.lag_bytes,
+        cuts=c.cuts,
+        lost=_lost_ranges(c.lost),
+    )

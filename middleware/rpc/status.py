@@ -17,12 +17,17 @@ import grpc
 from ess.errors import BudgetExceededError, InvalidQueueConfigError, NotReadingEventsError
 from middleware.errors import (
     AlreadyProvidedError,
+    FollowReplacedError,
     InvalidRequestError,
+    JournalDisabledError,
     LimitExceededError,
+    OffsetOutOfRangeError,
     PermissionDeniedError,
+    ScopeDeniedError,
     StreamConflictError,
     UnauthenticatedError,
     UnavailableError,
+    UnknownConsumerError,
 )
 from middleware.rpc.decoding import Malformed
 from vstore.errors import (
@@ -56,6 +61,11 @@ STATUS_OF: Final[tuple[tuple[type[BaseException], grpc.StatusCode], ...]] = (
     (InvalidValueError, grpc.StatusCode.INVALID_ARGUMENT),
     (VersionConflictError, grpc.StatusCode.ABORTED),
     (KeyCapacityError, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    (ScopeDeniedError, grpc.StatusCode.PERMISSION_DENIED),
+    (JournalDisabledError, grpc.StatusCode.FAILED_PRECONDITION),
+    (UnknownConsumerError, grpc.StatusCode.NOT_FOUND),
+    (OffsetOutOfRangeError, grpc.StatusCode.OUT_OF_RANGE),
+    (FollowReplacedError, grpc.StatusCode.ABORTED),
 )
 """First match wins. Anything else is INTERNAL (and logged with its traceback)."""
 

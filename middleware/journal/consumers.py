@@ -1,0 +1,278 @@
+"""The journal's reliable consumers: who they are, what they acknowledged, what they lost.
+
+A reliable consumer (FTN18 §2.2.4) is an app's *component*, a name of 1 to 16
+characters of ``[A-Za-z0-9_]``; ``LIVE`` is reserved for live consumers, who
+never register and pin nothing. A registered consumer has a position, the
+``(boot_id, offset)`` of the last record it acknowledged: retention keeps
+everything after it (up to a bound, see :mod:`middleware.journal.pinning`).
+When retention cuts a consumer loose, the registry notes what it lost
+(:class:`Lost`) so its next recovery answer can say so.
+
+Persisted in ``DIR/.journal-consumers`` (JSON, written to a temporary file and
+renamed): registrations and cuts at once (with fsync), acknowledgements at
+most once a second (a crash loses at most a second of them: the consumer is
+then served a little again, never less). A dot name: segment globs and
+Hadoop readers skip it. Thread-safe: the writer thread cuts, the event loop
+registers and acknowledges.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from middleware.errors import InvalidRequestError, LimitExceededError
+
+__all__ = [
+    "CONSUMERS_NAME",
+    "LIVE",
+    "MAX_LOST",
+    "Consumer",
+    "Consumers",
+    "Lost",
+    "check_component",
+]
+
+log = logging.getLogger(__name__)
+
+CONSUMERS_NAME: Final = ".journal-consumers"
+LIVE: Final = "LIVE"
+"""The component of live consumers (FTN18): never registered, pins nothing."""
+_COMPONENT: Final = re.compile(r"[A-Za-z0-9_]{1,16}", re.ASCII)
+MAX_LOST: Final = 64
+"""Lost ranges kept per consumer until it acknowledges past them (the oldest go first)."""
+_FLUSH_EVERY_S: Final = 1.0
+
+
+def check_component(component: str, *, field_name: str = "component", live: bool = True) -> None:
+    """Refuse a malformed component name; ``LIVE`` too unless ``live``.
+
+    Raises:
+        InvalidRequestError: naming the field and what is allowed.
+    """
+    if _COMPONENT.fullmatch(component) is None:
+        raise InvalidRequestError(
+            field_name, f"must be 1 to 16 characters of [A-Za-z0-9_], got {component!r}"
+        )
+    if component == LIVE and not live:
+        raise InvalidRequestError(
+            field_name,
+            "'LIVE' is reserved for live consumers, which do not register (they poll or "
+            "follow as LIVE and pin nothing); register another name",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Lost:
+    """Offsets ``from_offset..to_offset`` (inclusive, may wrap) of a boot that a
+    consumer will never get: retention removed them before it acknowledged them."""
+
+    boot_id: str
+    from_offset: int
+    to_offset: int
+    count: int
+    """Offsets in the range (lost journal records included)."""
+    reason: str
+
+
+@dataclass(slots=True)
+class Consumer:
+    """One registered consumer and its acknowledged position."""
+
+    app: str
+    component: str
+    boot_id: str
+    offset: int
+    """The last record acknowledged (of ``boot_id``): everything up to it may go."""
+    registered_ns: int
+    acked_ns: int = 0
+    lost: list[Lost] = field(default_factory=list)
+    cuts: int = 0
+    """Times retention cut it loose."""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.app, self.component
+
+    def copy(self) -> Consumer:
+        return dataclasses.replace(self, lost=list(self.lost))
+
+
+class Consumers:
+    """The registry of one journal directory."""
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        max_consumers: int,
+        clock: Callable[[], int] = time.time_ns,
+    ) -> None:
+        self.path = directory / CONSUMERS_NAME
+        self.max_consumers = max_consumers
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._consumers: dict[tuple[str, str], Consumer] = {}
+        self._dirty = False
+        self._flushed_at = 0.0
+
+    def load(self) -> None:
+        """Read the registry file, if any. A file that does not parse is set aside
+        (``.journal-consumers.bad``) and logged: its consumers must register again."""
+        try:
+            data = json.loads(self.path.read_bytes())
+            consumers = [
+                Consumer(
+                    app=str(c["app"]),
+                    component=str(c["component"]),
+                    boot_id=str(c["boot_id"]),
+                    offset=int(c["offset"]),
+                    registered_ns=int(c["registered_ns"]),
+                    acked_ns=int(c.get("acked_ns", 0)),
+                    lost=[Lost(**x) for x in c.get("lost", [])],
+                    cuts=int(c.get("cuts", 0)),
+                )
+                for c in data["consumers"]
+            ]
+        except FileNotFoundError:
+            return
+        except (ValueError, KeyError, TypeError) as e:
+            bad = self.path.with_name(self.path.name + ".bad")
+            with contextlib.suppress(OSError):
+                os.replace(self.path, bad)
+            log.error("journal: %s does not parse (%s); set aside as %s", self.path, e, bad.name)
+            return
+        with self._lock:
+            self._consumers = {c.key: c for c in consumers}
+
+    # -- reads ----------------------------------------------------------------------
+
+    def get(self, app: str, component: str) -> Consumer | None:
+        """A copy of the consumer, or None when it is not registered."""
+        with self._lock:
+            c = self._consumers.get((app, component))
+            return None if c is None else c.copy()
+
+    def all(self) -> list[Consumer]:
+        """Copies of every consumer, by app and component."""
+        with self._lock:
+            return [c.copy() for _, c in sorted(self._consumers.items())]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._consumers)
+
+    # -- changes --------------------------------------------------------------------
+
+    def register(
+        self, app: str, component: str, boot_id: str, offset: int
+    ) -> tuple[Consumer, bool]:
+        """Register ``(app, component)`` at position ``(boot_id, offset)`` (idempotent:
+        a registered consumer keeps its position). Returns it and whether it is new.
+
+        Raises:
+            InvalidRequestError: a malformed component, or ``LIVE``.
+            LimitExceededError: the registry is full.
+        """
+        check_component(component, live=False)
+        with self._lock:
+            c = self._consumers.get((app, component))
+            if c is not None:
+                return c.copy(), False
+            if len(self._consumers) >= self.max_consumers:
+                raise LimitExceededError(
+                    "journal consumers",
+                    self.max_consumers,
+                    f"{len(self._consumers)} are registered; unregister one first",
+                )
+            c = Consumer(app, component, boot_id, offset, registered_ns=self._clock())
+            self._consumers[c.key] = c
+            self._write(sync=True)
+            return c.copy(), True
+
+    def unregister(self, app: str, component: str) -> bool:
+        """Forget the consumer (its pins go with it); whether it was registered. Idempotent."""
+        with self._lock:
+            if self._consumers.pop((app, component), None) is None:
+                return False
+            self._write(sync=True)
+            return True
+
+    def ack(
+        self,
+        app: str,
+        component: str,
+        boot_id: str,
+        offset: int,
+        *,
+        keep_lost: Callable[[Lost], bool],
+    ) -> None:
+        """Move the consumer's position to ``(boot_id, offset)`` (the caller checked it is
+        later) and drop the lost ranges ``keep_lost`` says it is past. Persisted lazily."""
+        with self._lock:
+            c = self._consumers.get((app, component))
+            if c is None:
+                return
+            c.boot_id, c.offset, c.acked_ns = boot_id, offset, self._clock()
+            c.lost = [x for x in c.lost if keep_lost(x)]
+            self._dirty = True
+            if time.monotonic() - self._flushed_at >= _FLUSH_EVERY_S:
+                self._write(sync=False)
+
+    def cut(self, app: str, component: str, boot_id: str, offset: int, lost: list[Lost]) -> None:
+        """Retention cut the consumer loose: it lost ``lost``; its position moves past them."""
+        with self._lock:
+            c = self._consumers.get((app, component))
+            if c is None:
+                return
+            c.boot_id, c.offset = boot_id, offset
+            c.lost = (c.lost + lost)[-MAX_LOST:]
+            c.cuts += 1
+            self._write(sync=True)
+
+    def flush(self) -> None:
+        """Write acknowledgements not yet written (at stop)."""
+        with self._lock:
+            if self._dirty:
+                self._write(sync=True)
+
+    def _write(self, *, sync: bool) -> None:
+        """Write the file atomically (lock held)."""
+        data: dict[str, Any] = {
+            "version": 1,
+            "consumers": [dataclasses.asdict(c) for _, c in sorted(self._consumers.items())],
+        }
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        try:
+            with tmp.open("wb") as fh:
+                fh.write(json.dumps(data, indent=1, sort_keys=True).encode())
+                if sync:
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+        except OSError as e:
+            log.error("journal: cannot write %s (%s); consumer positions kept in memory", tmp, e)
+            return
+        self._dirty = False
+        self._flushed_at = time.monotonic()
+
+    def check(self) -> None:
+        """Assert the invariants (tests)."""
+        with self._lock:
+            assert len(self._consumers) <= self.max_consumers
+            for key, c in self._consumers.items():
+                assert key == c.key
+                assert _COMPONENT.fullmatch(c.component)
+                assert c.component != LIVE
+                assert 0 <= c.offset < 2**32
+                assert len(c.lost) <= MAX_LOST

@@ -1,0 +1,415 @@
+"""The journal as its consumers see it: the history in memory, the segments on disk,
+the registry of reliable consumers and the answers, in one object.
+
+The journal service (:mod:`middleware.rpc.journal_service`) calls
+:meth:`Feed.poll` and runs :class:`~middleware.journal.follow.FollowSession`\\ s
+over it; the journal writer calls :meth:`Feed.plan_retention` and
+:meth:`Feed.cut` so retention keeps what consumers have not acknowledged.
+The rules are in the pure modules: :mod:`answers` (which answer),
+:mod:`pinning` (what retention may remove).
+
+A poll served from memory (the consumer keeps up) takes the history's lock
+once and lists no directory; only a consumer behind the history reads disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from middleware.errors import UnknownConsumerError
+from middleware.journal.answers import (
+    Nothing,
+    Read,
+    Reason,
+    Recover,
+    View,
+    answer,
+    later,
+    lost_after,
+)
+from middleware.journal.archive import Archive
+from middleware.journal.chain import OFFSET_MOD, distance, pred
+from middleware.journal.consumers import LIVE, Consumer, Consumers, check_component
+from middleware.journal.history import History, Slice
+from middleware.journal.pinning import Pin, Plan, lag_bytes, plan
+from middleware.journal.segments import segment_files
+
+__all__ = ["ConsumerState", "Feed", "Records"]
+
+log = logging.getLogger(__name__)
+
+_TRIES: Final = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Records:
+    """Answer 1 as served: the records after the consumer's offset."""
+
+    boot_id: str
+    lines: tuple[bytes, ...]
+    last_offset: int
+    """The last record read (wanted or skipped by the filter): poll with it next."""
+    newest_boot_id: str
+    newest_offset: int
+    """The newest record written (the consumer's lag: from ``last_offset`` to it)."""
+    caught_up: bool
+    """Whether ``last_offset`` is the newest record written."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerState:
+    """A registered consumer, with what it holds back."""
+
+    consumer: Consumer
+    lag_bytes: int
+    """Bytes on disk of segments holding records it has not acknowledged."""
+
+
+class Feed:
+    """One journal directory, read by consumers."""
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        boot_id: str,
+        first_offset: int,
+        history: History,
+        consumers: Consumers,
+        max_lag_bytes: int,
+        answer_bytes: int,
+    ) -> None:
+        self.directory = directory
+        self.boot_id = boot_id
+        self.first_offset = first_offset
+        self.history = history
+        self.archive = Archive(directory)
+        self.consumers = consumers
+        self.max_lag_bytes = max_lag_bytes
+        self.answer_bytes = answer_bytes
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._waiters: set[asyncio.Event] = set()
+        self.followers: dict[tuple[str, str], Callable[[], None]] = {}
+        """Reliable followers by (app, component): how to end each (a newer one replaces it)."""
+        history.on_add(self._added)
+
+    # -- what is held ---------------------------------------------------------------
+
+    def view(self) -> View:
+        """The boots held now (disk, and the current boot's newest from memory)."""
+        window = self.history.window()
+        spans = self.archive.boots(
+            current=self.boot_id, current_last=None if window is None else window[1]
+        )
+        return View(tuple(spans), self.boot_id, self.first_offset)
+
+    # -- the registry ---------------------------------------------------------------
+
+    def register(self, app: str, component: str, *, from_newest: bool) -> tuple[Consumer, bool]:
+        """Register a reliable consumer (idempotent). A new one starts before the oldest
+        record held (``from_newest``: after the newest). Returns it and whether it is new."""
+        check_component(component, live=False)
+        existing = self.consumers.get(app, component)
+        if existing is not None:
+            return existing, False
+        view = self.view()
+        if from_newest or not view.boots:
+            window = self.history.window()
+            start = (self.boot_id, window[1] if window else pred(self.first_offset))
+        else:
+            start = (view.boots[0].boot_id, pred(view.boots[0].first))
+        consumer, created = self.consumers.register(app, component, *start)
+        log.info(
+            "journal: consumer %s/%s registered at boot %s offset %d",
+            app,
+            component,
+            consumer.boot_id,
+            consumer.offset,
+        )
+        return consumer, created
+
+    def unregister(self, app: str, component: str) -> bool:
+        check_component(component, live=False)
+        gone = self.consumers.unregister(app, component)
+        if gone:
+            log.info("journal: consumer %s/%s unregistered", app, component)
+        return gone
+
+    def states(self, app: str | None = None) -> list[ConsumerState]:
+        """Registered consumers (of ``app``, or all) with their unacknowledged bytes."""
+        segments = self.archive.segments()
+        return [
+            ConsumerState(c, lag_bytes(Pin(c.app, c.component, c.boot_id, c.offset), segments))
+            for c in self.consumers.all()
+            if app is None or c.app == app
+        ]
+
+    def consumer(self, app: str, component: str) -> Consumer | None:
+        """The registered consumer; None for LIVE.
+
+        Raises:
+            InvalidRequestError: a malformed component.
+            UnknownConsumerError: not registered.
+        """
+        check_component(component)
+        if component == LIVE:
+            return None
+        c = self.consumers.get(app, component)
+        if c is None:
+            raise UnknownConsumerError(app, component)
+        return c
+
+    def acknowledge(self, consumer: Consumer, boot_id: str, offset: int) -> None:
+        """Move a registered consumer on to ``(boot_id, offset)`` if that is later."""
+        view = self.view() if boot_id != self.boot_id or consumer.boot_id != self.boot_id else None
+        if view is None:
+            # Both in the running boot: compare in memory when possible (no directory listing).
+            window = self.history.window()
+            if (
+                window is not None
+                and _in_window(window, consumer.offset)
+                and _in_window(window, offset)
+            ):
+                if _dist(window, offset) > _dist(window, consumer.offset):
+                    self.consumers.ack(
+                        consumer.app,
+                        consumer.component,
+                        boot_id,
+                        offset,
+                        keep_lost=lambda x: x.boot_id == boot_id and _after(x.to_offset, offset),
+                    )
+                return
+            view = self.view()
+        if later(view, (consumer.boot_id, consumer.offset), (boot_id, offset)):
+            self.consumers.ack(
+                consumer.app,
+                consumer.component,
+                boot_id,
+                offset,
+                keep_lost=lambda x: lost_after(view, x, boot_id, offset),
+            )
+
+    # -- answers --------------------------------------------------------------------
+
+    def poll_memory(
+        self,
+        consumer: Consumer | None,
+        boot_id: str,
+        offset: int,
+        *,
+        max_records: int,
+        want: frozenset[str] | None,
+        acknowledge: bool = True,
+    ) -> Records | Nothing | None:
+        """:meth:`poll`'s answer when memory has it (the position is in the history),
+        else None: the caller then calls :meth:`poll`, which may read disk (off the
+        event loop). Cheap: one lock, a binary search, a slice."""
+        if (boot_id or self.boot_id) != self.boot_id:
+            return None
+        got = self._from_memory(offset, max_records, want)
+        if got is not None and consumer is not None and acknowledge:
+            self.acknowledge(consumer, self.boot_id, offset)
+        return got
+
+    async def poll_async(
+        self,
+        consumer: Consumer | None,
+        boot_id: str,
+        offset: int,
+        *,
+        max_records: int,
+        want: frozenset[str] | None,
+        acknowledge: bool = True,
+    ) -> Records | Nothing | Recover:
+        """:meth:`poll` for the event loop: from memory on the loop, from disk in a thread."""
+        got = self.poll_memory(
+            consumer, boot_id, offset, max_records=max_records, want=want, acknowledge=acknowledge
+        )
+        if got is not None:
+            return got
+        return await asyncio.to_thread(
+            self.poll,
+            consumer,
+            boot_id,
+            offset,
+            max_records=max_records,
+            want=want,
+            acknowledge=acknowledge,
+        )
+
+    def poll(
+        self,
+        consumer: Consumer | None,
+        boot_id: str,
+        offset: int,
+        *,
+        max_records: int,
+        want: frozenset[str] | None,
+        acknowledge: bool = True,
+    ) -> Records | Nothing | Recover:
+        """Seed 003's answer to a consumer holding ``offset`` of ``boot_id`` (see :mod:`answers`).
+
+        A registered consumer's position is acknowledged (``acknowledge``) when
+        it is a position held. Reads at most ``max_records`` wanted records and
+        ``answer_bytes`` of lines.
+
+        Raises:
+            OffsetOutOfRangeError, UnavailableError: see :func:`answers.answer`.
+        """
+        boot = boot_id or self.boot_id
+        got = self.poll_memory(
+            consumer, boot_id, offset, max_records=max_records, want=want, acknowledge=acknowledge
+        )
+        if got is not None:
+            return got
+        home = None if consumer is None else (consumer.boot_id, consumer.offset)
+        for _ in range(_TRIES):
+            view = self.view()
+            a = answer(view, boot_id, offset, home=home)
+            if isinstance(a, Recover):
+                if consumer is not None:
+                    lost = tuple(x for x in consumer.lost if lost_after(view, x, boot, offset))
+                    if lost:
+                        a = Recover(a.boot_id, a.n0, a.n1, Reason.CUT_LOOSE, a.message, lost)
+                return a
+            if consumer is not None and acknowledge:
+                self.acknowledge(consumer, a.boot_id, a.offset)
+            if isinstance(a, Nothing):
+                return a
+            got = self._read(a, max_records, want)
+            if got is not None:
+                return got
+            # Retention removed what the view held, or the history moved on: look again.
+        raise RuntimeError(f"journal: no stable answer for boot {boot} offset {offset}")
+
+    def _from_memory(
+        self, offset: int, max_records: int, want: frozenset[str] | None
+    ) -> Records | Nothing | None:
+        s = self.history.after(
+            offset, max_records=max_records, max_bytes=self.answer_bytes, want=want
+        )
+        if s is None:
+            return None
+        if not s.lines and s.last_offset == offset:
+            return Nothing(self.boot_id, offset)
+        return self._records(self.boot_id, s)
+
+    def _read(self, a: Read, max_records: int, want: frozenset[str] | None) -> Records | None:
+        if a.boot_id == self.boot_id:
+            got = self._from_memory(a.offset, max_records, want)
+            if isinstance(got, Records):
+                return got
+        s = self.archive.read_after(
+            a.boot_id,
+            a.offset,
+            base=a.base,
+            max_records=max_records,
+            max_bytes=self.answer_bytes,
+            want=want,
+        )
+        if not s.lines and s.last_offset == a.offset:
+            return None
+        return self._records(a.boot_id, s)
+
+    def _records(self, boot_id: str, s: Slice) -> Records:
+        window = self.history.window()
+        newest = window[1] if window is not None else s.last_offset
+        return Records(
+            boot_id,
+            s.lines,
+            s.last_offset,
+            self.boot_id,
+            newest,
+            boot_id == self.boot_id and s.last_offset == newest,
+        )
+
+    def live_start(self, offset: int, keep: int) -> int:
+        """Where a live follower reads on from: ``offset`` if it is in memory, else just
+        before the newest ``keep`` records (0: after the newest)."""
+        return self.history.tail(offset, keep)
+
+    # -- waking followers -------------------------------------------------------------
+
+    def waiter(self) -> asyncio.Event:
+        """An event set when records are added (after :meth:`arm`) or :meth:`wake` is called."""
+        self._loop = asyncio.get_running_loop()
+        event = asyncio.Event()
+        self._waiters.add(event)
+        return event
+
+    def forget(self, event: asyncio.Event) -> None:
+        self._waiters.discard(event)
+
+    def arm(self) -> None:
+        """The next records added wake every waiter (arm, then look, then wait)."""
+        self.history.arm()
+
+    def _added(self) -> None:
+        # The writer thread: hand the wake-up to the event loop.
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.wake)
+
+    def wake(self) -> None:
+        for event in self._waiters:
+            event.set()
+
+    # -- retention (the writer thread) --------------------------------------------------
+
+    def plan_retention(self, max_bytes: int, current: Path | None) -> tuple[Plan, int]:
+        """What retention removes now, keeping consumers' records within their bound.
+        Returns the plan and the journal's size."""
+        files = segment_files(self.directory)
+        total = 0
+        for p in files:
+            try:
+                total += p.stat().st_size
+            except FileNotFoundError:
+                continue
+        pins = [Pin(c.app, c.component, c.boot_id, c.offset) for c in self.consumers.all()]
+        decided = plan(
+            self.archive.segments(),
+            total_bytes=total,
+            max_bytes=max_bytes,
+            max_lag_bytes=self.max_lag_bytes,
+            pins=pins,
+            keep=frozenset({current.name}) if current is not None else frozenset(),
+        )
+        return decided, total
+
+    def apply_cuts(self, decided: Plan) -> None:
+        """Record the plan's cuts in the registry (before the segments go)."""
+        for cut in decided.cuts:
+            p = cut.pin
+            self.consumers.cut(p.app, p.component, cut.boot_id, cut.offset, cut.lost)
+            log.warning(
+                "journal: consumer %s/%s cut loose: it had %d bytes unacknowledged (the bound "
+                "is %d); it lost %s",
+                p.app,
+                p.component,
+                cut.lag_bytes,
+                self.max_lag_bytes,
+                ", ".join(f"{x.boot_id} {x.from_offset}..{x.to_offset}" for x in cut.lost),
+            )
+
+    def close(self) -> None:
+        """Write the registry's pending acknowledgements (at stop)."""
+        self.consumers.flush()
+
+
+def _in_window(window: tuple[int, int], offset: int) -> bool:
+    return _dist(window, offset) <= _dist(window, window[1])
+
+
+def _dist(window: tuple[int, int], offset: int) -> int:
+    """Distance from the position before the window's oldest record (``p(n0)``: 0)."""
+    return distance(pred(window[0]), offset)
+
+
+def _after(to_offset: int, offset: int) -> bool:
+    return 0 < distance(offset, to_offset) < OFFSET_MOD // 2

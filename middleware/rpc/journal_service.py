@@ -1,0 +1,173 @@
+"""The JournalService servicer: RegisterConsumer, UnregisterConsumer, ListConsumers,
+Poll, Follow. Thin: identity and scope, conversion, one call into the journal's feed
+(:mod:`middleware.journal.feed`); Follow's loop is :mod:`middleware.journal.follow`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+
+from middleware.access import Caller
+from middleware.auth.scopes import JOURNAL_READ
+from middleware.errors import (
+    InvalidRequestError,
+    JournalDisabledError,
+    ScopeDeniedError,
+    UnknownConsumerError,
+)
+from middleware.journal.answers import MAX_WINDOW, check_limits, check_want
+from middleware.journal.feed import Feed
+from middleware.journal.follow import FollowSession, Group
+from middleware.rpc import convert
+from middleware.rpc.identity import caller
+from middleware.rpc.status import check_decoded, maps_errors
+from middleware.runtime import Runtime
+from vehicle.journal.v1 import journal_pb2 as pb
+from vehicle.journal.v1 import journal_pb2_grpc as pb_grpc
+
+__all__ = ["JournalService"]
+
+
+class JournalService(pb_grpc.JournalServiceServicer):
+    def __init__(self, runtime: Runtime) -> None:
+        self._rt = runtime
+        self._vehicle = runtime.settings.vehicle_id
+        self._followers: dict[tuple[str, str], FollowSession] = {}
+
+    def _caller(self, context: grpc.aio.ServicerContext[Any, Any]) -> tuple[Caller, Feed]:
+        """The caller, allowed to read the journal, and the journal's feed.
+
+        Raises:
+            UnauthenticatedError, LimitExceededError, ScopeDeniedError, JournalDisabledError.
+        """
+        who = caller(context, self._rt.access)
+        if not (who.grants.everything or who.grants.journal):
+            raise ScopeDeniedError(who.app, "read the journal", JOURNAL_READ)
+        feed = self._rt.journal_feed
+        if feed is None:
+            raise JournalDisabledError(
+                "this middleware runs without a journal: start it with --journal-dir DIR"
+            )
+        return who, feed
+
+    @maps_errors()
+    async def RegisterConsumer(
+        self, request: pb.RegisterConsumerRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.RegisterConsumerResponse:
+        who, feed = self._caller(context)
+        consumer, created = feed.register(
+            who.app, request.component, from_newest=request.from_newest
+        )
+        return pb.RegisterConsumerResponse(
+            created=created,
+            position=pb.Position(boot_id=consumer.boot_id, offset=consumer.offset),
+            vehicle_id=self._vehicle,
+            boot_id=feed.boot_id,
+        )
+
+    @maps_errors()
+    async def UnregisterConsumer(
+        self, request: pb.UnregisterConsumerRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.UnregisterConsumerResponse:
+        who, feed = self._caller(context)
+        gone = feed.unregister(who.app, request.component)
+        follower = self._followers.get((who.app, request.component))
+        if follower is not None:
+            follower.fail(UnknownConsumerError(who.app, request.component))
+        return pb.UnregisterConsumerResponse(was_registered=gone)
+
+    @maps_errors()
+    async def ListConsumers(
+        self, request: pb.ListConsumersRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.ListConsumersResponse:
+        who, feed = self._caller(context)
+        states = await asyncio.to_thread(feed.states, None if request.all_apps else who.app)
+        return pb.ListConsumersResponse(
+            consumers=[convert.consumer_info(s) for s in states],
+            vehicle_id=self._vehicle,
+            boot_id=feed.boot_id,
+        )
+
+    @maps_errors()
+    async def Poll(
+        self, request: pb.PollRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.PollResponse:
+        who, feed = self._caller(context)
+        consumer = feed.consumer(who.app, request.component)
+        check_limits(request.max)
+        want = check_want(request.want)
+        answer = await feed.poll_async(
+            consumer, request.boot_id, request.offset, max_records=request.max, want=want
+        )
+        return convert.poll_response(answer, self._vehicle)
+
+    @maps_errors()
+    async def Follow(
+        self,
+        request_iterator: AsyncIterator[pb.FollowRequest],
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> None:
+        who, feed = self._caller(context)
+        first = await anext(request_iterator, None)
+        check_decoded(first)
+        if first is None or first.WhichOneof("kind") != "start":
+            raise InvalidRequestError("start", "a Follow stream's first message must be start")
+        start = first.start
+        consumer = feed.consumer(who.app, start.component)
+        check_limits(start.max, field="start.max")
+        want = check_want(start.want, field="start.want")
+        if not 1 <= start.window <= MAX_WINDOW:
+            raise InvalidRequestError(
+                "start.window", f"must be in 1..{MAX_WINDOW}, got {start.window}"
+            )
+        session = FollowSession(
+            feed,
+            who.app,
+            consumer,
+            boot_id=start.boot_id,
+            offset=start.offset,
+            want=want,
+            max_records=start.max,
+            window=start.window,
+        )
+        key = (who.app, start.component)
+        if consumer is not None:
+            older = self._followers.get(key)
+            if older is not None:
+                older.replace()
+            self._followers[key] = session
+        reader = asyncio.create_task(self._acks(session, request_iterator))
+        vehicle = self._vehicle
+
+        async def send(group: Group) -> None:
+            await context.write(convert.follow_batch(group, vehicle))
+
+        try:
+            await session.run(send)
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+            if self._followers.get(key) is session:
+                del self._followers[key]
+
+    async def _acks(
+        self, session: FollowSession, requests: AsyncIterator[pb.FollowRequest]
+    ) -> None:
+        """Read the consumer's acknowledgements; a bad message ends the session."""
+        try:
+            async for message in requests:
+                check_decoded(message)
+                if message.WhichOneof("kind") == "ack":
+                    session.ack(message.ack.seq)
+                else:
+                    raise InvalidRequestError(
+                        "start", "sent twice: a Follow stream starts once; then only acks"
+                    )
+        except Exception as e:  # a bad message, or a broken stream: the session ends with it
+            session.fail(e)
