@@ -32,6 +32,7 @@ from typing import Final
 
 from middleware.auth.scopes import ALL, Grants
 from middleware.auth.tokens import Claims, TokenError, TokenVerifier
+from middleware.client.wire import APP_ID_HEADER, AUTH_HEADER
 from middleware.config import Settings
 from middleware.errors import LimitExceededError, PermissionDeniedError, UnauthenticatedError
 
@@ -39,8 +40,6 @@ __all__ = ["Access", "Caller", "TokenBucket"]
 
 log = logging.getLogger(__name__)
 
-APP_ID_HEADER: Final = "app-id"
-AUTH_HEADER: Final = "authorization"
 _APP_ID: Final = re.compile(r"[A-Za-z0-9_.\-]{1,64}", re.ASCII)
 _MAX_BUCKETS: Final = 10_000
 _MAX_TOKEN_BYTES: Final = 8192

@@ -8,6 +8,8 @@ from typing import Any, Final
 
 import grpc
 
+from middleware.client.wire import APP_ID_HEADER, AUTH_HEADER
+
 RETRYABLE: Final = frozenset(
     {
         grpc.StatusCode.UNAVAILABLE,
@@ -37,9 +39,9 @@ _OPTIONS: Final = [
 
 def metadata(app_id: str, token: str | None) -> tuple[tuple[str, str], ...]:
     """The identity metadata of every call: app id, and the token in token mode."""
-    md: tuple[tuple[str, str], ...] = (("app-id", app_id),)
+    md: tuple[tuple[str, str], ...] = ((APP_ID_HEADER, app_id),)
     if token is not None:
-        md += (("authorization", f"Bearer {token}"),)
+        md += ((AUTH_HEADER, f"Bearer {token}"),)
     return md
 
 

@@ -35,6 +35,7 @@ from middleware.client.events import (
     ResyncEvent,
     SubscriptionResult,
 )
+from middleware.client.wire import REASON_HEADER, REASON_REPLACED, SEQ_CYCLE
 from vehicle.actuation.v1 import actuation_pb2, actuation_pb2_grpc
 from vehicle.ess.v1 import ess_pb2, ess_pb2_grpc
 from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
@@ -43,7 +44,6 @@ __all__ = ["AppClient", "QueueSpec", "StreamReplacedError", "Sub"]
 
 log = logging.getLogger(__name__)
 
-_SEQ_CYCLE: Final = 2**32 - 1  # seq runs 1..2^32-1, then 1 again
 _STATUS_NAMES: Final = {v: k.removeprefix("STATUS_") for k, v in ess_pb2.Status.items()}
 
 
@@ -313,8 +313,8 @@ class AppClient:
                 code = e.code()
                 if self._closed:
                     return
-                reason = dict(e.trailing_metadata() or ()).get("vmw-reason")
-                if reason == "replaced":
+                reason = dict(e.trailing_metadata() or ()).get(REASON_HEADER)
+                if reason == REASON_REPLACED:
                     # Another instance of this app took over: fighting it back would
                     # make the two replace each other forever.
                     raise StreamReplacedError(self.app_id) from e
@@ -372,8 +372,8 @@ class AppClient:
         if kind == "data_updated":
             d = pb.data_updated
             last = self._last_seq.get(d.key, 0)
-            ahead = (d.seq - last) % _SEQ_CYCLE
-            if 0 < ahead < _SEQ_CYCLE // 2:
+            ahead = (d.seq - last) % SEQ_CYCLE
+            if 0 < ahead < SEQ_CYCLE // 2:
                 missed = ahead - 1
                 self._last_seq[d.key] = d.seq
             else:

@@ -25,6 +25,7 @@ import grpc
 
 from middleware.client._channel import RETRYABLE, Backoff, metadata, open_channel
 from middleware.client.actuators import ActuationHandler, ActuatorStream
+from middleware.client.wire import KEYS_VERSION_HEADER
 from vehicle.actuation.v1 import actuation_pb2_grpc
 from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
@@ -321,7 +322,7 @@ class ProviderClient:
                 await self._readd()
             md = self._md
             if self._keys_version is not None:
-                md += (("keys-version", self._keys_version),)
+                md += ((KEYS_VERSION_HEADER, self._keys_version),)
             self._call = self._stub.Publish(metadata=md, wait_for_ready=True)
         return self._call
 

@@ -6,9 +6,10 @@ from typing import Any, Final
 
 import grpc
 
-from middleware.access import APP_ID_HEADER, AUTH_HEADER, Access, Caller
+from middleware.access import Access, Caller
 from middleware.actuation import Actuation, Target
 from middleware.auth.scopes import ScopeError, compile_glob
+from middleware.client.wire import APP_ID_HEADER, AUTH_HEADER
 from middleware.errors import InvalidRequestError
 from middleware.kuksa.convert import to_store
 from middleware.signals import Signals

@@ -17,6 +17,7 @@ import grpc
 
 from ess import NotReadingEventsError
 from middleware.access import Caller
+from middleware.client.wire import REASON_HEADER, REASON_REPLACED, REASON_SHUTDOWN
 from middleware.delivery import AppStream, EndReason, deliver
 from middleware.errors import InvalidRequestError, LimitExceededError
 from middleware.rpc import convert
@@ -29,9 +30,6 @@ from vehicle.ess.v1 import ess_pb2, ess_pb2_grpc
 __all__ = ["EventService"]
 
 log = logging.getLogger(__name__)
-
-REASON_HEADER = "vmw-reason"
-"""Trailing metadata saying why the middleware ended a stream (``replaced``, ``shutdown``)."""
 
 
 class EventService(ess_pb2_grpc.EventServiceServicer):
@@ -110,7 +108,7 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
             await context.abort(
                 grpc.StatusCode.UNAVAILABLE,
                 "the middleware is shutting down; reconnect and register again",
-                trailing_metadata=((REASON_HEADER, "shutdown"),),
+                trailing_metadata=((REASON_HEADER, REASON_SHUTDOWN),),
             )
         if reason is EndReason.EXPIRED:
             await context.abort(
@@ -121,7 +119,7 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
         await context.abort(
             grpc.StatusCode.ABORTED,
             f"a newer event stream of app {app!r} replaced this one",
-            trailing_metadata=((REASON_HEADER, "replaced"),),
+            trailing_metadata=((REASON_HEADER, REASON_REPLACED),),
         )
 
     @maps_errors(field="subscriptions")

@@ -11,6 +11,7 @@ from typing import Any
 import grpc
 
 from middleware.access import Caller
+from middleware.client.wire import KEYS_VERSION_HEADER
 from middleware.errors import (
     LimitExceededError,
     PermissionDeniedError,
@@ -27,8 +28,6 @@ from vstore import Entry, InvalidKeyNameError, Update, VStoreError, check_key_na
 __all__ = ["VStoreService"]
 
 log = logging.getLogger(__name__)
-
-KEYS_VERSION_HEADER = "keys-version"
 
 
 class VStoreService(vstore_pb2_grpc.VStoreServicer):

@@ -27,6 +27,8 @@ import pytest
 import ess.errors
 import middleware.errors
 import vstore.errors
+from ess import MAX_SEQ
+from middleware.client import wire
 from middleware.rpc.status import STATUS_OF, status_for
 
 INTERNAL = grpc.StatusCode.INTERNAL
@@ -138,3 +140,24 @@ def test_installing_the_package_does_not_pull_the_analysis_stack() -> None:
     assert not [r for r in base if r.startswith(("pyspark", "matplotlib", "pandas"))], base
     analysis = [r for r in requires if 'extra == "analysis"' in r]
     assert any(r.startswith("pyspark") for r in analysis), requires
+
+
+def test_the_wire_constants_are_defined_once() -> None:
+    """No module but ``middleware.client.wire`` spells a wire string itself; the
+    ESS core's seq cycle is the wire's."""
+    assert wire.SEQ_CYCLE == MAX_SEQ
+    values = {
+        wire.APP_ID_HEADER,
+        wire.AUTH_HEADER,
+        wire.KEYS_VERSION_HEADER,
+        wire.REASON_HEADER,
+    }
+    spelled: list[str] = []
+    for package in ("middleware", "providers", "telemetry_export"):
+        for module, path in _modules(package):
+            if module == "middleware.client.wire":
+                continue
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.Constant) and node.value in values:
+                    spelled.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
+    assert not spelled, "import these from middleware.client.wire:\n" + "\n".join(spelled)
