@@ -272,9 +272,7 @@ class Model:
         app = self.apps.get(name)
         if app is None:
             return None
-        return [
-            (len(app.queues[qn]), app.peak[qn], *app.totals[qn]) for qn in range(3)
-        ]
+        return [(len(app.queues[qn]), app.peak[qn], *app.totals[qn]) for qn in range(3)]
 
     def drop_counts(self, name: str) -> dict[tuple[int, int], tuple[int, int, int]]:
         app = self.apps.get(name)
