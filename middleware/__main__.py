@@ -18,6 +18,7 @@ from pathlib import Path
 
 from middleware.config import Settings, load_settings, masked
 from middleware.server import start_server
+from middleware.tls import TlsConfigError
 from vss import CatalogError
 
 log = logging.getLogger("middleware")
@@ -50,6 +51,8 @@ def _parser() -> argparse.ArgumentParser:
         "a broken chain or a loss no record reports",
     )
     verify_p.add_argument("paths", type=Path, nargs="+", help="journal directories or segments")
+    top = sub.add_parser("top", help="a live view of a running middleware's figures")
+    _top_arguments(top)
     serve = sub.add_parser("serve", help="run the middleware")
     serve.add_argument("--config", type=Path, help="TOML settings file")
     serve.add_argument(
@@ -79,6 +82,60 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _top_arguments(top: argparse.ArgumentParser) -> None:
+    from middleware.cli_support import add_tls_arguments
+
+    top.add_argument("--target", default="127.0.0.1:50051", help="middleware address")
+    top.add_argument("--interval", type=float, default=2.0, help="seconds between frames")
+    top.add_argument("--once", action="store_true", help="print one frame and exit")
+    top.add_argument(
+        "--keys",
+        type=int,
+        default=20,
+        help="busiest keys shown (1 to 1000; 0: the middleware's default)",
+    )
+    top.add_argument("--key", action="append", default=[], help="also show this key")
+    top.add_argument(
+        "--app-id", default=None, help="identity (default: the token's or certificate's, else top)"
+    )
+    top.add_argument("--token", default=None, help="a JWT with the admin scope (token mode)")
+    add_tls_arguments(top)
+
+
+def _top(args: argparse.Namespace) -> int:
+    from middleware.cli_support import (
+        TlsOptionsError,
+        TokenFormatError,
+        app_id_for,
+        tls_from_args,
+    )
+    from middleware.top import TopOptions, run
+
+    if args.interval <= 0 or not 0 <= args.keys <= 1000:
+        print("middleware top: --interval must be above 0, --keys 0 to 1000", file=sys.stderr)
+        return 2
+    try:
+        tls = tls_from_args(args)
+        app_id = app_id_for(args.app_id, args.token, "top", certificate=args.tls_cert)
+    except (TlsOptionsError, TokenFormatError) as e:
+        print(f"middleware top: {e}", file=sys.stderr)
+        return 2
+    options = TopOptions(
+        target=args.target,
+        app_id=app_id,
+        token=args.token,
+        tls=tls,
+        interval=args.interval,
+        once=args.once,
+        top_keys=args.keys,
+        keys=tuple(args.key),
+    )
+    try:
+        return asyncio.run(run(options))
+    except KeyboardInterrupt:
+        return 0
+
+
 async def _serve(settings: Settings, stop_grace: float) -> None:
     running = await start_server(settings)
     stop = asyncio.Event()
@@ -90,6 +147,8 @@ async def _serve(settings: Settings, stop_grace: float) -> None:
     print(f"listening on {running.address}", flush=True)
     for more in running.addresses[1:]:  # e.g. the Unix socket beside TCP
         print(f"also listening on {more}", flush=True)
+    if running.metrics is not None:
+        print(f"metrics on http://{running.metrics.address}/metrics", flush=True)
     await stop.wait()
     log.info("stopping on signal")
     await running.stop(stop_grace)
@@ -195,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         return _token(args)
     if args.command == "journal":
         return _journal(args)
+    if args.command == "top":
+        return _top(args)
     overrides = {f.name: getattr(args, f.name) for f in fields(Settings)}
     try:
         settings = load_settings(toml_path=args.config, env=os.environ, overrides=overrides)
@@ -207,21 +268,46 @@ def main(argv: list[str] | None = None) -> int:
     log.info(
         "settings: %s", " ".join(f"{name}={value!r}" for name, value in masked(settings).items())
     )
-    if settings.auth_mode == "open":
+    mutual_tls = bool(settings.tls_client_ca)
+    if settings.auth_mode == "open" and mutual_tls:
+        log.warning(
+            "AUTH MODE IS OPEN with mutual TLS: TCP callers are the apps their client "
+            "certificates name, and every app may read, write, add and remove every key "
+            "(Unix socket callers may claim any app id). Use --auth-mode token to limit what "
+            "each app may do."
+        )
+    elif settings.auth_mode == "open":
         log.warning(
             "AUTH MODE IS OPEN: any caller may claim any app id and read, write, add and remove "
             "every key. For development only; use --auth-mode token in a vehicle."
         )
     if settings.listen and not settings.listen.startswith(("127.", "localhost", "[::1]", "unix:")):
         log.warning(
-            "listening on %s: reachable beyond this machine%s",
+            "listening on %s: reachable beyond this machine%s%s",
             settings.listen,
-            " BY ANYONE (auth mode open)" if settings.auth_mode == "open" else "",
+            " BY ANYONE (auth mode open)"
+            if settings.auth_mode == "open" and not mutual_tls
+            else "",
+            ""
+            if settings.tls_cert
+            else "; in plaintext: tokens and values can be read on the "
+            "network (use --tls-cert and --tls-key)",
+        )
+    if settings.metrics_listen and not settings.metrics_listen.startswith(
+        ("127.", "localhost", "[::1]")
+    ):
+        log.warning(
+            "metrics on %s: reachable beyond this machine, in plaintext and to anyone; "
+            "they name every app and the busiest keys",
+            settings.metrics_listen,
         )
     try:
         asyncio.run(_serve(settings, args.stop_grace))
     except CatalogError as e:
         print(f"middleware: --vss: {e}", file=sys.stderr)
+        return 2
+    except TlsConfigError as e:
+        print(f"middleware: {e}", file=sys.stderr)
         return 2
     except RuntimeError as e:
         print(f"middleware: {e}", file=sys.stderr)

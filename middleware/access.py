@@ -8,6 +8,15 @@ Two modes (``Settings.auth_mode``):
   is the token's subject (an ``app-id`` header, if sent, must match it) and its
   scopes say what it may read, provide and create (:mod:`middleware.auth.scopes`).
 
+With mutual TLS (``tls_client_ca``), a call on the TCP listener shows a client
+certificate that the CA signed, and the certificate is authoritative: the app
+is a name it carries (its subject CN or a SAN, :mod:`middleware.tls`). An
+``app-id`` header, if sent, must be one of those names (the app when the
+certificate has several; else the CN); in token mode the token's subject must
+be one too, and the token's scopes still decide what the app may do. In open
+mode a certified app may do everything. Calls on the Unix socket show no
+certificate and follow the mode's rules alone.
+
 Write claims (both modes): a provider may claim keys when it adds them; while
 the claim holds, nobody else may write them. A claim holds while its app has
 an open stream (``Publish`` or ``GetEvents``); a claim made with no stream open
@@ -30,11 +39,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from middleware.auth.scopes import ALL, Grants
+from middleware.auth.scopes import ADMIN, ALL, Grants
 from middleware.auth.tokens import Claims, TokenError, TokenVerifier
 from middleware.client.wire import APP_ID_HEADER, AUTH_HEADER
 from middleware.config import Settings
-from middleware.errors import LimitExceededError, PermissionDeniedError, UnauthenticatedError
+from middleware.errors import (
+    LimitExceededError,
+    PermissionDeniedError,
+    ScopeDeniedError,
+    UnauthenticatedError,
+)
 
 __all__ = ["Access", "Caller", "TokenBucket"]
 
@@ -53,6 +67,33 @@ class Caller:
     grants: Grants
     expires_at: float | None = None
     """When its token expires (seconds since the epoch); None in open mode."""
+
+
+def _show_names(names: Sequence[str]) -> str:
+    return "names: " + ", ".join(repr(n) for n in names[:5]) if names else "it names nothing"
+
+
+def _certified_app(names: Sequence[str], app_id: str | None) -> str:
+    """The app a client certificate stands for: ``app_id`` if it names it, else its
+    first valid name (the subject CN, else the first SAN).
+
+    Raises:
+        UnauthenticatedError: ``app_id`` is not among the names, or none is an app id.
+    """
+    if app_id is not None:
+        if app_id not in names:
+            raise UnauthenticatedError(
+                f"'{APP_ID_HEADER}' {app_id!r} is not named by the client certificate "
+                f"({_show_names(names)})"
+            )
+        return app_id
+    for name in names:
+        if _APP_ID.fullmatch(name) is not None:
+            return name
+    raise UnauthenticatedError(
+        "the client certificate names no app: its subject CN or a SAN must be an app id "
+        f"(1 to 64 characters of [A-Za-z0-9_.-]; {_show_names(names)})"
+    )
 
 
 class TokenBucket:
@@ -110,13 +151,26 @@ class Access:
     def open_mode(self) -> bool:
         return self._verifier is None
 
+    @property
+    def mutual_tls(self) -> bool:
+        """TCP callers show client certificates that name their app."""
+        return bool(self._settings.tls_client_ca)
+
     # -- identity ------------------------------------------------------------------
 
-    def authenticate(self, metadata: Sequence[tuple[str, str | bytes]], peer: str = "") -> Caller:
+    def authenticate(
+        self,
+        metadata: Sequence[tuple[str, str | bytes]],
+        peer: str = "",
+        *,
+        certified: Sequence[str] | None = None,
+    ) -> Caller:
         """The caller of a call with this metadata, admitted by its rate limits.
 
         A connection's requests are limited before its identity is checked
-        (so floods of bad tokens cost little), then the app's.
+        (so floods of bad tokens cost little), then the app's. ``certified``:
+        the names of the call's verified client certificate (mutual TLS), which
+        then decide the app (see the module's docstring); None: no certificate.
 
         Raises:
             UnauthenticatedError: missing, malformed or refused identity.
@@ -133,6 +187,8 @@ class Access:
             raise UnauthenticatedError(
                 f"malformed '{APP_ID_HEADER}' metadata: 1 to 64 characters of [A-Za-z0-9_.-]"
             )
+        if certified is not None and self._verifier is None:
+            app_id = _certified_app(certified, app_id)
         if self._verifier is None:
             if app_id is None:
                 raise UnauthenticatedError(
@@ -141,6 +197,11 @@ class Access:
             caller = Caller(app_id, ALL)
         else:
             caller = self._from_token(metadata, app_id)
+            if certified is not None and caller.app not in certified:
+                raise UnauthenticatedError(
+                    f"the token's subject {caller.app!r} is not named by the client certificate "
+                    f"({_show_names(certified)})"
+                )
         self.admit(caller.app)
         return caller
 
@@ -269,6 +330,12 @@ class Access:
                     caller.app, "write", key, f"claimed by {owner!r}", field=field
                 )
 
+    def check_admin(self, caller: Caller) -> None:
+        """Raise ScopeDeniedError unless ``caller`` may read the middleware's figures
+        (open mode, or the ``admin`` scope)."""
+        if not (caller.grants.everything or caller.grants.admin):
+            raise ScopeDeniedError(caller.app, "read the middleware's figures", ADMIN)
+
     def checks_writes(self, caller: Caller) -> bool:
         """Whether a write by ``caller`` needs per-key checks (the Publish fast path)."""
         return not caller.grants.everything or bool(self._claims)
@@ -345,6 +412,10 @@ class Access:
         timer = self._pending_release.pop(app, None)
         if timer is not None:
             timer.cancel()
+
+    def publish_stream_count(self) -> int:
+        """Open Publish streams, all apps together (for the metrics)."""
+        return sum(self._publish_streams.values())
 
     def stream_closed(self, app: str, *, publish: bool = False) -> None:
         """Uncount a stream; the app's last stream ending ends its claims."""

@@ -1,13 +1,17 @@
 """Build, start and stop the middleware's gRPC server (grpc.aio).
 
 Serves ``vehicle.ess.v1.EventService``, ``vehicle.vstore.v1.VStore``,
-``vehicle.actuation.v1.Actuation``, the KUKSA.val services ``kuksa.val.v1.VAL``
+``vehicle.actuation.v1.Actuation``, ``vehicle.admin.v1.Admin`` (the metrics
+figures, :mod:`middleware.metrics`; also as Prometheus text with
+``Settings.metrics_listen``), the KUKSA.val services ``kuksa.val.v1.VAL``
 and ``kuksa.val.v2.VAL``
 (:mod:`middleware.kuksa`; actuation shares one core with the project's own,
 :mod:`middleware.actuation`), the standard ``grpc.health.v1.Health`` and server
 reflection. The VSS catalogs of ``Settings.vss`` are loaded first: their
 signals are keys from the start, typed (:mod:`middleware.signals`). Keepalive is on, so
-a peer that vanished is found and its app removed.
+a peer that vanished is found and its app removed. With ``Settings.tls_cert``
+the TCP listener speaks TLS (mutual with ``tls_client_ca``, :mod:`middleware.tls`);
+the Unix socket stays plaintext, its file mode set to ``unix_socket_mode``.
 """
 
 from __future__ import annotations
@@ -30,14 +34,20 @@ from grpc_reflection.v1alpha import reflection
 from middleware.actuation import Actuation
 from middleware.config import Settings
 from middleware.kuksa import KUKSA_SERVICES, add_kuksa_services
+from middleware.metrics import MetricsEndpoint, MetricsListenError, StatsReader, registry_for
 from middleware.rpc.actuation_service import ActuationService
+from middleware.rpc.admin_service import AdminService
 from middleware.rpc.decoding import DecodeGuard
 from middleware.rpc.event_service import EventService
+from middleware.rpc.journal_service import JournalService
 from middleware.rpc.vstore_service import VStoreService
 from middleware.runtime import Runtime
 from middleware.signals import Signals
+from middleware.tls import ServerTls, load_server_tls
 from vehicle.actuation.v1 import actuation_pb2, actuation_pb2_grpc
+from vehicle.admin.v1 import admin_pb2, admin_pb2_grpc
 from vehicle.ess.v1 import ess_pb2, ess_pb2_grpc
+from vehicle.journal.v1 import journal_pb2, journal_pb2_grpc
 from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
 __all__ = ["AddressInUseError", "RunningServer", "start_server"]
@@ -48,6 +58,8 @@ SERVICES = (
     ess_pb2.DESCRIPTOR.services_by_name["EventService"].full_name,
     vstore_pb2.DESCRIPTOR.services_by_name["VStore"].full_name,
     actuation_pb2.DESCRIPTOR.services_by_name["Actuation"].full_name,
+    journal_pb2.DESCRIPTOR.services_by_name["JournalService"].full_name,
+    admin_pb2.DESCRIPTOR.services_by_name["Admin"].full_name,
     *KUKSA_SERVICES,
 )
 
@@ -69,9 +81,13 @@ class RunningServer:
     """Reports apps that do not keep up (see :mod:`middleware.slow_apps`)."""
     signals: Signals | None = None
     """The VSS metadata of the typed keys (``Settings.vss``)."""
+    metrics: MetricsEndpoint | None = None
+    """The Prometheus endpoint (``Settings.metrics_listen``); its ``address`` has the port."""
 
     async def stop(self, grace: float = 2.0) -> None:
         """Refuse new calls, end streams after ``grace`` seconds, forget every app."""
+        if self.metrics is not None:
+            await self.metrics.stop()
         if self.watch is not None:
             self.watch.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -165,15 +181,21 @@ def _taken(address: str) -> str | None:
     return None
 
 
-def _bind(server: grpc.aio.Server, address: str) -> int:
-    """``add_insecure_port`` that raises :class:`AddressInUseError` naming the address."""
+def _bind(
+    server: grpc.aio.Server, address: str, credentials: grpc.ServerCredentials | None = None
+) -> int:
+    """``add_insecure_port`` (``add_secure_port`` with ``credentials``) that raises
+    :class:`AddressInUseError` naming the address."""
     held = _taken(address)
     if held is not None:
         raise AddressInUseError(
             f"cannot listen on {address}: {held} is in use there (another middleware?)"
         )
     try:
-        port = server.add_insecure_port(address)
+        if credentials is not None:
+            port = server.add_secure_port(address, credentials)
+        else:
+            port = server.add_insecure_port(address)
     except RuntimeError:
         port = 0
     if port == 0:
@@ -184,6 +206,21 @@ def _bind(server: grpc.aio.Server, address: str) -> int:
     return port
 
 
+def _bind_unix(server: grpc.aio.Server, address: str, mode: int) -> None:
+    """Bind the Unix socket (always plaintext) with file mode ``mode``.
+
+    The umask keeps the socket from being more open than ``mode`` even for the
+    moment between its creation and the chmod.
+    """
+    path = address.removeprefix("unix:")
+    old = os.umask(0o777 & ~mode)
+    try:
+        _bind(server, address)
+    finally:
+        os.umask(old)
+    os.chmod(path, mode)
+
+
 async def start_server(settings: Settings, runtime: Runtime | None = None) -> RunningServer:
     """Start serving; returns once the server listens.
 
@@ -192,7 +229,13 @@ async def start_server(settings: Settings, runtime: Runtime | None = None) -> Ru
             listens on the TCP port), or a live server answers on the Unix socket.
         CatalogError: a VSS catalog of ``settings.vss`` cannot be read.
         JournalInUseError: another live middleware writes ``settings.journal_dir``.
+        TlsConfigError: a TLS file cannot be read, does not parse, has expired,
+            or the key is not the certificate's.
+        MetricsListenError: ``settings.metrics_listen`` cannot be listened on.
     """
+    tls: ServerTls | None = None
+    if settings.tls_cert:
+        tls = load_server_tls(settings.tls_cert, settings.tls_key, settings.tls_client_ca)
     signals = Signals.load(settings.vss)
     runtime = runtime or Runtime(settings)
     signals.install(runtime.store)
@@ -201,7 +244,10 @@ async def start_server(settings: Settings, runtime: Runtime | None = None) -> Ru
     vstore_pb2_grpc.add_VStoreServicer_to_server(VStoreService(runtime), server)
     actuation = Actuation(runtime.store, signals, runtime.access, settings.actuation_timeout_s)
     actuation_pb2_grpc.add_ActuationServicer_to_server(ActuationService(runtime, actuation), server)
+    journal_pb2_grpc.add_JournalServiceServicer_to_server(JournalService(runtime), server)
     add_kuksa_services(server, runtime, signals, actuation)
+    stats = StatsReader(runtime, top_keys=settings.metrics_top_keys)
+    admin_pb2_grpc.add_AdminServicer_to_server(AdminService(runtime, stats), server)
     health = health_aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     reflection.enable_server_reflection(
@@ -216,9 +262,10 @@ async def start_server(settings: Settings, runtime: Runtime | None = None) -> Ru
         runtime.journal.lock()  # before binding: a second middleware fails with nothing taken
     addresses: list[str] = []
     port = 0
+    metrics: MetricsEndpoint | None = None
     try:
         if settings.listen:
-            port = _bind(server, settings.listen)
+            port = _bind(server, settings.listen, tls.credentials() if tls else None)
             host = settings.listen.rsplit(":", 1)[0]
             addresses.append(f"{host}:{port}")
         if settings.unix_socket:
@@ -229,9 +276,12 @@ async def start_server(settings: Settings, runtime: Runtime | None = None) -> Ru
                 raise AddressInUseError(
                     f"cannot listen on {unix}: another server is listening on that socket"
                 )
-            _bind(server, unix)
+            _bind_unix(server, unix, int(settings.unix_socket_mode, 8))
             addresses.append(unix)
-    except AddressInUseError:
+        if settings.metrics_listen:
+            metrics = MetricsEndpoint(registry_for(stats))
+            await metrics.start(settings.metrics_listen)
+    except (AddressInUseError, MetricsListenError):
         await server.stop(None)  # releases what was bound already
         if runtime.journal is not None:
             runtime.journal.unlock()
@@ -250,4 +300,16 @@ async def start_server(settings: Settings, runtime: Runtime | None = None) -> Ru
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)
     log.info("middleware listening on %s (boot %s)", " and ".join(addresses), runtime.boot_id)
     watch = asyncio.create_task(runtime.slow_apps.run(), name="slow-app-watch")
-    return RunningServer(server, runtime, health, port, address, tuple(addresses), watch, signals)
+    if tls is not None:
+        log.info(
+            "TLS on %s: certificate %s (expires %s)%s",
+            addresses[0],
+            tls.subject,
+            f"{tls.expires:%Y-%m-%d}",
+            "; mutual: client certificates name the apps" if tls.client_ca else "",
+        )
+    if metrics is not None:
+        log.info("metrics on http://%s/metrics", metrics.address)
+    return RunningServer(
+        server, runtime, health, port, address, tuple(addresses), watch, signals, metrics
+    )

@@ -6,7 +6,8 @@
 
 SIGINT or SIGTERM stop a provider cleanly: it flushes what it wrote, writes
 its status file one last time and exits 0. With ``--token`` its app id is the
-token's subject unless ``--app-id`` says otherwise; a refusal by the
+token's subject unless ``--app-id`` says otherwise (with ``--tls-cert``, for a
+middleware with mutual TLS, the certificate's subject CN); a refusal by the
 middleware (a bad token, a missing scope) is one line and exit status 1. A
 middleware restart is survived: the provider waits for it, adds its keys
 again and goes on.
@@ -27,7 +28,15 @@ from typing import Any
 
 import grpc
 
-from middleware.cli_support import REFUSED_EXIT, TokenFormatError, app_id_for, refusal
+from middleware.cli_support import (
+    REFUSED_EXIT,
+    TlsOptionsError,
+    TokenFormatError,
+    add_tls_arguments,
+    app_id_for,
+    refusal,
+    tls_from_args,
+)
 from middleware.client import ProviderClient
 from middleware.status_file import status_path, write_periodically
 from providers.catalog import DEFAULT_CATALOG, CatalogError, Signal, load_catalog
@@ -85,6 +94,7 @@ def _parser() -> argparse.ArgumentParser:
             "--status", type=status_path, default=None, help="write counters here (JSON)"
         )
         p.add_argument("-v", "--verbose", action="store_true")
+        add_tls_arguments(p)
 
     def catalog_options(p: argparse.ArgumentParser) -> None:
         p.add_argument(
@@ -153,7 +163,7 @@ async def _run(
     status = ProviderStatus(args.app_id)
     finished = asyncio.Event()  # the status writer's own stop: after the final state is set
     writer = asyncio.create_task(write_periodically(args.status, status.snapshot, finished))
-    client = ProviderClient(args.target, args.app_id, token=args.token)
+    client = ProviderClient(args.target, args.app_id, token=args.token, tls=args.tls)
     try:
         try:
             worker = asyncio.create_task(work(client, status, stop))
@@ -195,9 +205,15 @@ def main(argv: list[str] | None = None) -> int:
     me = f"python -m providers {args.command}"
     if args.command != "catalog":
         try:
-            args.app_id = app_id_for(args.app_id, args.token, args.default_app_id)
+            args.tls = tls_from_args(args)
+            args.app_id = app_id_for(
+                args.app_id, args.token, args.default_app_id, certificate=args.tls_cert
+            )
         except TokenFormatError as e:
             print(f"{me}: --token: {e}", file=sys.stderr)
+            return 2
+        except TlsOptionsError as e:
+            print(f"{me}: {e}", file=sys.stderr)
             return 2
     try:
         if args.command == "catalog":

@@ -29,7 +29,15 @@ from typing import IO
 from middleware.apps.dashboard import DashboardView
 from middleware.apps.harness import AppOptions, AppStats, run_app
 from middleware.apps.logger import EventLogger
-from middleware.cli_support import REFUSED_EXIT, TokenFormatError, app_id_for, refusal
+from middleware.cli_support import (
+    REFUSED_EXIT,
+    TlsOptionsError,
+    TokenFormatError,
+    add_tls_arguments,
+    app_id_for,
+    refusal,
+    tls_from_args,
+)
 from middleware.client import ClientEvent
 from middleware.status_file import status_path
 
@@ -84,6 +92,7 @@ def _parser() -> argparse.ArgumentParser:
             "--status", type=status_path, default=None, help="write counters here (JSON)"
         )
         p.add_argument("-v", "--verbose", action="store_true")
+        add_tls_arguments(p)
 
     dash = sub.add_parser("dashboard", help="a live terminal view of the keys")
     common(dash, "dashboard")
@@ -109,6 +118,7 @@ def _options(args: argparse.Namespace, app_id: str) -> AppOptions:
         queue_length=args.queue_length,
         on_update=args.on_update,
         token=args.token,
+        tls=tls_from_args(args),
         status=args.status,
         duration=args.duration,
     )
@@ -178,11 +188,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     me = f"python -m middleware.apps {args.command}"
     try:
-        app_id = app_id_for(args.app_id, args.token, args.default_app_id)
+        app_id = app_id_for(args.app_id, args.token, args.default_app_id, certificate=args.tls_cert)
+        options = _options(args, app_id)
     except TokenFormatError as e:
         print(f"{me}: --token: {e}", file=sys.stderr)
         return 2
-    options = _options(args, app_id)
+    except TlsOptionsError as e:
+        print(f"{me}: {e}", file=sys.stderr)
+        return 2
     if args.command == "dashboard" and sys.stdout.isatty():
         logging.getLogger().setLevel(logging.WARNING)  # INFO lines would scribble on the view
     try:

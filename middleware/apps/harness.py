@@ -32,6 +32,7 @@ from middleware.client import (
     ReconnectedEvent,
     ResyncEvent,
     Sub,
+    Tls,
 )
 from middleware.status_file import write_periodically
 
@@ -57,6 +58,8 @@ class AppOptions:
     want_current: bool = False
     """Ask for each key's current value when subscribing (see ``on_current``)."""
     token: str | None = None
+    tls: Tls | None = None
+    """TLS to a middleware serving it (with a client certificate: mutual TLS)."""
     channel_options: tuple[tuple[str, Any], ...] = ()
     """More gRPC channel arguments for the app's connection."""
     status: Path | None = None
@@ -232,6 +235,7 @@ async def run_app(
         queues=queues,
         token=options.token,
         channel_options=options.channel_options,
+        tls=options.tls,
     )
     draining = asyncio.Event()  # also ends a slow reader's pause at once
     last_read = time.monotonic()

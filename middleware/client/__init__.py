@@ -1,8 +1,10 @@
 """Client SDKs for apps (:class:`AppClient`) and providers (:class:`ProviderClient`).
 
 Both speak the project's own services; actuation is :mod:`middleware.client.actuators`.
+:class:`Tls` (and :func:`channel_credentials`) dial a middleware serving TLS.
 """
 
+from middleware.client._channel import Tls, channel_credentials
 from middleware.client.actuators import (
     ActuationHandler,
     ActuationRefusedError,
@@ -46,4 +48,6 @@ __all__ = [
     "StreamReplacedError",
     "Sub",
     "SubscriptionResult",
+    "Tls",
+    "channel_credentials",
 ]

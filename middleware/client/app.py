@@ -25,7 +25,7 @@ from typing import Any, Final
 
 import grpc
 
-from middleware.client._channel import RETRYABLE, Backoff, metadata, open_channel
+from middleware.client._channel import RETRYABLE, Backoff, Tls, metadata, open_channel
 from middleware.client.events import (
     ClientEvent,
     DataEvent,
@@ -90,6 +90,7 @@ class AppClient:
         token: str | None = None,
         channel_options: Sequence[tuple[str, Any]] = (),
         window: int = 0,
+        tls: Tls | None = None,
     ) -> None:
         """Args:
         target: the middleware's address, e.g. ``127.0.0.1:50051`` or ``unix:/path``.
@@ -102,6 +103,8 @@ class AppClient:
             token: a JWT for a middleware in token mode (sent as a Bearer token).
             channel_options: more gRPC channel arguments (e.g.
                 ``("grpc.http2.bdp_probe", 0)`` keeps the receive window at 64 KiB).
+            tls: TLS to a middleware that serves it (with a client certificate:
+                mutual TLS, where the certificate names this app).
             window: events the middleware may send ahead of what this app has
                 read (0: the middleware's default, 1000). With queues of Q
                 events, the app is never more than Q + window events behind:
@@ -116,7 +119,7 @@ class AppClient:
         ]
         self._reconnect_enabled = reconnect
         self._md = metadata(app_id, token)
-        self._channel = open_channel(target, channel_options)
+        self._channel = open_channel(target, channel_options, tls=tls)
         self._events = ess_pb2_grpc.EventServiceStub(self._channel)
         self._vstore = vstore_pb2_grpc.VStoreStub(self._channel)
         self._actuation = actuation_pb2_grpc.ActuationStub(self._channel)

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import grpc
 
-from middleware.client._channel import RETRYABLE, Backoff, metadata, open_channel
+from middleware.client._channel import RETRYABLE, Backoff, Tls, metadata, open_channel
 from middleware.client.actuators import ActuationHandler, ActuatorStream
 from middleware.client.wire import KEYS_VERSION_HEADER
 from vehicle.actuation.v1 import actuation_pb2_grpc
@@ -68,15 +68,29 @@ class ProviderClient:
     """A provider's connection to the middleware's VStore service."""
 
     def __init__(
-        self, target: str, app_id: str, *, reconnect: bool = True, token: str | None = None
+        self,
+        target: str,
+        app_id: str,
+        *,
+        reconnect: bool = True,
+        token: str | None = None,
+        tls: Tls | None = None,
     ) -> None:
+        """Args:
+        target: the middleware's address, e.g. ``127.0.0.1:50051`` or ``unix:/path``.
+        app_id: this provider's identity (``app-id`` metadata).
+        reconnect: reconnect and re-send after failures (else raise).
+        token: a JWT for a middleware in token mode (sent as a Bearer token).
+        tls: TLS to a middleware that serves it (with a client certificate:
+            mutual TLS, where the certificate names this provider).
+        """
         self.app_id = app_id
         self._md = metadata(app_id, token)
         self._claimed: set[str] = set()
         self._keys_version: str | None = None
         self._stream_values: dict[str, tuple[bytes, int | None]] = {}
         """Latest value of each key written on the current stream, for a re-send."""
-        self._channel = open_channel(target)
+        self._channel = open_channel(target, tls=tls)
         self._stub = vstore_pb2_grpc.VStoreStub(self._channel)
         self._actuation = actuation_pb2_grpc.ActuationStub(self._channel)
         self._actuators: list[ActuatorStream] = []

@@ -12,6 +12,7 @@ from middleware.auth.scopes import ScopeError, compile_glob
 from middleware.client.wire import APP_ID_HEADER, AUTH_HEADER
 from middleware.errors import InvalidRequestError
 from middleware.kuksa.convert import to_store
+from middleware.rpc.identity import certified_names
 from middleware.signals import Signals
 from vehicle.kuksa.val.v2 import types_pb2
 from vstore import UnknownKeyError, VStore
@@ -35,9 +36,14 @@ def kuksa_caller(context: grpc.aio.ServicerContext[Any, Any], access: Access) ->
     metadata = [
         (k, v) for k, v in (context.invocation_metadata() or ()) if not (k == AUTH_HEADER and not v)
     ]
-    if access.open_mode and not any(k == APP_ID_HEADER for k, _ in metadata):
+    certified = certified_names(context, access)
+    if (
+        access.open_mode
+        and certified is None  # a client certificate names the app itself
+        and not any(k == APP_ID_HEADER for k, _ in metadata)
+    ):
         metadata.append((APP_ID_HEADER, DEFAULT_APP))
-    return access.authenticate(tuple(metadata), context.peer() or "")
+    return access.authenticate(tuple(metadata), context.peer() or "", certified=certified)
 
 
 def resolve_path(store: VStore, path: str) -> list[tuple[str, int]]:
