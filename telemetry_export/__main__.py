@@ -80,6 +80,9 @@ def parser() -> argparse.ArgumentParser:
             metavar="SECONDS",
             help="time window of the drop rates",
         )
+    from telemetry_export.collect import add_collect_parser
+
+    add_collect_parser(sub)
     syn = sub.add_parser("synth", help="write a synthetic fleet of journals")
     syn.add_argument("--output", required=True)
     syn.add_argument("--vehicles", type=int, default=3)
@@ -96,6 +99,11 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+
+    if args.command == "collect":
+        from telemetry_export.collect import collect_main
+
+        return collect_main(args)
 
     if args.command == "synth":
         from telemetry_export.synth import write_fleet
