@@ -375,6 +375,35 @@ class VStore:
         Raises:
             UnknownKeyError, ValueTooLargeError, InvalidValueError, TypeError, ValueError.
         """
+        checked = self.check_many(updates)
+        results: list[SetResult] = []
+        for key_id, data, u in checked:
+            try:
+                # Checked above: written without checking again.
+                version = self._write(key_id, data, u.if_version, u.time_ns)
+            except VersionConflictError as e:
+                results.append(SetResult(key_id, e.current, conflict=True))
+            else:
+                results.append(SetResult(key_id, version))
+        return results
+
+    def versions(self) -> list[int]:
+        """A copy of every id's version, indexed by key id (-1 where no key has
+        the id, and at 0). A key's version counts its writes since it was
+        added, so two copies tell how often each key was written between them.
+        O(ids), one C-level copy.
+        """
+        return self._versions.copy()
+
+    def check_many(self, updates: Sequence[Update]) -> list[tuple[int, bytes, Update]]:
+        """Validate a batch as :meth:`set_many` does, writing nothing.
+
+        Returns ``(key id, data as bytes, update)`` per update, in order.
+
+        Raises:
+            UnknownKeyError, ValueTooLargeError, InvalidValueError (with the
+                update's ``index``), TypeError, ValueError.
+        """
         checked: list[tuple[int, bytes, Update]] = []
         for i, u in enumerate(updates):
             try:
@@ -394,24 +423,38 @@ class VStore:
             if u.if_version is not None:
                 _check_u64(f"updates[{i}].if_version", u.if_version)
             checked.append((key_id, data, u))
-        results: list[SetResult] = []
-        for key_id, data, u in checked:
-            try:
-                # Checked above: written without checking again.
-                version = self._write(key_id, data, u.if_version, u.time_ns)
-            except VersionConflictError as e:
-                results.append(SetResult(key_id, e.current, conflict=True))
-            else:
-                results.append(SetResult(key_id, version))
-        return results
+        return checked
 
-    def versions(self) -> list[int]:
-        """A copy of every id's version, indexed by key id (-1 where no key has
-        the id, and at 0). A key's version counts its writes since it was
-        added, so two copies tell how often each key was written between them.
-        O(ids), one C-level copy.
+    def apply(self, key: str | int, data: bytes, *, version: int, time_ns: int) -> None:
+        """Write ``data`` with a given ``version`` and time, and fire ``data_updated``.
+
+        For a write made elsewhere and replicated here (:mod:`replica`): its
+        version and time travel with it, so every node ends with the same
+        version of the key. The caller decides that the write is newer than
+        what the key holds (the replication's conflict rule); no value check
+        runs (the node that accepted the write ran its own).
+
+        Raises:
+            UnknownKeyError: no such key. ValueError: ``version`` or
+                ``time_ns`` is not a uint64, or ``version`` is 0 or below the
+                key's (a replicated write never takes a key back).
+        Complexity: O(1) plus the byte comparison with the previous value.
         """
-        return self._versions.copy()
+        key_id = key if type(key) is int else self._resolve(key)
+        if key_id <= 0 or key_id >= len(self._versions) or self._versions[key_id] < 0:
+            raise UnknownKeyError(key_id)
+        _check_u64("version", version)
+        _check_u64("time_ns", time_ns)
+        if version < max(1, self._versions[key_id]):
+            raise ValueError(
+                f"version {version} of {self._name(key_id)!r}: a written key's version is "
+                f"at least 1 and never below its current {self._versions[key_id]}"
+            )
+        old = self._values[key_id]
+        self._values[key_id] = data
+        self._versions[key_id] = version
+        self._times[key_id] = time_ns
+        self._listener.data_updated(key_id, old is None or (old is not data and old != data))
 
     def peek(self, key_id: int) -> tuple[bytes | None, int]:
         """``(data, time_ns)`` of a live key id, without copying the value.

@@ -303,3 +303,44 @@ def test_registry_check_catches_a_broken_free_set() -> None:
     reg._free.clear()  # corrupt it on purpose: check() must notice
     with pytest.raises(AssertionError, match="free set"):
         reg.check()
+
+
+def test_apply_sets_the_replicated_version_and_time_and_fires_data_updated(
+    rec: Recorder,
+) -> None:
+    store = VStore(listener=rec)
+    key = store.add_key("Vehicle.A")
+    store.set(key, b"x")
+    store.apply("Vehicle.A", b"y", version=7, time_ns=123)
+    assert store.get(key) == store.get("Vehicle.A")
+    entry = store.get(key)
+    assert (entry.data, entry.version, entry.time_ns) == (b"y", 7, 123)
+    store.apply(key, b"y", version=7, time_ns=124)  # a tie decided elsewhere
+    assert rec.events[-2:] == [("data_updated", key, True), ("data_updated", key, False)]
+    store.check()
+
+
+def test_apply_never_takes_a_key_back_nor_writes_version_0() -> None:
+    store = VStore()
+    key = store.add_key("Vehicle.A")
+    with pytest.raises(ValueError, match="at least 1"):
+        store.apply(key, b"x", version=0, time_ns=1)
+    store.apply(key, b"x", version=5, time_ns=1)
+    with pytest.raises(ValueError, match="never below its current 5"):
+        store.apply(key, b"y", version=4, time_ns=1)
+    with pytest.raises(UnknownKeyError):
+        store.apply("Vehicle.Nope", b"y", version=9, time_ns=1)
+    assert store.get(key).data == b"x"
+    store.check()
+
+
+def test_check_many_validates_like_set_many_and_writes_nothing(rec: Recorder) -> None:
+    store = VStore(max_value_size=4, listener=rec)
+    a = store.add_key("Vehicle.A")
+    checked = store.check_many([Update("Vehicle.A", bytearray(b"ab")), Update(a, b"c")])
+    assert [(k, d) for k, d, _ in checked] == [(a, b"ab"), (a, b"c")]
+    with pytest.raises(ValueTooLargeError) as err:
+        store.check_many([Update(a, b"ok"), Update(a, b"12345")])
+    assert err.value.index == 1
+    assert store.get(a).version == 0
+    assert rec.events == [("key_added", a, "Vehicle.A")]
