@@ -52,6 +52,10 @@ class RateSample:
         deltas = list(map(operator.sub, self.versions, self.previous))
         # Ids beyond the previous table (keys added since) count from 0.
         deltas.extend(self.versions[len(self.previous) :])
+        if min(deltas, default=0) < 0:  # rare: an id reused since (its version restarted)
+            versions = self.versions
+            for i in [i for i, d in enumerate(deltas) if d < 0]:
+                deltas[i] = max(0, versions[i])
         top = heapq.nlargest(n, range(len(deltas)), key=deltas.__getitem__)
         picked = [(self.writes(i), i) for i in top if deltas[i] > 0]
         picked.sort(key=lambda wi: (-wi[0], wi[1]))

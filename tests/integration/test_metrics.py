@@ -23,7 +23,7 @@ from ess import DEFAULT_MIN_LENGTH
 from middleware.auth.tokens import generate_key_pair, mint
 from middleware.client import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
 from middleware.config import Settings
-from middleware.metrics import SERIES, Figure
+from middleware.metrics import SERIES, Figure, MetricsListenError
 from middleware.server import RunningServer, start_server
 from tests.conftest import eventually
 from vehicle.admin.v1 import admin_pb2, admin_pb2_grpc
@@ -240,6 +240,17 @@ async def test_the_endpoint_serves_only_metrics_and_is_off_by_default() -> None:
         assert (status, body) == (404, "the metrics are at /metrics\n")
     async with serving(metrics_listen="") as server:
         assert server.metrics is None
+
+
+async def test_a_taken_metrics_port_stops_the_start_naming_it() -> None:
+    async with serving() as first:
+        assert first.metrics is not None
+        with pytest.raises(MetricsListenError, match="the address is in use"):
+            await start_server(
+                dataclasses.replace(
+                    BASE, listen="127.0.0.1:0", metrics_listen=first.metrics.address
+                )
+            )
 
 
 def test_every_series_is_in_the_readme() -> None:

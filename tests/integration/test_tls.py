@@ -259,15 +259,23 @@ async def test_the_cli_clients_take_the_tls_options(pki: Pki) -> None:
     tls_args = ["--tls-ca", str(pki.car.cert), "--tls-cert", str(cabin.cert)]
     tls_args += ["--tls-key", str(cabin.key)]
     async with serving(pki, mutual=True) as server:
-        replay = await asyncio.create_subprocess_exec(
+        sim = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "providers", "sim", "--target", server.address,
             "--duration", "1", *tls_args,
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )  # fmt: skip
-        _, err = await asyncio.wait_for(replay.communicate(), 30)
-        assert replay.returncode == 0, err.decode()
-        # Its app id came from the certificate: the keys are claimed by cabin-app.
-        assert len(server.runtime.store) > 100
+        _, err = await asyncio.wait_for(sim.communicate(), 30)
+        # Exit 0: it wrote as cabin-app, the certificate's CN (another id is refused).
+        assert sim.returncode == 0, err.decode()
+        keys = len(server.runtime.store)
+        assert keys > 100
+        logger = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "middleware.apps", "logger", "--target", server.address,
+            "--duration", "0.5", "--out", "-", *tls_args,
+            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        _, err = await asyncio.wait_for(logger.communicate(), 30)
+        assert logger.returncode == 0, err.decode()
         top = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "middleware", "top", "--target", server.address, "--once",
             *tls_args,
@@ -275,7 +283,7 @@ async def test_the_cli_clients_take_the_tls_options(pki: Pki) -> None:
         )  # fmt: skip
         out, err = await asyncio.wait_for(top.communicate(), 30)
         assert top.returncode == 0, err.decode()
-        assert "keys 2" in out.decode()
+        assert f"keys {keys:,} " in out.decode()
         plain = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "middleware", "top", "--target", server.address, "--once",
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
