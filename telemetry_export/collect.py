@@ -56,6 +56,15 @@ from typing import Any, Final
 
 import grpc
 
+from middleware.cli_support import (
+    TlsOptionsError,
+    TokenFormatError,
+    add_tls_arguments,
+    app_id_for,
+    tls_from_args,
+)
+from middleware.client import Tls
+from middleware.client.wire import APP_ID_HEADER, AUTH_HEADER
 from middleware.journal.chain import OFFSET_MOD, distance, pred, succ, verify_line
 from vehicle.journal.v1 import journal_pb2 as pb
 from vehicle.journal.v1 import journal_pb2_grpc as pb_grpc
@@ -519,6 +528,7 @@ class Options:
     """The collector's name in its records and file names, and in the position's lease."""
     app_id: str = "collector"
     token: str = ""
+    tls: Tls | None = None
     once: bool = False
     poll: bool = False
     max_records: int = 1000
@@ -543,10 +553,19 @@ class Collector:
         self.vehicles: dict[str, Vehicle] = {}
         self.failures: dict[str, str] = {}
         self._stop = asyncio.Event()
-        md: list[tuple[str, str]] = [("app-id", options.app_id)]
+        md: list[tuple[str, str]] = [(APP_ID_HEADER, options.app_id)]
         if options.token:
-            md.append(("authorization", f"Bearer {options.token}"))
+            md.append((AUTH_HEADER, f"Bearer {options.token}"))
         self._md = tuple(md)
+
+    def _channel(self, address: str) -> grpc.aio.Channel:
+        tls = self.o.tls
+        if tls is None or address.startswith("unix:"):
+            return grpc.aio.insecure_channel(address)
+        options = []
+        if tls.server_name:
+            options.append(("grpc.ssl_target_name_override", tls.server_name))
+        return grpc.aio.secure_channel(address, tls.credentials(), options=options)
 
     def stop(self) -> None:
         """Stop cleanly: land what is buffered, store positions, end."""
@@ -570,7 +589,7 @@ class Collector:
         since = time.monotonic()
         while not self._stop.is_set():
             try:
-                async with grpc.aio.insecure_channel(address) as channel:
+                async with self._channel(address) as channel:
                     stub = pb_grpc.JournalServiceStub(channel)  # type: ignore[no-untyped-call]
                     reg = await stub.RegisterConsumer(
                         pb.RegisterConsumerRequest(component=self.o.component),
@@ -836,7 +855,9 @@ def add_collect_parser(sub: Any) -> None:
         "--component", default="collector", help="consumer component (default collector)"
     )
     p.add_argument("--name", default=None, help="collector name (default the component@host)")
-    p.add_argument("--app-id", default="collector", help="the app id it calls as")
+    p.add_argument(
+        "--app-id", default=None, help="the app id it calls as (default: the token's subject)"
+    )
     p.add_argument("--token", default="", help="a JWT with the journal:read scope (token mode)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--once", action="store_true", help="collect what is there, then exit 0")
@@ -850,6 +871,7 @@ def add_collect_parser(sub: Any) -> None:
     p.add_argument("--lease-s", type=float, default=30.0, help="another collector's hold")
     p.add_argument("--take-over", action="store_true", help="take vehicles another holds")
     p.add_argument("--log-level", default="WARNING")
+    add_tls_arguments(p)
 
 
 def _name(component: str, name: str | None) -> str:
@@ -871,14 +893,17 @@ def collect_main(args: argparse.Namespace) -> int:
         return 2
     try:
         landing = Landing(args.to)
-    except CollectError as e:
+        tls = tls_from_args(args)
+        app_id = app_id_for(args.app_id, args.token or None, "collector", certificate=args.tls_cert)
+    except (CollectError, TlsOptionsError, TokenFormatError) as e:
         print(f"collect: {e}", file=sys.stderr)
         return 2
     options = Options(
         component=args.component,
         name=_name(args.component, args.name),
-        app_id=args.app_id,
+        app_id=app_id,
         token=args.token,
+        tls=tls,
         once=args.once,
         poll=args.poll,
         max_records=args.max,
