@@ -1,8 +1,9 @@
 """ess: the Event Sub-System of the vehicle middleware.
 
 Pure and synchronous: it listens to the V-Store, keeps subscriptions and
-per-app bounded queues, and hands batches of events to a transport. No I/O,
-no gRPC, no event loop.
+per-app bounded queues, and hands batches of events to a transport; it tells
+subscribers when a watched key goes stale or loses its provider (health
+events). No I/O, no gRPC, no event loop.
 """
 
 from ess.budget import EventBudget
@@ -19,13 +20,21 @@ from ess.events import (
     DataUpdated,
     DropReason,
     Event,
+    HealthEvent,
     KeyAdded,
+    KeyFresh,
     KeyRemoved,
+    KeyStale,
+    LifecycleEvent,
+    ProviderBack,
+    ProviderGone,
     ResyncRequired,
     Status,
     Trigger,
 )
+from ess.health import ExpectedPeriods, StaleNotice, StaleTracker, parse_expect_rule
 from ess.policy import ALLOW_ALL, AllowAll, ReadPolicy
+from ess.presence import ProviderPresence
 from ess.scheduler import DEFAULT_WEIGHTS, CreditScheduler
 from ess.stats import AppStats, QueueStats
 from ess.subscriptions import (
@@ -65,19 +74,30 @@ __all__ = [
     "Event",
     "EventBudget",
     "EventSubSystem",
+    "ExpectedPeriods",
+    "HealthEvent",
     "InvalidQueueConfigError",
     "KeyAdded",
+    "KeyFresh",
     "KeyRemoved",
     "KeySource",
+    "KeyStale",
+    "LifecycleEvent",
     "NotReadingEventsError",
+    "ProviderBack",
+    "ProviderGone",
+    "ProviderPresence",
     "QueueConfig",
     "QueueStats",
     "ReadPolicy",
     "RegisterResult",
     "ResyncRequired",
+    "StaleNotice",
+    "StaleTracker",
     "Status",
     "SubscriptionInfo",
     "SubscriptionRequest",
     "Trigger",
     "effective_queue_configs",
+    "parse_expect_rule",
 ]

@@ -1,19 +1,25 @@
-"""The per-app buffer of lifecycle events (``KeyAdded``/``KeyRemoved``).
+"""The per-app buffer of lifecycle events (``KeyAdded``/``KeyRemoved``) and of
+health events (``KeyStale``/``KeyFresh``, ``ProviderGone``/``ProviderBack``).
 
-Lifecycle events are never evicted by the drop rule: they tell the app which
-ids mean which keys, and ids are recycled. The buffer is bounded; when an event
+These events are never evicted by the drop rule: lifecycle events tell the app
+which ids mean which keys, and ids are recycled; health events say that a
+key's silence is a fault, not a steady value, and are rare (one per key and
+transition). The buffer is bounded; when an event
 does not fit, the buffered ones are dropped too and the app is flagged for a
 resync: its next batch starts with ``ResyncRequired(lost=n)``, after which it
 must list the keys and its subscriptions again. Until that flag is delivered,
 further lifecycle events are only counted: the app's re-listing, which happens
-after it sees the flag, covers them.
+after it sees the flag, covers them. Health events lost with them are told
+again where they still hold: a key still stale gets a new ``KeyStale`` after
+the resync, and ``no_provider`` in Get and Register results says which keys
+have no provider.
 """
 
 from __future__ import annotations
 
 from collections import deque
 
-from ess.events import Event, KeyAdded, KeyRemoved, ResyncRequired
+from ess.events import Event, LifecycleEvent, ResyncRequired
 
 __all__ = ["LifecycleBuffer"]
 
@@ -27,7 +33,7 @@ class LifecycleBuffer:
         if capacity < 1:
             raise ValueError(f"lifecycle capacity must be >= 1, got {capacity}")
         self.capacity = capacity
-        self._events: deque[KeyAdded | KeyRemoved] = deque()
+        self._events: deque[LifecycleEvent] = deque()
         self.lost = 0
         """Lifecycle events not delivered since the last resync; > 0 means a resync is owed."""
 
@@ -35,7 +41,7 @@ class LifecycleBuffer:
         """Events a drain would return, counting the resync flag as one."""
         return len(self._events) + (1 if self.lost else 0)
 
-    def push(self, event: KeyAdded | KeyRemoved) -> None:
+    def push(self, event: LifecycleEvent) -> None:
         """Buffer an event, or count it lost and owe the app a resync."""
         if self.lost:
             self.lost += 1

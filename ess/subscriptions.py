@@ -3,11 +3,13 @@
 The :class:`SubscriptionTable` maps key id -> {app -> subscription} (the
 ADR's subscription map) and app -> {key id -> subscription}, and keeps the
 watched-key bitmap in step: a key's bit is set iff its subscriber map is
-non-empty. It stores and indexes; the ESS decides.
+non-empty; ``on_watch`` hears of every such change (the ESS follows watched
+keys' health with it). It stores and indexes; the ESS decides.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
@@ -55,6 +57,8 @@ class RegisterResult:
     seq: int = 0
     """The seq of the subscription's last event (0 for a new subscription): the
     next event is seq + 1, so an app can tell resumed from new."""
+    no_provider: bool = False
+    """The key's provider went away and nobody claims it since (``ProviderGone``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,10 +113,13 @@ class Subscription:
 class SubscriptionTable:
     """Subscriptions indexed by key and by app, with the watched bitmap in step."""
 
-    __slots__ = ("_by_app", "by_key", "watched")
+    __slots__ = ("_by_app", "by_key", "on_watch", "watched")
 
     def __init__(self, watched: WatchedKeys) -> None:
         self.watched = watched
+        self.on_watch: Callable[[int, str | None], None] | None = None
+        """Told ``(key, name)`` when a key gets its first subscriber and ``(key,
+        None)`` when it loses its last one, after the table changed."""
         self.by_key: dict[int, dict[str, Subscription]] = {}
         """key id -> app -> subscription. Read-only outside this class (the ESS hot path)."""
         self._by_app: dict[str, dict[int, Subscription]] = {}
@@ -142,6 +149,8 @@ class SubscriptionTable:
         assert sub.app not in subs
         subs[sub.app] = sub
         self._by_app.setdefault(sub.app, {})[sub.key] = sub
+        if len(subs) == 1 and self.on_watch is not None:
+            self.on_watch(sub.key, sub.name)
 
     def remove(self, app: str, key: int) -> Subscription | None:
         """Remove and return the subscription of ``app`` on ``key``, if any. O(1)."""
@@ -165,6 +174,8 @@ class SubscriptionTable:
             del app_subs[key]
             if not app_subs:
                 del self._by_app[app]
+        if self.on_watch is not None:
+            self.on_watch(key, None)
         return list(subs.values())
 
     def remove_app(self, app: str) -> list[Subscription]:
@@ -182,6 +193,8 @@ class SubscriptionTable:
         if not subs:
             del self.by_key[key]
             self.watched.clear(key)
+            if self.on_watch is not None:
+                self.on_watch(key, None)
 
     def check(self) -> None:
         """Assert the table's invariants, the watched bitmap included (for tests)."""

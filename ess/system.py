@@ -16,6 +16,12 @@ Delivery guarantees (what an app can rely on):
   the next event the app receives for that key carries the value.
 * ``KeyAdded``/``KeyRemoved`` are never dropped by back-pressure; if their
   buffer overflows, the app gets ``ResyncRequired`` first in its next batch.
+* Health events travel the same way: ``KeyStale``/``KeyFresh`` (from
+  :meth:`EventSubSystem.health_tick`, a periodic tick over the watched keys
+  with an expected period, :mod:`ess.health`: the write path does nothing for
+  them) and ``ProviderGone``/``ProviderBack`` (:meth:`provider_gone`,
+  :meth:`provider_back`, :mod:`ess.presence`), each to the subscribers of
+  the keys concerned.
 * Every eviction, loss and discard is counted per (app, key, queue) and
   reported to the observer.
 
@@ -31,9 +37,21 @@ from typing import Final, Protocol
 from ess.budget import EventBudget
 from ess.config import QUEUE_COUNT, QueueConfig, effective_queue_configs
 from ess.errors import BudgetExceededError, NotReadingEventsError
-from ess.events import DataUpdated, DropReason, Event, KeyAdded, KeyRemoved, Status
+from ess.events import (
+    DataUpdated,
+    DropReason,
+    Event,
+    KeyAdded,
+    KeyRemoved,
+    LifecycleEvent,
+    ProviderBack,
+    ProviderGone,
+    Status,
+)
+from ess.health import StaleNotice, StaleTracker
 from ess.lifecycle import LifecycleBuffer
 from ess.policy import ALLOW_ALL, ReadPolicy
+from ess.presence import ProviderPresence
 from ess.queues import EventQueue
 from ess.scheduler import DEFAULT_WEIGHTS, CreditScheduler
 from ess.stats import AppStats
@@ -68,6 +86,8 @@ class KeySource(Protocol):
     def id_of(self, name: str) -> int | None: ...
 
     def peek(self, key_id: int) -> tuple[bytes | None, int]: ...
+
+    def version_of(self, key_id: int) -> int: ...
 
     def id_bound(self) -> int: ...
 
@@ -141,6 +161,10 @@ class EventSubSystem:
         self._table = SubscriptionTable(self._watch)
         self._subs_by_key = self._table.by_key
         self._apps: dict[str, _App] = {}
+        self._expected: Callable[[str], int | None] | None = None
+        self._stale = StaleTracker()
+        self._presence = ProviderPresence()
+        self._table.on_watch = self._watch_changed
 
     # -- V-Store listener ---------------------------------------------------
 
@@ -187,16 +211,101 @@ class EventSubSystem:
         for state in self._apps.values():
             for q in range(QUEUE_COUNT):
                 state.drops.pop((key_id, q), None)
+        self._presence.forget(key_id)
         self._broadcast(KeyRemoved(key_id, name), name)
 
     def _broadcast(self, event: KeyAdded | KeyRemoved, name: str) -> None:
         may_read = self._policy.may_read
         for app in self._apps.values():
             if may_read(app.name, name):
-                was_idle = not self._pending(app)
-                app.lifecycle.push(event)
-                if was_idle and app.wake is not None:
-                    app.wake()
+                self._tell(app, event)
+
+    def _tell(self, app: _App, event: LifecycleEvent) -> None:
+        """Put a lifecycle or health event in the app's lifecycle buffer (never dropped
+        by the drop rule; an overflow owes the app a resync)."""
+        was_idle = not self._pending(app)
+        app.lifecycle.push(event)
+        if was_idle and app.wake is not None:
+            app.wake()
+
+    # -- signal health ------------------------------------------------------
+
+    def expect(self, period_ns: Callable[[str], int | None] | None) -> None:
+        """Set how long each key may go unwritten (by name, in ns; None: no expectation).
+
+        Watched keys with an expectation are followed by :meth:`health_tick`;
+        others cost nothing. O(watched keys).
+        """
+        self._expected = period_ns
+        for key, subs in self._subs_by_key.items():
+            self._watch_changed(key, next(iter(subs.values())).name)
+
+    def _watch_changed(self, key: int, name: str | None) -> None:
+        """The subscription table's hook: ``key`` got its first subscriber (``name``)
+        or lost its last (None)."""
+        period = self._expected(name) if name is not None and self._expected else None
+        if period:
+            self._stale.follow(key, period)
+        else:
+            self._stale.unfollow(key)
+
+    def health_tick(self, now_ns: int) -> list[StaleNotice]:
+        """Tell subscribers which keys went stale or fresh since the last tick.
+
+        ``now_ns``: now, on the V-Store's clock. Call it periodically (a
+        ``KeyFresh`` is up to one period of these calls late). Returns what was
+        told to whom (for the journal). O(watched keys with an expectation).
+        """
+        notices = self._stale.tick(now_ns, self._source, self._subscribers_of)
+        apps = self._apps
+        for notice in notices:
+            for app in notice.apps:
+                self._tell(apps[app], notice.event)
+        return notices
+
+    def _subscribers_of(self, key: int) -> dict[str, Subscription]:
+        return self._subs_by_key.get(key) or {}
+
+    def followed_keys(self) -> list[int]:
+        """Ids of the keys the health tick follows (watched, with an expected period)."""
+        return sorted(self._stale.followed())
+
+    def stale_keys(self) -> list[int]:
+        """Ids of the watched keys that are stale now, ascending."""
+        return sorted(self._stale.stale())
+
+    def provider_gone(self, provider: str, keys: Iterable[int]) -> dict[str, tuple[int, ...]]:
+        """``provider``'s claims on ``keys`` ended as it went away: each subscriber of
+        some of them is told ``ProviderGone`` with those; until they are claimed
+        again they have no provider. Returns the keys told, by app. O(keys + subscribers).
+        """
+        gone = self._presence.gone(provider, keys)
+        return self._tell_subscribers(gone, lambda ks: ProviderGone(provider, ks))
+
+    def provider_back(
+        self, provider: str, keys: Iterable[int]
+    ) -> tuple[tuple[int, ...], dict[str, tuple[int, ...]]]:
+        """``provider`` claims ``keys``: those whose provider had gone are back, and
+        each subscriber of some of them is told ``ProviderBack`` with those.
+        Returns the keys back, and the keys told by app."""
+        back = self._presence.back(keys)
+        return back, self._tell_subscribers(back, lambda ks: ProviderBack(provider, ks))
+
+    def _tell_subscribers(
+        self, keys: Sequence[int], make: Callable[[tuple[int, ...]], LifecycleEvent]
+    ) -> dict[str, tuple[int, ...]]:
+        per_app: dict[str, list[int]] = {}
+        for key in keys:  # ascending, so each app's list is too
+            for app in self._subscribers_of(key):
+                per_app.setdefault(app, []).append(key)
+        told = {app: tuple(ks) for app, ks in per_app.items()}
+        for app, ks in told.items():
+            self._tell(self._apps[app], make(ks))
+        return told
+
+    def no_provider(self, key_id: int) -> bool:
+        """Whether the key's provider went away and nobody claims it since. O(1)."""
+        return key_id in self._presence
 
     # -- app side -----------------------------------------------------------
 
@@ -328,7 +437,16 @@ class EventSubSystem:
                     self._purge(state, key_id, keep=target)
                 sub.retarget(req.trigger, target)
             current = self._source.peek(key_id)[0] if req.want_current else None
-            results.append(RegisterResult(req.key, key_id, Status.OK, current, seq=sub.seq))
+            results.append(
+                RegisterResult(
+                    req.key,
+                    key_id,
+                    Status.OK,
+                    current,
+                    seq=sub.seq,
+                    no_provider=key_id in self._presence,
+                )
+            )
         return results
 
     def deregister(
@@ -377,6 +495,8 @@ class EventSubSystem:
         if state is None:
             raise NotReadingEventsError(app)
         out: list[Event] = []
+        if state.lifecycle.lost:  # a resync: stale keys are told again after it
+            self._stale.forget_app(app)
         state.lifecycle.drain_into(out, max_events)
         room = max_events - len(out)
         if room:
@@ -406,6 +526,7 @@ class EventSubSystem:
         """
         state = self._apps.pop(app, None)
         self._table.remove_app(app)
+        self._stale.forget_app(app)
         if state is None:
             return False
         for q in state.queues:
@@ -572,3 +693,14 @@ class EventSubSystem:
             assert sub_app in self._apps, f"subscription of app {sub_app!r} without a stream"
         assert self._budget.free == self._budget.total - in_use, "event budget accounting broken"
         assert self._budget.free >= 0
+        self._stale.check()
+        self._presence.check()
+        followed = set(self._stale.followed())
+        for key, subs in self._subs_by_key.items():
+            name = next(iter(subs.values())).name
+            period = self._expected(name) if self._expected is not None else None
+            assert (key in followed) == bool(period), f"key {key} followed iff expected"
+            followed.discard(key)
+        assert not followed, f"unwatched keys followed: {sorted(followed)}"
+        for stale in self._stale.stale():
+            assert stale in self._subs_by_key
