@@ -1,0 +1,41 @@
+"""replica: the replicated model of several middleware nodes (seeds 001 and 000).
+
+Pure and synchronous: no I/O, no gRPC, time from injected clocks. The
+middleware's ``middleware.cluster`` carries it over gRPC peer links and
+applies its decisions to the V-Store.
+"""
+
+from replica.chains import Chain, Held, Retention
+from replica.events import ChainId, Event, HybridClock, Kind, Order, Write, event_hash, make_event
+from replica.keys import KeyState, KeyStates
+from replica.messages import GetData, Horizon, Leaf, Outgoing, Refusal, Refused, Sync
+from replica.model import ALL_CONFIRMS, GuardRefusal, Model, ModelStatus, PeerStatus, Sink
+
+__all__ = [
+    "ALL_CONFIRMS",
+    "Chain",
+    "ChainId",
+    "Event",
+    "GetData",
+    "GuardRefusal",
+    "Held",
+    "Horizon",
+    "HybridClock",
+    "KeyState",
+    "KeyStates",
+    "Kind",
+    "Leaf",
+    "Model",
+    "ModelStatus",
+    "Order",
+    "Outgoing",
+    "PeerStatus",
+    "Refusal",
+    "Refused",
+    "Retention",
+    "Sink",
+    "Sync",
+    "Write",
+    "event_hash",
+    "make_event",
+]
