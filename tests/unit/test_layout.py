@@ -1,6 +1,6 @@
 """The house rules, executable: who may import what, and every error has a status.
 
-- The pure cores (``vstore``, ``ess``, ``vss``) import nothing of the process,
+- The pure cores (``vstore``, ``ess``, ``vss``, ``replica``) import nothing of the process,
   the SDK or the analysis, and no third-party library beyond their own.
 - The SDK (``middleware.client``) imports only gRPC, protobuf, the generated
   contract (``vehicle``), the pure ``vss`` rules and itself: an in-car app that
@@ -41,6 +41,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "vstore": ("sortedcontainers",),
     "ess": ("vstore", "bitarray"),
     "vss": (),
+    "replica": ("vstore",),
     "middleware.client": ("grpc", "google.protobuf", "vehicle", "vss"),
 }
 FORBIDDEN: dict[str, tuple[str, ...]] = {
