@@ -230,13 +230,27 @@ class Consumers:
                 self._write(sync=False)
 
     def cut(self, app: str, component: str, boot_id: str, offset: int, lost: list[Lost]) -> None:
-        """Retention cut the consumer loose: it lost ``lost``; its position moves past them."""
+        """Retention cut the consumer loose: it lost ``lost`` (merged with the ranges it
+        lost just before, of the same boot); its position moves past them."""
         with self._lock:
             c = self._consumers.get((app, component))
             if c is None:
                 return
             c.boot_id, c.offset = boot_id, offset
-            c.lost = (c.lost + lost)[-MAX_LOST:]
+            merged = list(c.lost)
+            for x in lost:
+                last = merged[-1] if merged else None
+                if (
+                    last is not None
+                    and last.boot_id == x.boot_id
+                    and (last.to_offset + 1) % 2**32 == x.from_offset
+                ):
+                    x = Lost(
+                        x.boot_id, last.from_offset, x.to_offset, last.count + x.count, x.reason
+                    )
+                    merged.pop()
+                merged.append(x)
+            c.lost = merged[-MAX_LOST:]
             c.cuts += 1
             self._write(sync=True)
 

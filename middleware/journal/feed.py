@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -94,8 +93,7 @@ class Feed:
         self.answer_bytes = answer_bytes
         self._loop: asyncio.AbstractEventLoop | None = None
         self._waiters: set[asyncio.Event] = set()
-        self.followers: dict[tuple[str, str], Callable[[], None]] = {}
-        """Reliable followers by (app, component): how to end each (a newer one replaces it)."""
+        self._cut: set[tuple[str, str]] = set()  # consumers cut loose, until they read again
         history.on_add(self._added)
 
     # -- what is held ---------------------------------------------------------------
@@ -166,6 +164,9 @@ class Feed:
 
     def acknowledge(self, consumer: Consumer, boot_id: str, offset: int) -> None:
         """Move a registered consumer on to ``(boot_id, offset)`` if that is later."""
+        if self._cut and consumer.key in self._cut:
+            self._cut.discard(consumer.key)
+            log.info("journal: consumer %s/%s reads again", consumer.app, consumer.component)
         view = self.view() if boot_id != self.boot_id or consumer.boot_id != self.boot_id else None
         if view is None:
             # Both in the running boot: compare in memory when possible (no directory listing).
@@ -383,13 +384,19 @@ class Feed:
         return decided, total
 
     def apply_cuts(self, decided: Plan) -> None:
-        """Record the plan's cuts in the registry (before the segments go)."""
+        """Record the plan's cuts in the registry (before the segments go). Logged once
+        per episode: until the consumer acknowledges a record again."""
         for cut in decided.cuts:
             p = cut.pin
             self.consumers.cut(p.app, p.component, cut.boot_id, cut.offset, cut.lost)
+            key = (p.app, p.component)
+            if key in self._cut:
+                continue
+            self._cut.add(key)
             log.warning(
                 "journal: consumer %s/%s cut loose: it had %d bytes unacknowledged (the bound "
-                "is %d); it lost %s",
+                "is %d); it lost %s (and loses more while it does not read; the journal's "
+                "consumer_cut records say what)",
                 p.app,
                 p.component,
                 cut.lag_bytes,

@@ -1,0 +1,452 @@
+"""The JournalService on a real server: the three answers across the 2^32 wrap and
+after an overrun, Follow's groups and acknowledgements, a live follower's gaps, a
+reliable consumer cut loose (and nobody else affected), and every bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import itertools
+import json
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from middleware.auth.tokens import generate_key_pair, mint
+from middleware.client import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
+from middleware.config import Settings
+from middleware.journal.chain import OFFSET_MOD, pred, succ, verify_line
+from middleware.journal.segments import segment_files
+from middleware.server import RunningServer, start_server
+from tests.conftest import eventually
+from tests.integration.conftest import TEST_SETTINGS
+from vehicle.journal.v1 import journal_pb2 as pb
+from vehicle.journal.v1 import journal_pb2_grpc as pb_grpc
+
+Code = grpc.StatusCode
+MD = (("app-id", "collector"),)
+SPEED = "Vehicle.Speed"
+TOP = OFFSET_MOD - 20  # the boot's offsets wrap after 20 records
+
+
+def settings(tmp_path: Path, **kw: Any) -> Settings:
+    return dataclasses.replace(
+        TEST_SETTINGS, journal_dir=str(tmp_path / "journal"), journal_level="full", **kw
+    )
+
+
+@contextlib.asynccontextmanager
+async def running(s: Settings) -> AsyncIterator[tuple[RunningServer, Any]]:
+    server = await start_server(s)
+    channel = grpc.aio.insecure_channel(server.address, options=[("grpc.http2.bdp_probe", 0)])
+    try:
+        yield server, pb_grpc.JournalServiceStub(channel)
+    finally:
+        await channel.close()
+        await server.stop(0)
+
+
+async def publish(address: str, n: int) -> None:
+    provider = ProviderClient(address, "prov")
+    try:
+        await provider.add_keys([SPEED])
+        for i in range(n):
+            await provider.publish({SPEED: i.to_bytes(4, "big")})
+        await provider.flush()
+    finally:
+        await provider.close()
+
+
+async def settled(server: RunningServer) -> None:
+    """Wait until the journal has written everything it was given."""
+    journal = server.runtime.journal
+    assert journal is not None
+    await eventually(lambda: journal.pending() == 0, timeout=10, what="the journal writer")
+    await asyncio.sleep(0.02)  # the last batch's history hand-over
+
+
+async def poll(
+    stub: Any,
+    component: str = "LIVE",
+    boot: str = "",
+    offset: int = 0,
+    *,
+    max: int = 1000,
+    **kw: Any,
+) -> Any:
+    return await stub.Poll(
+        pb.PollRequest(component=component, boot_id=boot, offset=offset, max=max, **kw),
+        metadata=MD,
+        timeout=10,
+    )
+
+
+async def fails(call: Any, code: grpc.StatusCode, *fragments: str) -> None:
+    with pytest.raises(grpc.aio.AioRpcError) as e:
+        await call
+    assert e.value.code() == code, e.value.details()
+    for fragment in fragments:
+        assert fragment in (e.value.details() or ""), e.value.details()
+
+
+def disk_bytes(directory: Path) -> int:
+    total = 0
+    for path in segment_files(directory):
+        with contextlib.suppress(FileNotFoundError):  # retention removed it meanwhile
+            total += path.stat().st_size
+    return total
+
+
+def records(answer: Any) -> list[dict[str, Any]]:
+    return [verify_line(line) for line in answer.records.lines]
+
+
+async def read_all(stub: Any, boot: str, offset: int, *, max: int = 7) -> list[dict[str, Any]]:
+    """Poll from ``offset`` until nothing is new; every answer must be records."""
+    got: list[dict[str, Any]] = []
+    while True:
+        answer = await poll(stub, "LIVE", boot, offset, max=max)
+        if answer.WhichOneof("answer") == "nothing_new":
+            return got
+        assert answer.WhichOneof("answer") == "records", answer
+        got += records(answer)
+        offset = answer.records.last_offset
+
+
+async def test_poll_gives_the_three_answers_across_the_wrap_and_after_an_overrun(
+    tmp_path: Path,
+) -> None:
+    s = settings(
+        tmp_path,
+        journal_offset_start=TOP,
+        journal_segment_bytes=4096,
+        journal_max_bytes=12_000,
+        journal_history_records=10,  # most of what is read comes from disk
+    )
+    async with running(s) as (server, stub):
+        boot = server.runtime.boot_id
+        await settled(server)
+        # A new consumer (holding nothing, no boot): a recovery naming the boot and its range.
+        answer = await poll(stub, offset=12345)
+        assert answer.WhichOneof("answer") == "recovery"
+        rec = answer.recovery
+        assert (rec.boot_id, rec.n0, rec.reason) == (
+            boot,
+            TOP,
+            pb.RECOVERY_REASON_NOT_IN_HISTORY,
+        )
+        await publish(server.address, 24)
+        await settled(server)
+        # Case 1 from p(n0): every record, in order, across 2^32 - 1 -> 0, chained.
+        got = await read_all(stub, boot, pred(rec.n0))
+        offsets = [r["offset"] for r in got]
+        assert offsets[0] == TOP
+        assert got[0]["kind"] == "start"
+        assert OFFSET_MOD - 1 in offsets
+        assert 0 in offsets
+        assert all(succ(a) == b for a, b in itertools.pairwise(offsets))
+        assert all(b["prev_hash"] == a["hash"] for a, b in itertools.pairwise(got))
+        # Case 2: the newest record gets nothing new.
+        answer = await poll(stub, "LIVE", boot, offsets[-1])
+        assert answer.WhichOneof("answer") == "nothing_new"
+        # Case 3 by overrun: retention removes the oldest segments; holding an early one
+        # is a recovery with what is held now, and p(n0) reads on from n0.
+        await publish(server.address, 120)
+        await settled(server)
+        answer = await poll(stub, "LIVE", boot, offsets[2])
+        assert answer.WhichOneof("answer") == "recovery"
+        rec = answer.recovery
+        assert rec.boot_id == boot
+        assert rec.reason == pb.RECOVERY_REASON_NOT_IN_HISTORY
+        assert (rec.n0 - TOP) % OFFSET_MOD > 3
+        again = await poll(stub, "LIVE", boot, pred(rec.n0), max=3)
+        assert [r["offset"] for r in records(again)] == [rec.n0, succ(rec.n0), succ(succ(rec.n0))]
+        # An offset this boot never wrote is not a recovery: it is the wrong boot's.
+        await fails(
+            poll(stub, "LIVE", boot, (rec.n1 + 1000) % OFFSET_MOD),
+            Code.OUT_OF_RANGE,
+            f"is not an offset of boot '{boot}'",
+        )
+
+
+async def test_bad_input_gets_a_status_and_a_message_naming_the_field(tmp_path: Path) -> None:
+    async with running(settings(tmp_path, journal_max_consumers=2)) as (server, stub):
+        await settled(server)
+        boot = server.runtime.boot_id
+        register = stub.RegisterConsumer
+        await fails(
+            register(pb.RegisterConsumerRequest(component="LIVE"), metadata=MD),
+            Code.INVALID_ARGUMENT,
+            "component: 'LIVE' is reserved for live consumers",
+        )
+        await fails(
+            register(pb.RegisterConsumerRequest(component="no-dashes"), metadata=MD),
+            Code.INVALID_ARGUMENT,
+            "component: must be 1 to 16 characters of [A-Za-z0-9_], got 'no-dashes'",
+        )
+        await fails(
+            poll(stub, "nobody"),
+            Code.NOT_FOUND,
+            "component 'nobody' of app 'collector' is not a registered journal consumer",
+        )
+        for bad in (0, 5000):
+            await fails(
+                poll(stub, max=bad), Code.INVALID_ARGUMENT, f"max: must be in 1..1000, got {bad}"
+            )
+        await fails(
+            poll(stub, want=["lost", "nope"]),
+            Code.INVALID_ARGUMENT,
+            "want[1]: unknown record kind 'nope'",
+        )
+        window = server.runtime.journal_feed.history.window()  # type: ignore[union-attr]
+        assert window is not None
+        await fails(
+            poll(stub, "LIVE", boot, (window[1] + 10**6) % OFFSET_MOD),
+            Code.OUT_OF_RANGE,
+            f"is not an offset of boot '{boot}', which wrote offsets {window[0]}..",
+        )
+        for component in ("a", "b"):
+            await register(pb.RegisterConsumerRequest(component=component), metadata=MD)
+        await fails(
+            register(pb.RegisterConsumerRequest(component="c"), metadata=MD),
+            Code.RESOURCE_EXHAUSTED,
+            "journal consumers: 2 are registered; unregister one first; the limit is 2",
+        )
+        # Follow: start first, once; a window in range; acknowledge only what was sent.
+        for first, detail in (
+            (pb.FollowRequest(ack=pb.FollowAck(seq=0)), "start: a Follow stream's first message"),
+            (
+                pb.FollowRequest(start=pb.FollowStart(component="a", max=10, window=0)),
+                "start.window: must be in 1..256, got 0",
+            ),
+            (
+                pb.FollowRequest(start=pb.FollowStart(component="a", max=0, window=1)),
+                "start.max: must be in 1..1000, got 0",
+            ),
+        ):
+            call = stub.Follow(metadata=MD)
+            await call.write(first)
+            await fails(call.read(), Code.INVALID_ARGUMENT, detail)
+        call = stub.Follow(metadata=MD)
+        await call.write(pb.FollowRequest(start=pb.FollowStart(component="a", max=10, window=4)))
+        first_group = await call.read()
+        await call.write(pb.FollowRequest(ack=pb.FollowAck(seq=first_group.seq + 7)))
+
+        async def read_until_it_ends() -> None:
+            for _ in range(100):  # the groups already sent, then the status
+                await call.read()
+
+        await fails(
+            read_until_it_ends(), Code.INVALID_ARGUMENT, "ack.seq: group 7 was not sent yet"
+        )
+    async with running(dataclasses.replace(TEST_SETTINGS)) as (_, stub):
+        await fails(
+            poll(stub),
+            Code.FAILED_PRECONDITION,
+            "runs without a journal: start it with --journal-dir",
+        )
+
+
+async def test_in_token_mode_only_the_journal_read_scope_reads_the_journal(tmp_path: Path) -> None:
+    private, public = generate_key_pair("ES256")
+    (tmp_path / "vmw.pub").write_bytes(public)
+    s = settings(tmp_path, auth_mode="token", token_public_key=str(tmp_path / "vmw.pub"))
+    async with running(s) as (server, stub):
+        reader = mint(private, subject="reader", scope="read:**", ttl_s=60)
+        collector = mint(private, subject="coll", scope="journal:read", ttl_s=60)
+        request = pb.RegisterConsumerRequest(component="c")
+        await fails(
+            stub.RegisterConsumer(request, metadata=(("authorization", f"Bearer {reader}"),)),
+            Code.PERMISSION_DENIED,
+            "app 'reader' may not read the journal: its token has no 'journal:read' scope",
+        )
+        reply = await stub.RegisterConsumer(
+            request, metadata=(("authorization", f"Bearer {collector}"),)
+        )
+        assert reply.created
+        assert reply.boot_id == server.runtime.boot_id
+
+
+async def test_follow_sends_groups_at_once_numbered_from_zero_and_acks_release(
+    tmp_path: Path,
+) -> None:
+    async with running(settings(tmp_path)) as (server, stub):
+        await settled(server)
+        reg = await stub.RegisterConsumer(pb.RegisterConsumerRequest(component="f"), metadata=MD)
+        call = stub.Follow(metadata=MD)
+        await call.write(
+            pb.FollowRequest(
+                start=pb.FollowStart(
+                    component="f",
+                    boot_id=reg.position.boot_id,
+                    offset=reg.position.offset,
+                    max=5,
+                    window=2,
+                )
+            )
+        )
+        groups: asyncio.Queue[Any] = asyncio.Queue()
+
+        async def read() -> None:
+            while (message := await call.read()) is not grpc.aio.EOF:
+                await groups.put(message)
+
+        reader = asyncio.create_task(read())
+        try:
+            await publish(server.address, 20)
+            await settled(server)
+            first = [await asyncio.wait_for(groups.get(), 5) for _ in range(2)]
+            assert [g.seq for g in first] == [0, 1]
+            await asyncio.sleep(0.3)
+            assert groups.empty()  # two groups unacknowledged: the window is full
+            await call.write(pb.FollowRequest(ack=pb.FollowAck(seq=1)))
+            listed = await stub.ListConsumers(pb.ListConsumersRequest(), metadata=MD)
+            await eventually(lambda: not groups.empty(), what="groups after the ack")
+            listed = await stub.ListConsumers(pb.ListConsumersRequest(), metadata=MD)
+            [info] = listed.consumers
+            assert info.position.offset == first[1].records.last_offset  # released up to it
+            seq, offsets = 1, [verify_line(x)["offset"] for g in first for x in g.records.lines]
+            while True:  # read on (acknowledging) until caught up
+                group = await asyncio.wait_for(groups.get(), 5)
+                assert group.seq == seq + 1
+                seq = group.seq
+                offsets += [verify_line(x)["offset"] for x in group.records.lines]
+                await call.write(pb.FollowRequest(ack=pb.FollowAck(seq=seq)))
+                if group.records.caught_up:
+                    break
+            assert all(succ(a) == b for a, b in itertools.pairwise(offsets))
+            # Idle: one write is sent at once, not after a timer.
+            sent = time.monotonic()
+            await publish(server.address, 1)
+            group = await asyncio.wait_for(groups.get(), 5)
+            assert group.seq == seq + 1
+            assert time.monotonic() - sent < 0.5
+        finally:
+            reader.cancel()
+            call.cancel()
+
+
+async def test_a_live_follower_that_falls_behind_gets_a_gap_in_the_group_numbers(
+    tmp_path: Path,
+) -> None:
+    async with running(settings(tmp_path, journal_history_records=20)) as (server, stub):
+        await settled(server)
+        call = stub.Follow(metadata=MD)
+        await call.write(pb.FollowRequest(start=pb.FollowStart(component="LIVE", max=1, window=1)))
+        await publish(server.address, 1500)  # not read meanwhile: flow control holds the sender
+        await settled(server)
+        seqs: list[int] = []
+        newest = server.runtime.journal_feed.history.window()[1]  # type: ignore[union-attr,index]
+        last = -1
+        while last != newest:
+            group = await asyncio.wait_for(call.read(), 5)
+            seqs.append(group.seq)
+            last = group.records.last_offset
+        call.cancel()
+        assert seqs[0] == 0
+        assert any(b - a > 1 for a, b in itertools.pairwise(seqs)), "no gap"
+        assert all(b > a for a, b in itertools.pairwise(seqs))
+
+
+async def test_a_consumer_that_stops_reading_is_cut_loose_and_nobody_else_is_affected(
+    tmp_path: Path,
+) -> None:
+    segment, lag = 8192, 150_000
+    s = settings(
+        tmp_path,
+        journal_segment_bytes=segment,
+        journal_max_bytes=16_384,
+        journal_consumer_max_lag_bytes=lag,
+        journal_history_records=50,
+    )
+    writes = 1500
+    async with running(s) as (server, stub):
+        await settled(server)
+        slow = await stub.RegisterConsumer(
+            pb.RegisterConsumerRequest(component="slow"), metadata=MD
+        )
+        fast = await stub.RegisterConsumer(
+            pb.RegisterConsumerRequest(component="fast"), metadata=MD
+        )
+        seen: list[dict[str, Any]] = []
+        most_on_disk = 0
+        stop = asyncio.Event()
+        fast_at = [fast.position.offset]
+
+        async def fast_reader() -> None:
+            nonlocal most_on_disk
+            boot, offset = fast.position.boot_id, fast.position.offset
+            while True:
+                answer = await poll(stub, "fast", boot, offset, max=50)
+                kind = answer.WhichOneof("answer")
+                assert kind != "recovery", answer.recovery  # it keeps up: never cut loose
+                if kind == "records":
+                    seen.extend(records(answer))
+                    offset = fast_at[0] = answer.records.last_offset
+                elif stop.is_set():
+                    return
+                else:
+                    await asyncio.sleep(0.005)
+                most_on_disk = max(most_on_disk, disk_bytes(Path(s.journal_dir)))
+
+        events: list[DataEvent] = []
+
+        async def app() -> None:
+            async with AppClient(server.address, "app", queues=[QueueSpec(0, 10, 200)]) as client:
+                await client.subscribe([Sub(SPEED)])
+                async for event in client.events():
+                    if isinstance(event, DataEvent):
+                        events.append(event)
+                        if len(events) == writes:
+                            return
+
+        provider = ProviderClient(server.address, "prov")
+        await provider.add_keys([SPEED])
+        apps = asyncio.create_task(app())
+        await eventually(lambda: server.runtime.ess.subscriptions("app") != [], what="subscribed")
+        reader = asyncio.create_task(fast_reader())
+        history = server.runtime.journal_feed.history  # type: ignore[union-attr]
+        for i in range(writes):
+            await provider.publish({SPEED: i.to_bytes(4, "big")})
+            if i % 50 == 49:  # the fast consumer reads what is written as it goes
+                await provider.flush()
+                await settled(server)
+                await eventually(
+                    lambda: fast_at[0] == history.window()[1],  # type: ignore[index]
+                    timeout=10,
+                    what="the fast consumer to catch up",
+                )
+        await provider.flush()
+        await provider.close()
+        await asyncio.wait_for(apps, 20)
+        await settled(server)
+        stop.set()
+        await asyncio.wait_for(reader, 20)
+        # Bounded: memory by the history, disk by the consumer's bound (plus a segment
+        # being written and one the plan keeps whole).
+        assert len(server.runtime.journal_feed.history) <= 50  # type: ignore[union-attr]
+        assert most_on_disk <= lag + 2 * segment
+        # The journal says who lost what.
+        [cut, *_] = [r for r in seen if r["kind"] == "consumer_cut" and r["component"] == "slow"]
+        assert (cut["app"], cut["lost_boot_id"]) == ("collector", server.runtime.boot_id)
+        assert cut["from_offset"] == succ(slow.position.offset)
+        assert not [r for r in seen if r["kind"] == "consumer_cut" and r["component"] == "fast"]
+        # The slow consumer gets a recovery saying so.
+        answer = await poll(stub, "slow", slow.position.boot_id, slow.position.offset)
+        assert answer.WhichOneof("answer") == "recovery"
+        rec = answer.recovery
+        assert rec.reason == pb.RECOVERY_REASON_CUT_LOOSE
+        assert rec.lost[0].from_offset == succ(slow.position.offset)
+        assert rec.lost[0].reason == "consumer cut loose"
+        # The fast consumer got every record, in order; the app every event, no gap.
+        offsets = [r["offset"] for r in seen]
+        assert offsets[0] == succ(fast.position.offset)
+        assert all(succ(a) == b for a, b in itertools.pairwise(offsets))
+        assert [e.missed for e in events] == [0] * writes
+        assert [int.from_bytes(e.data or b"", "big") for e in events] == list(range(writes))
+        json.dumps(cut)  # a plain JSON record
