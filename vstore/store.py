@@ -172,6 +172,11 @@ class VStore:
         self._listener = listener if listener is not None else _NoListener()
 
     @property
+    def listener(self) -> StoreListener | None:
+        """The listener (None: nobody listens); to wrap it in another."""
+        return None if isinstance(self._listener, _NoListener) else self._listener
+
+    @property
     def max_value_size(self) -> int:
         """Largest value accepted, in bytes."""
         return self._max_value_size

@@ -344,3 +344,10 @@ def test_check_many_validates_like_set_many_and_writes_nothing(rec: Recorder) ->
     assert err.value.index == 1
     assert store.get(a).version == 0
     assert rec.events == [("key_added", a, "Vehicle.A")]
+
+
+def test_the_listener_can_be_read_to_wrap_it(rec: Recorder) -> None:
+    store = VStore()
+    assert store.listener is None
+    store.set_listener(rec)
+    assert store.listener is rec
