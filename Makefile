@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 KUKSA_VENV  := .venv-kuksa
 KUKSA_STAMP := $(KUKSA_VENV)/.installed
 
-.PHONY: install kuksa-venv demo serve sim dashboard proto test lint typecheck unit bench bench-core bench-e2e bench-kuksa bench-providers bench-spark clean
+.PHONY: install kuksa-venv demo serve sim dashboard proto test lint typecheck unit bench bench-core bench-e2e bench-kuksa bench-providers bench-spark bench-export clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -63,7 +63,7 @@ unit: $(STAMP) $(KUKSA_STAMP)
 	$(PY) -m pytest
 
 ## Benchmarks (not part of `make test`): see BENCHMARKS.md.
-bench: bench-core bench-e2e bench-kuksa bench-providers bench-spark
+bench: bench-core bench-e2e bench-kuksa bench-providers bench-spark bench-export
 
 bench-core: $(STAMP)
 	$(PY) -m bench.core
@@ -86,6 +86,11 @@ bench-providers: $(STAMP)
 ## 1M and 10M synthetic journal records: ingest and analyze beside a scan floor and pandas.
 bench-spark: $(STAMP)
 	SPARK_LOCAL_IP=127.0.0.1 $(PY) -m bench.spark
+
+## The journal leaving the car: Poll and Follow records/s from one middleware beside the
+## journal writer's own rate, and the collector's into a landing area. About 20 s.
+bench-export: $(STAMP)
+	$(PY) -m bench.journal_export
 
 clean:
 	rm -rf $(VENV) $(KUKSA_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info demo-out
