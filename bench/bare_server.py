@@ -62,8 +62,20 @@ def _batch_add(seq: int, n: int, keys: int, value: bytes) -> ess_pb2.EventBatch:
 _BUILDERS = {"add": _batch_add, "ctor": _batch_ctor}
 
 
-def _started() -> ess_pb2.EventBatch:
-    return ess_pb2.EventBatch(events=[_Event(started=ess_pb2.StreamStarted(boot_id="bare"))])
+def _started(window: int = 0) -> ess_pb2.EventBatch:
+    started = ess_pb2.StreamStarted(boot_id="bare", window=window)
+    return ess_pb2.EventBatch(events=[_Event(started=started)])
+
+
+WINDOW = 4
+"""The window ``Events`` announces (the middleware's default), so the apps
+acknowledge as they do against the middleware; the ceiling then ignores the
+acknowledgements and never waits for one: a stronger ceiling than honouring them."""
+
+
+async def _ignore(requests: Any) -> None:
+    async for _ in requests:
+        pass
 
 
 class BareEventService(ess_pb2_grpc.EventServiceServicer):
@@ -74,14 +86,25 @@ class BareEventService(ess_pb2_grpc.EventServiceServicer):
         self._build = build
 
     async def GetEvents(self, request: Any, context: Any) -> None:
+        await self._stream(context, _started())
+
+    async def Events(self, requests: Any, context: Any) -> None:
+        await anext(aiter(requests))  # the open request
+        acks = asyncio.create_task(_ignore(requests))
+        try:
+            await self._stream(context, _started(WINDOW))
+        finally:
+            acks.cancel()
+
+    async def _stream(self, context: Any, started: ess_pb2.EventBatch) -> None:
         if self._build == "raw":
             # Prebuilt bytes: the stream's serializer passes bytes through (see _main).
-            await context.write(_started().SerializeToString())
+            await context.write(started.SerializeToString())
             raw = _batch_add(0, self._batch, self._keys, self._value).SerializeToString()
             while True:
                 await context.write(raw)
         build = _BUILDERS[self._build]
-        await context.write(_started())
+        await context.write(started)
         seq = 0
         while True:
             await context.write(build(seq, self._batch, self._keys, self._value))
@@ -132,13 +155,19 @@ def _main_sync(args: argparse.Namespace) -> None:
 
 
 def _raw_handler(service: BareEventService) -> grpc.GenericRpcHandler:
-    """EventService with GetEvents writing bytes as they are (no response serializer)."""
+    """EventService with GetEvents and Events writing bytes as they are (no response
+    serializer)."""
     return grpc.method_handlers_generic_handler(
         "vehicle.ess.v1.EventService",
         {
             "GetEvents": grpc.unary_stream_rpc_method_handler(
                 service.GetEvents,
                 request_deserializer=ess_pb2.GetEventsRequest.FromString,
+                response_serializer=None,
+            ),
+            "Events": grpc.stream_stream_rpc_method_handler(
+                service.Events,
+                request_deserializer=ess_pb2.EventsRequest.FromString,
                 response_serializer=None,
             ),
             "Register": grpc.unary_unary_rpc_method_handler(

@@ -46,7 +46,7 @@ from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
 KEYS = [f"Vehicle.Bench.Signal{i}" for i in range(100)]
 BATCH = 64  # the provider's batches, and the ceilings'
-LAG_QUEUE, LAG_WINDOW = 200, 100  # the slow app's queue and window
+LAG_QUEUE, LAG_WINDOW = 200, 1  # the slow app's queue (events) and window (batches)
 KUKSA_RATE = 84_000  # the KUKSA databroker's published load: 1 provider, 1 subscriber
 
 
@@ -158,8 +158,8 @@ async def app_reader(
     window: int = 0,
     max_length: int = 200,
 ) -> None:
-    """One app on the ``Events`` stream: acknowledges what it read every half window
-    (as the SDK does), ``window`` 0 taking the middleware's default."""
+    """One app on the ``Events`` stream: acknowledges the batches it read every half
+    window (as the SDK does), ``window`` 0 taking the middleware's default."""
     md = (("app-id", name),)
     async with grpc.aio.insecure_channel(address) as channel:
         stub = ess_pb2_grpc.EventServiceStub(channel)
@@ -191,7 +191,7 @@ async def app_reader(
             batch = await call.read()
             if batch is grpc.aio.EOF:
                 return
-            unacked += len(batch.events)
+            unacked += 1
             if pause_s:
                 await asyncio.sleep(pause_s)  # a slow app: one batch per pause
             if not tally.measuring:
@@ -489,7 +489,8 @@ async def stuck(args: argparse.Namespace, targets: Targets) -> None:
 
 async def lag(args: argparse.Namespace, targets: Targets) -> None:
     """The age of what an app reading one batch per second receives, under steady writes:
-    at most what its queue (200) and its window (100 events) hold, read at its pace."""
+    its window is one batch, made when it acknowledges the previous one, of what its
+    queue holds then (the latest values, the drop rule keeping them fresh)."""
     mw, address = middleware()
     tally = Tally()
     try:
@@ -520,10 +521,10 @@ async def lag(args: argparse.Namespace, targets: Targets) -> None:
     finally:
         stop(mw)
     oldest = max(tally.latencies_ns, default=0) / 1e9
-    # The app reads one batch a second; everything it receives was, when it was
-    # written, at most LAG_QUEUE + LAG_WINDOW events ahead of its reading.
-    per_s = tally.events / args.lag_seconds if tally.events else 1.0
-    bound = (LAG_QUEUE + LAG_WINDOW) / per_s + 1.0
+    # One batch a second, made when the previous one was read: what the window (one
+    # batch, a second of reading) and the reading itself take, plus the queue, which
+    # holds one event per key at this rate (200 >= 100 keys), the newest of each.
+    bound = (LAG_WINDOW + 1) * 1.0
     print(
         f"\nslow app (one batch per second, 1,000 writes/s): {tally.events:,} events received, "
         f"oldest {oldest:.2f} s old (bound {bound:.1f} s)",

@@ -32,11 +32,11 @@ class Settings:
     """Per-app buffer of key_added/key_removed events before a resync is forced."""
     batch_max: int = 500
     """Most events in one EventBatch."""
-    stream_window: int = 1_000
-    """Events an app's ``Events`` stream keeps sent and not yet acknowledged, at
-    most, when the app does not ask for another window: what it can lag behind
-    beyond its queues."""
-    max_stream_window: int = 10_000
+    stream_window: int = 4
+    """Messages (batches) an app's ``Events`` stream keeps sent and not yet
+    acknowledged, at most, when the app does not ask for another window: what it
+    can lag behind beyond its queues."""
+    max_stream_window: int = 64
     """Largest window an app may ask for."""
     grace_period_s: float = 0.0
     """How long an app's subscriptions outlive its stream (0: removed at once)."""

@@ -2,20 +2,24 @@
 
 This is where the ESS meets a transport: :class:`AppStream` is one open stream
 of one app (its doorbell, its window, why it ended), and :func:`deliver` is the
-loop every event stream runs (``GetEvents``, ``Events``): wait for the doorbell,
-drain at most what the window and ``batch_max`` allow, write it, journal it.
+loop every event stream runs (``GetEvents``, ``Events``): wait for the doorbell
+and for room in the window, drain up to ``batch_max`` events, write them, journal
+them.
 
 Back-pressure lands in the ESS queues, not in transport buffers: on an
-``Events`` stream the middleware keeps at most ``window`` events sent and not
-acknowledged by the app; while the window is full nothing is drained, the app's
-queues fill, and the drop rule keeps the latest value of each key (seq shows the
-loss). So what an app lags behind is bounded by its queues plus its window.
+``Events`` stream the middleware keeps at most ``window`` messages (batches)
+sent and not acknowledged by the app; while the window is full nothing is
+drained, the app's queues fill, and the drop rule keeps the latest value of each
+key (seq shows the loss). So what an app lags behind is bounded by its queues
+plus its window of batches. The window counts batches, not events: a slow
+reader then gets fewer, larger batches made when it acknowledges, of the values
+queued at that time, instead of a trickle of small stale ones.
 ``GetEvents`` (no acknowledgements) has no window: there only gRPC flow control
 holds the writer back, and the transport buffers add to the lag.
 
 What ``delivered`` means (the journal's ``delivered_batch``): the batch was
-written to the app's stream. On ``Events``, every delivered event is then read
-and acknowledged by the app, or the app is at most ``window`` events behind it.
+written to the app's stream. On ``Events``, the app has then read it, or is at
+most ``window`` batches behind it.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ class EndReason(enum.Enum):
 
 
 class Window:
-    """Events sent and not yet acknowledged, at most ``size`` (pure).
+    """Messages sent and not yet acknowledged, at most ``size`` (pure).
 
     ``size`` None: no window (``GetEvents``, KUKSA subscriptions): always room.
     """
@@ -64,12 +68,12 @@ class Window:
 
     def __init__(self, size: int | None) -> None:
         if size is not None and size < 1:
-            raise ValueError(f"a window holds at least 1 event, got {size}")
+            raise ValueError(f"a window holds at least 1 message, got {size}")
         self.size = size
         self.unacked = 0
 
     def room(self) -> int:
-        """How many events may be sent now."""
+        """How many more messages may be sent now."""
         return UNLIMITED if self.size is None else self.size - self.unacked
 
     def sent(self, n: int) -> None:
@@ -77,7 +81,7 @@ class Window:
             self.unacked += n
 
     def acknowledged(self, n: int) -> bool:
-        """The app read ``n`` more events; returns whether that made room.
+        """The app read ``n`` more messages; returns whether that made room.
 
         Raises:
             InvalidRequestError: ``n`` is more than was sent and not acknowledged
@@ -87,7 +91,7 @@ class Window:
             raise InvalidRequestError("read", "this stream has no window to acknowledge")
         if n > self.unacked:
             raise InvalidRequestError(
-                "read", f"{n} exceeds the {self.unacked} events sent and not acknowledged"
+                "read", f"{n} exceeds the {self.unacked} messages sent and not acknowledged"
             )
         was_full = self.unacked >= self.size
         self.unacked -= n
@@ -123,7 +127,7 @@ class AppStream:
         self.effective: tuple[QueueConfig, QueueConfig, QueueConfig] | None = None
 
     def acknowledge(self, n: int) -> None:
-        """The app read ``n`` events (raises as :meth:`Window.acknowledged`)."""
+        """The app read ``n`` messages (raises as :meth:`Window.acknowledged`)."""
         if self.window.acknowledged(n):
             self.doorbell.set()
 
@@ -171,18 +175,19 @@ async def deliver(
     doorbell = stream.doorbell
     while stream.end_reason is None:
         doorbell.clear()
-        room = window.room()
-        if room <= 0 or not ess.pending(app):
+        if window.room() <= 0 or not ess.pending(app):
             await doorbell.wait()
             continue
-        events = ess.drain(app, min(batch_max, room))
-        window.sent(len(events))
+        events = ess.drain(app, batch_max)
         batch = convert.event_batch(events)
         size = batch.ByteSize()
         if size <= max_bytes:
+            window.sent(1)
             await write(batch)
         else:
-            for part in convert.split_to_fit(batch, max_bytes):
+            parts = convert.split_to_fit(batch, max_bytes)
+            window.sent(len(parts))
+            for part in parts:
                 await write(part)
         stream.bytes_sent += size
         if journal is not None:

@@ -105,10 +105,10 @@ class AppClient:
                 ``("grpc.http2.bdp_probe", 0)`` keeps the receive window at 64 KiB).
             tls: TLS to a middleware that serves it (with a client certificate:
                 mutual TLS, where the certificate names this app).
-            window: events the middleware may send ahead of what this app has
-                read (0: the middleware's default, 1000). With queues of Q
-                events, the app is never more than Q + window events behind:
-                a slow app that wants fresh values asks a small window.
+            window: batches the middleware may send ahead of what this app has
+                read (0: the middleware's default, 4): the app is never more
+                than its queues plus this many batches behind. A slow app that
+                wants fresh values asks 1.
         """
         self.app_id = app_id
         self._on_reconnect = on_reconnect
@@ -128,7 +128,7 @@ class AppClient:
             None
         )
         self._ack_every = 1
-        """Acknowledge read events in groups of at least this (half the window)."""
+        """Acknowledge read batches in groups of this many (half the window)."""
         self._wanted: dict[str, Sub] = {}
         self._waiting: set[str] = set()  # wanted, but the key did not exist at re-registration
         self.names: dict[int, str] = {}
@@ -290,7 +290,7 @@ class AppClient:
         while True:
             call = self._call
             assert call is not None
-            unacked = 0  # read by the app, not yet acknowledged
+            unacked = 0  # batches read by the app, not yet acknowledged
             try:
                 while True:
                     try:
@@ -305,7 +305,7 @@ class AppClient:
                     if not isinstance(batch, ess_pb2.EventBatch):
                         break  # EOF: the middleware ended the stream
                     self._backoff.reset()  # the stream works again
-                    unacked += len(batch.events)  # read once the app asks for more
+                    unacked += 1  # read once the app asks for the next one
                     events = [
                         e for pb in batch.events if (e := await self._convert(pb)) is not None
                     ]

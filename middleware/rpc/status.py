@@ -117,9 +117,9 @@ def maps_errors(field: str = "") -> Callable[[_H], _H]:
             except grpc.aio.AbortError:
                 raise
             except Exception as e:
-                if context.done():
-                    # The call already ended (the peer went away, or its status was
-                    # being sent): there is nobody to tell.
+                if context.done() or context.cancelled():
+                    # The call already ended (the peer went away, e.g. while a write
+                    # was under way, or its status was being sent): nobody to tell.
                     log.debug("%s: %s after the call ended", handler.__qualname__, e)
                     return None
                 code, message = status_for(e, field=field)

@@ -1,5 +1,5 @@
 """The ``Events`` stream's window: what an app lags behind is bounded by its
-queues plus its window, not by what transport buffers hold.
+queues plus its window of batches, not by what transport buffers hold.
 
 Against a real server on loopback: the raw protocol (open, acknowledge, the
 errors), and the SDK's slow reader measured by the age of what it receives.
@@ -65,17 +65,17 @@ class _Reader:
         self._call = call
         self._next: asyncio.Future[Any] | None = None
 
-    async def data_events(self, quiet: float) -> int:
-        """Data events read until nothing arrives for ``quiet`` seconds."""
-        n = 0
+    async def batches(self, quiet: float) -> list[Any]:
+        """The messages read until nothing arrives for ``quiet`` seconds."""
+        got = []
         while True:
             if self._next is None:
                 self._next = asyncio.ensure_future(self._call.read())
             done, _ = await asyncio.wait([self._next], timeout=quiet)
             if not done:
-                return n
-            batch, self._next = self._next.result(), None
-            n += sum(1 for e in batch.events if e.WhichOneof("event") == "data_updated")
+                return got
+            got.append(self._next.result())
+            self._next = None
 
 
 async def test_the_middleware_sends_no_more_than_the_window_until_the_app_acknowledges(
@@ -84,9 +84,9 @@ async def test_the_middleware_sends_no_more_than_the_window_until_the_app_acknow
     await _add_keys(connect)
     stubs = connect("raw")
     call = stubs.events.Events(metadata=stubs.md)
-    await call.write(_open(window=7))
+    await call.write(_open(window=3, max_length=5))
     started = (await call.read()).events[0].started
-    assert started.window == 7
+    assert started.window == 3
     await _subscribe(connect, "raw")
 
     stop = asyncio.Event()
@@ -94,14 +94,20 @@ async def test_the_middleware_sends_no_more_than_the_window_until_the_app_acknow
     try:
         # Writes go on, but the app acknowledges nothing: exactly the window arrives.
         reader = _Reader(call)
-        assert await reader.data_events(quiet=0.5) == 7
+        assert len(await reader.batches(quiet=0.5)) == 3
+        await call.write(ess_pb2.EventsRequest(read=1))
+        (made_now,) = await reader.batches(quiet=0.5)
         await call.write(ess_pb2.EventsRequest(read=3))
-        assert await reader.data_events(quiet=0.5) == 3
-        await call.write(ess_pb2.EventsRequest(read=7))
-        assert await reader.data_events(quiet=0.5) == 7
+        assert len(await reader.batches(quiet=0.5)) == 3
     finally:
         stop.set()
         await writer
+    # The batch made when the app acknowledged carried what the queue held then:
+    # the newest value of each key (5 keys, a queue of 5), the rest dropped.
+    assert len(made_now.events) == 5
+    assert {e.data_updated.key for e in made_now.events} == set(range(1, 6))
+    now = time.time_ns()
+    assert all(now - e.data_updated.time_ns < 1.5e9 for e in made_now.events)
     # The rest waited in the queue, where the drop rule kept the newest per key.
     assert server.runtime.ess.pending("raw")
     call.cancel()
@@ -138,7 +144,7 @@ async def test_window_protocol_errors_end_the_stream_with_a_clear_status(
 
     code, details = await status(_open(window=4), ess_pb2.EventsRequest(read=5))
     assert code is grpc.StatusCode.INVALID_ARGUMENT
-    assert "5 exceeds the 0 events" in details
+    assert "5 exceeds the 0 messages" in details
 
     code, details = await status(_open(window=4), _open(window=4))
     assert code is grpc.StatusCode.INVALID_ARGUMENT
@@ -163,21 +169,22 @@ async def test_the_server_default_window_applies_when_the_app_asks_none(
 async def test_a_slow_app_never_receives_events_older_than_its_queue_and_window_hold(
     server: RunningServer,
 ) -> None:
-    """An app reading one small batch every 0.2 s while a provider writes 500/s.
+    """An app reading one batch every 0.2 s while a provider writes 500/s.
 
-    It reads at most 5 events per 0.2 s; its queue holds 5 and its window 5, so
-    nothing it receives can be older than about (5 + 5) / 25 = 0.4 s. Without the
-    window the transport buffers would hold thousands of these small events and
-    the age would grow by 0.8 s every second.
+    Its window is one batch, made when it acknowledges the previous one, of what
+    its 5-event queue holds then (the newest value of each of the 5 keys): what it
+    receives is at most about two reading periods old (0.4 s). Without the window
+    the transport buffers would hold thousands of small batches and the age would
+    grow by 0.8 s every second.
     """
     stop = asyncio.Event()
     writer = asyncio.create_task(_writer(server.address, stop, per_s=500))
     ages: list[tuple[float, float]] = []  # (when, age) of each event received
     missed = 0
     async with AppClient(
-        server.address, "slow", queues=[QueueSpec(0, 1, 5)], window=5, reconnect=False
+        server.address, "slow", queues=[QueueSpec(0, 1, 5)], window=1, reconnect=False
     ) as app:
-        assert app.window == 5
+        assert app.window == 1
         await asyncio.sleep(0.1)  # the writer adds the keys
         await app.subscribe([Sub(k, on_update=True) for k in KEYS])
         start = time.monotonic()

@@ -9,13 +9,13 @@ and in report.md, and no loss goes unreported.
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 from middleware.client import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
 from telemetry_export import job
-from tests.conftest import eventually
 from tests.integration.test_journal_faults import kill9, publish, serve, verify_cli
 from tests.integration.test_process import stop
 
@@ -27,9 +27,10 @@ async def _slow_reader(address: str, n: int) -> None:
     keys = [f"Vehicle.Test{i}" for i in range(4)]
     async with ProviderClient(address, "sim") as provider:
         await provider.add_keys(keys)
-        # A window of 5: deliveries and drops interleave all along, so the part of
-        # the journal retention keeps holds both, whatever transport buffers hold.
-        async with AppClient(address, "slow", queues=[QueueSpec(0, 0, 5)], window=5) as app:
+        # A window of one batch: deliveries and drops interleave all along, so the
+        # part of the journal retention keeps holds both, whatever transport
+        # buffers could hold.
+        async with AppClient(address, "slow", queues=[QueueSpec(0, 0, 5)], window=1) as app:
             await app.subscribe([Sub(k) for k in keys])
 
             read = 0
@@ -46,10 +47,15 @@ async def _slow_reader(address: str, n: int) -> None:
                 await provider.publish({keys[i % 4]: i.to_bytes(4, "big") + bytes(4096)})
                 await asyncio.sleep(0.001)
             await provider.flush()
-            # Deliveries go on after the writes stopped, behind their drops: what the
-            # window (5) and the full queue (5, the latest writes) still hold.
-            after = read
-            await eventually(lambda: read >= after + 5, timeout=30, what="5 more reads")
+            # Deliveries go on after the writes stopped, behind their drops (what the
+            # window, a batch, and the full queue still hold): wait until the app has
+            # read everything, i.e. nothing more arrives for half a second.
+            seen = -1
+            deadline = time.monotonic() + 30
+            while seen != read and time.monotonic() < deadline:
+                seen = read
+                await asyncio.sleep(0.5)
+            assert seen == read, "the slow app was still reading after 30 s"
             reader.cancel()
 
 
