@@ -9,6 +9,8 @@ A token's ``scope`` claim is a space-separated list of ``ACTION:GLOB``:
   (KUKSA ``Actuate``, ``BatchActuate``, v1 ``Set`` of a target);
 * ``admin`` (no pattern): read the middleware's figures (``Admin/GetStats``,
   ``python -m middleware top``), which name every app and key.
+* ``peer`` (no pattern): be another middleware node of the vehicle (open a
+  peer ``Link``; read ``cluster status``); a node's token has it.
 * ``journal:read`` (no pattern): consume the telemetry journal
   (``JournalService``: register, poll, follow), which names every app and key.
 
@@ -33,6 +35,7 @@ __all__ = [
     "ADMIN",
     "ALL",
     "JOURNAL_READ",
+    "PEER",
     "Glob",
     "Grants",
     "ScopeError",
@@ -44,6 +47,8 @@ ACTIONS: Final = ("read", "provide", "create", "actuate")
 """The actions on keys; each scope entry is one, with a key pattern."""
 ADMIN: Final = "admin"
 """The scope that reads the middleware's figures; it names no keys."""
+PEER: Final = "peer"
+"""The scope of another middleware node (the peer protocol); it names no keys."""
 JOURNAL_READ: Final = "journal:read"
 """The scope that consumes the journal (JournalService); it names no keys."""
 _SEGMENT: Final = re.compile(r"[A-Za-z0-9_]+|\*\*?", re.ASCII)
@@ -112,6 +117,8 @@ class Grants:
     """The ``admin`` scope: read the middleware's figures (GetStats)."""
     journal: bool = False
     """The ``journal:read`` scope: consume the telemetry journal (JournalService)."""
+    peer: bool = False
+    """The ``peer`` scope: another middleware node (the peer protocol)."""
     _cache: dict[tuple[str, str], bool] = field(default_factory=dict, compare=False, repr=False)
 
     def allows(self, action: str, key: str) -> bool:
@@ -147,7 +154,11 @@ def parse_scopes(scope: str) -> Grants:
     found: dict[str, list[Glob]] = {a: [] for a in ACTIONS}
     admin = False
     journal = False
+    peer = False
     for entry in scope.split():
+        if entry == PEER:
+            peer = True
+            continue
         if entry == JOURNAL_READ:
             journal = True
             continue
@@ -160,7 +171,8 @@ def parse_scopes(scope: str) -> Grants:
         if action not in found:
             raise ScopeError(
                 f"bad scope {entry!r}: use read:PATTERN, provide:PATTERN, create:PATTERN "
-                f"or actuate:PATTERN (without :PATTERN: every key), or {ADMIN}"
+                f"or actuate:PATTERN (without :PATTERN: every key), or {ADMIN}, {PEER} "
+                f"or {JOURNAL_READ}"
             )
         found[action].append(compile_glob(glob if sep else "**"))
     return Grants(
@@ -170,4 +182,5 @@ def parse_scopes(scope: str) -> Grants:
         tuple(found["actuate"]),
         admin=admin,
         journal=journal,
+        peer=peer,
     )

@@ -55,3 +55,12 @@ def test_provide_implies_read_but_not_create() -> None:
 def test_malformed_scopes_are_refused(bad: str) -> None:
     with pytest.raises(ScopeError):
         parse_scopes(bad)
+
+
+def test_the_peer_scope_takes_no_pattern_and_names_no_keys() -> None:
+    grants = parse_scopes("peer read:Vehicle.*")
+    assert grants.peer
+    assert not parse_scopes("read").peer
+    assert not grants.allows("provide", "Vehicle.Speed")
+    with pytest.raises(ScopeError, match="peer"):
+        parse_scopes("peer:Vehicle.**")
