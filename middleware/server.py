@@ -34,11 +34,13 @@ from grpc_reflection.v1alpha import reflection
 from middleware.actuation import Actuation
 from middleware.config import Settings
 from middleware.kuksa import KUKSA_SERVICES, add_kuksa_services
+from middleware.kuksa.common import authenticate_kuksa
 from middleware.metrics import MetricsEndpoint, MetricsListenError, StatsReader, registry_for
 from middleware.rpc.actuation_service import ActuationService
 from middleware.rpc.admin_service import AdminService
 from middleware.rpc.decoding import DecodeGuard
 from middleware.rpc.event_service import EventService
+from middleware.rpc.identity import Identify
 from middleware.rpc.journal_service import JournalService
 from middleware.rpc.vstore_service import VStoreService
 from middleware.runtime import Runtime
@@ -239,7 +241,16 @@ async def start_server(settings: Settings, runtime: Runtime | None = None) -> Ru
     signals = Signals.load(settings.vss)
     runtime = runtime or Runtime(settings)
     signals.install(runtime.store)
-    server = grpc.aio.server(options=_options(settings), interceptors=[DecodeGuard()])
+    identify = Identify(
+        runtime.access,
+        {
+            **dict.fromkeys(KUKSA_SERVICES, authenticate_kuksa),
+            health_pb2.DESCRIPTOR.services_by_name["Health"].full_name: None,
+            reflection.SERVICE_NAME: None,
+            "grpc.reflection.v1.ServerReflection": None,
+        },
+    )
+    server = grpc.aio.server(options=_options(settings), interceptors=[DecodeGuard(), identify])
     ess_pb2_grpc.add_EventServiceServicer_to_server(EventService(runtime), server)
     vstore_pb2_grpc.add_VStoreServicer_to_server(VStoreService(runtime), server)
     actuation = Actuation(runtime.store, signals, runtime.access, settings.actuation_timeout_s)

@@ -12,19 +12,31 @@ from middleware.auth.scopes import ScopeError, compile_glob
 from middleware.client.wire import APP_ID_HEADER, AUTH_HEADER
 from middleware.errors import InvalidRequestError
 from middleware.kuksa.convert import to_store
-from middleware.rpc.identity import certified_names
+from middleware.rpc.identity import caller, certified_names
 from middleware.signals import Signals
 from vehicle.kuksa.val.v2 import types_pb2
 from vstore import UnknownKeyError, VStore
 
-__all__ = ["DEFAULT_APP", "actuation_target", "kuksa_caller", "resolve_path"]
+__all__ = [
+    "DEFAULT_APP",
+    "actuation_target",
+    "authenticate_kuksa",
+    "kuksa_caller",
+    "resolve_path",
+]
 
 DEFAULT_APP: Final = "kuksa-client"
 """The app of a KUKSA call without ``app-id`` metadata in open mode (KUKSA clients send none)."""
 
 
 def kuksa_caller(context: grpc.aio.ServicerContext[Any, Any], access: Access) -> Caller:
-    """The authenticated caller of a KUKSA call, admitted by its rate limit.
+    """The caller of a KUKSA call, as the server's interceptor established it by
+    :func:`authenticate_kuksa`."""
+    return caller(context, access, authenticate_kuksa)
+
+
+def authenticate_kuksa(context: grpc.aio.ServicerContext[Any, Any], access: Access) -> Caller:
+    """The KUKSA services' identity rule: the caller, admitted by its rate limit.
 
     As the project's own services, with two allowances for KUKSA clients: an
     empty ``authorization`` header (what they send without a token) is no

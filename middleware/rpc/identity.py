@@ -1,16 +1,35 @@
-"""Who is calling: authenticate a call's metadata (and, with mutual TLS, its
-client certificate) through the runtime's access rules."""
+"""Who is calling, established once per call by a server interceptor.
+
+:class:`Identify` runs before every handler of the services that have callers
+(all of the middleware's own, the KUKSA ones with their allowances): it
+authenticates the call's metadata (and, with mutual TLS, its client
+certificate) through the runtime's access rules, admits it by its rate limits,
+and refuses it with the mapped status (UNAUTHENTICATED, RESOURCE_EXHAUSTED)
+before the handler runs. So a handler cannot forget it; :func:`caller` returns
+what the interceptor established. Services listed with no rule (health,
+reflection) have no caller.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextvars import ContextVar
+from typing import Any, TypeAlias
 
 import grpc
 
 from middleware.access import Access, Caller
+from middleware.rpc.status import status_for
 from middleware.tls import certificate_names
 
-__all__ = ["caller", "certified_names"]
+__all__ = ["Identify", "Rule", "authenticate", "caller", "certified_names"]
+
+Rule: TypeAlias = Callable[["grpc.aio.ServicerContext[Any, Any]", Access], Caller]
+"""How a service's calls are authenticated."""
+
+_CALLER: ContextVar[Caller | None] = ContextVar("vmw_caller", default=None)
+"""The caller of the call this task serves, set by :class:`Identify`."""
 
 
 def certified_names(
@@ -21,8 +40,8 @@ def certified_names(
     return certificate_names(context.auth_context()) if access.mutual_tls else None
 
 
-def caller(context: grpc.aio.ServicerContext[Any, Any], access: Access) -> Caller:
-    """The authenticated caller, admitted by its rate limit.
+def authenticate(context: grpc.aio.ServicerContext[Any, Any], access: Access) -> Caller:
+    """The project's rule: the caller of a call, admitted by its rate limit.
 
     Raises:
         UnauthenticatedError, LimitExceededError.
@@ -32,3 +51,75 @@ def caller(context: grpc.aio.ServicerContext[Any, Any], access: Access) -> Calle
         context.peer() or "",
         certified=certified_names(context, access),
     )
+
+
+def caller(
+    context: grpc.aio.ServicerContext[Any, Any], access: Access, rule: Rule = authenticate
+) -> Caller:
+    """The authenticated caller of this call: the one :class:`Identify`
+    established (authenticated here by ``rule`` only on a server without it)."""
+    who = _CALLER.get()
+    return who if who is not None else rule(context, access)
+
+
+class Identify(grpc.aio.ServerInterceptor):
+    """Establish the caller of every call before its handler runs.
+
+    ``rules`` maps a full service name to its :data:`Rule`, or to None for a
+    service without callers; a service not listed gets :func:`authenticate`.
+    """
+
+    def __init__(self, access: Access, rules: Mapping[str, Rule | None]) -> None:
+        self._access = access
+        self._rules = dict(rules)
+
+    async def intercept_service(
+        self,
+        continuation: Callable[
+            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]
+        ],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return None
+        service = handler_call_details.method.rsplit("/", 2)[-2]
+        rule = self._rules.get(service, authenticate)
+        if rule is None:
+            return handler
+        kind = next(
+            k
+            for k in ("unary_unary", "unary_stream", "stream_unary", "stream_stream")
+            if getattr(handler, k) is not None
+        )
+        wrapped = _identified(getattr(handler, kind), rule, self._access)
+        return handler._replace(**{kind: wrapped})  # type: ignore[attr-defined,no-any-return]
+
+
+async def _establish(
+    context: grpc.aio.ServicerContext[Any, Any], rule: Rule, access: Access
+) -> None:
+    try:
+        _CALLER.set(rule(context, access))
+    except Exception as e:
+        code, message = status_for(e)
+        await context.abort(code, message)
+
+
+def _identified(behavior: Callable[..., Any], rule: Rule, access: Access) -> Callable[..., Any]:
+    if inspect.isasyncgenfunction(behavior):
+
+        async def stream(
+            request: Any, context: grpc.aio.ServicerContext[Any, Any]
+        ) -> AsyncIterator[Any]:
+            await _establish(context, rule, access)
+            async for item in behavior(request, context):
+                yield item
+
+        return stream
+
+    async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        await _establish(context, rule, access)
+        return await behavior(request, context)
+
+    return call

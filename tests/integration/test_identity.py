@@ -1,0 +1,97 @@
+"""Identity is established once per call, by the server's interceptor, before any
+handler runs: every method of every service with callers refuses a call that
+says nobody, and a handler never sees it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import grpc
+import pytest
+
+from middleware.access import Access
+from middleware.client.wire import APP_ID_HEADER
+from middleware.config import Settings
+from middleware.rpc.identity import Identify, caller
+from middleware.server import RunningServer
+from vehicle.actuation.v1 import actuation_pb2
+from vehicle.admin.v1 import admin_pb2
+from vehicle.ess.v1 import ess_pb2
+from vehicle.journal.v1 import journal_pb2
+from vehicle.vstore.v1 import vstore_pb2
+
+SERVICES = [
+    ess_pb2.DESCRIPTOR.services_by_name["EventService"],
+    vstore_pb2.DESCRIPTOR.services_by_name["VStore"],
+    actuation_pb2.DESCRIPTOR.services_by_name["Actuation"],
+    admin_pb2.DESCRIPTOR.services_by_name["Admin"],
+    journal_pb2.DESCRIPTOR.services_by_name["JournalService"],
+]
+METHODS = [(s.full_name, m) for s in SERVICES for m in s.methods]
+
+
+async def _call(channel: grpc.aio.Channel, service: str, method: Any) -> grpc.StatusCode:
+    """Call ``method`` with an empty request and no metadata; its status code."""
+    path = f"/{service}/{method.name}"
+    identity = (lambda b: b, lambda b: b)  # bytes in, bytes out
+    kind = (method.client_streaming, method.server_streaming)
+    try:
+        if kind == (False, False):
+            await channel.unary_unary(path, *identity)(b"")
+        elif kind == (False, True):
+            async for _ in channel.unary_stream(path, *identity)(b""):
+                pass
+        elif kind == (True, False):
+            await channel.stream_unary(path, *identity)(iter([b""]))
+        else:
+            call = channel.stream_stream(path, *identity)()
+            await call.write(b"")
+            async for _ in call:
+                pass
+    except grpc.aio.AioRpcError as e:
+        return e.code()
+    return grpc.StatusCode.OK
+
+
+@pytest.mark.parametrize(("service", "method"), METHODS, ids=[f"{s}/{m.name}" for s, m in METHODS])
+async def test_every_method_refuses_a_call_without_identity_before_its_handler(
+    server: RunningServer, service: str, method: Any
+) -> None:
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        code = await asyncio.wait_for(_call(channel, service, method), 10)
+    assert code is grpc.StatusCode.UNAUTHENTICATED
+    # Nothing of an app came to be: no stream, no subscription, no key.
+    assert not server.runtime.ess.apps()
+    assert len(server.runtime.store) == 0
+
+
+async def test_a_handler_that_never_asks_who_calls_is_still_protected() -> None:
+    """A service whose handler forgets identity: the interceptor refuses for it,
+    and what the handler asks afterwards is what the interceptor established."""
+    access = Access(Settings())
+    seen: list[str] = []
+
+    async def forgetful(request: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> bytes:
+        seen.append(caller(context, access).app)
+        return b"ok"
+
+    handler = grpc.method_handlers_generic_handler(
+        "test.Probe", {"Forgetful": grpc.unary_unary_rpc_method_handler(forgetful)}
+    )
+    server = grpc.aio.server(interceptors=[Identify(access, {})])
+    server.add_generic_rpc_handlers((handler,))
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            probe = channel.unary_unary("/test.Probe/Forgetful")
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await probe(b"")
+            assert err.value.code() is grpc.StatusCode.UNAUTHENTICATED
+            assert seen == []
+            assert await probe(b"", metadata=((APP_ID_HEADER, "probe"),)) == b"ok"
+            assert seen == ["probe"]
+    finally:
+        await server.stop(0)
