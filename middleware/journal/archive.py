@@ -4,8 +4,9 @@ beyond its in-memory history.
 :meth:`Archive.boots` lists the boots whose segments the directory holds, in
 time order, each with the first and last offsets it holds; :meth:`Archive.read_after`
 reads a boot's records after an offset. A segment's first offset is read once
-(its first line); a closed segment's last offset once (its whole file), and
-cached by name and size. Reading on from where the previous read of a boot
+(its first line); its last is the one before the next segment's first, so only
+the final segment of a boot that ended is read whole, once (cached by name and
+size). Reading on from where the previous read of a boot
 ended costs a seek (a small cache of cursors), not a rescan of the segment.
 
 Thread-safe (the writer thread plans retention with it while the event loop
@@ -66,61 +67,72 @@ class Archive:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self._lock = threading.Lock()
-        # name -> (size, first offset, first prev_hash, last offset or None)
-        self._spans: dict[str, tuple[int, int, str, int | None]] = {}
+        self._firsts: dict[str, tuple[int, str]] = {}  # name -> (first offset, its prev_hash)
+        self._lasts: dict[tuple[str, int], int] = {}  # (name, size) -> last offset
         # (boot, offset) -> (path, byte position after the record with that offset)
         self._cursors: OrderedDict[tuple[str, int], tuple[Path, int]] = OrderedDict()
 
     def segments(self, *, closed_boots: bool = True) -> list[Segment]:
         """Every segment with at least one whole record, oldest first.
 
-        A boot's newest segment has ``last`` None unless ``closed_boots`` and
-        the boot is not the newest one in the directory (it ended: its last
-        segment no longer grows), in which case it is read.
+        A segment's ``last`` is the offset before the first of the next segment
+        of its boot (offsets between them are records the journal lost); a
+        boot's newest segment has ``last`` None unless ``closed_boots`` and the
+        boot is not the newest one in the directory: it ended, so that segment
+        is read to its end, once.
         """
         files = segment_files(self.directory)
-        out: list[Segment] = []
-        boots = [segment_boot(p) or "" for p in files]
-        newest_boot = boots[-1] if boots else None
-        last_of_boot = {boot: i for i, boot in enumerate(boots)}
-        for i, (path, boot) in enumerate(zip(files, boots, strict=True)):
+        found: list[tuple[Path, str, int, int]] = []  # path, boot, size, first
+        for path in files:
             try:
                 size = path.stat().st_size
             except FileNotFoundError:
                 continue
-            closed = last_of_boot[boot] > i or (closed_boots and boot != newest_boot)
-            span = self._span(path, size, closed=closed)
-            if span is None:
-                continue
-            first, _, last = span
-            out.append(Segment(path, boot, size, first, last if closed else None))
+            head = self._first(path)
+            if head is not None:
+                found.append((path, segment_boot(path) or "", size, head[0]))
+        newest_boot = segment_boot(files[-1]) if files else None
+        out: list[Segment] = []
+        for i, (path, boot, size, first) in enumerate(found):
+            nxt = found[i + 1] if i + 1 < len(found) else None
+            last: int | None = None
+            if nxt is not None and nxt[1] == boot:
+                last = pred(nxt[3])
+            elif closed_boots and boot != newest_boot:
+                last = self._last(path, size)
+            out.append(Segment(path, boot, size, first, last))
         return out
 
-    def _span(self, path: Path, size: int, *, closed: bool) -> tuple[int, str, int | None] | None:
+    def _first(self, path: Path) -> tuple[int, str] | None:
+        """A segment's first offset and its prev_hash (read once: its first line)."""
         with self._lock:
-            cached = self._spans.get(path.name)
-        if cached is not None and cached[0] == size and (cached[3] is not None or not closed):
-            return cached[1], cached[2], cached[3]
-        first: tuple[int, str] | None = None
-        last: int | None = None
+            cached = self._firsts.get(path.name)
         if cached is not None:
-            first = cached[1], cached[2]
+            return cached
         for rec, _ in _records(path, 0):
-            if first is None:
-                first = int(rec["offset"]), str(rec.get("prev_hash") or "")
-                if not closed:
-                    break
-            last = int(rec["offset"])
-        if first is None:
-            return None
-        if not closed:
-            last = None
+            got = int(rec["offset"]), str(rec.get("prev_hash") or "")
+            with self._lock:
+                self._firsts[path.name] = got
+                if len(self._firsts) > 4096:
+                    names = {p.name for p in segment_files(self.directory)}
+                    self._firsts = {k: v for k, v in self._firsts.items() if k in names}
+                    self._lasts = {k: v for k, v in self._lasts.items() if k[0] in names}
+            return got
+        return None
+
+    def _last(self, path: Path, size: int) -> int | None:
+        """The offset of a segment's last whole record (read once per size)."""
         with self._lock:
-            self._spans[path.name] = (size, first[0], first[1], last)
-            if len(self._spans) > 4096:
-                names = {p.name for p in segment_files(self.directory)}
-                self._spans = {k: v for k, v in self._spans.items() if k in names}
-        return first[0], first[1], last
+            cached = self._lasts.get((path.name, size))
+        if cached is not None:
+            return cached
+        last: int | None = None
+        for rec, _ in _records(path, 0):
+            last = int(rec["offset"])
+        if last is not None:
+            with self._lock:
+                self._lasts[(path.name, size)] = last
+        return last
 
     def boots(self, *, current: str = "", current_last: int | None = None) -> list[BootSpan]:
         """Boots held on disk, in time order (by their oldest segment).
@@ -138,20 +150,12 @@ class Archive:
             if boot == current and current_last is not None:
                 last = current_last
             elif last is None:
-                last = self._last_of(segs[-1])
+                last = self._last(segs[-1].path, segs[-1].size)
             if last is None:
                 continue
-            with self._lock:
-                cached = self._spans.get(segs[0].path.name)
-            starts = cached is not None and cached[2] == ""
-            spans.append(BootSpan(boot, segs[0].first, last, starts))
+            first = self._first(segs[0].path)
+            spans.append(BootSpan(boot, segs[0].first, last, first is not None and not first[1]))
         return spans
-
-    def _last_of(self, seg: Segment) -> int | None:
-        last: int | None = None
-        for rec, _ in _records(seg.path, 0):
-            last = int(rec["offset"])
-        return last
 
     def read_after(
         self,

@@ -163,37 +163,46 @@ class Feed:
         return c
 
     def acknowledge(self, consumer: Consumer, boot_id: str, offset: int) -> None:
-        """Move a registered consumer on to ``(boot_id, offset)`` if that is later."""
+        """Move a registered consumer on to ``(boot_id, offset)`` if that is later.
+        May list the directory (blocking): on the event loop use :meth:`acknowledge_async`."""
+        if not self._acknowledge_in_memory(consumer, boot_id, offset):
+            view = self.view()
+            if later(view, (consumer.boot_id, consumer.offset), (boot_id, offset)):
+                self.consumers.ack(
+                    consumer.app,
+                    consumer.component,
+                    boot_id,
+                    offset,
+                    keep_lost=lambda x: lost_after(view, x, boot_id, offset),
+                )
+
+    async def acknowledge_async(self, consumer: Consumer, boot_id: str, offset: int) -> None:
+        """:meth:`acknowledge` from the event loop: in memory there, else in a thread."""
+        if not self._acknowledge_in_memory(consumer, boot_id, offset):
+            await asyncio.to_thread(self.acknowledge, consumer, boot_id, offset)
+
+    def _acknowledge_in_memory(self, consumer: Consumer, boot_id: str, offset: int) -> bool:
+        """Acknowledge when both positions are in the running boot's history (the usual
+        case: a consumer that keeps up); False when that cannot tell."""
         if self._cut and consumer.key in self._cut:
             self._cut.discard(consumer.key)
             log.info("journal: consumer %s/%s reads again", consumer.app, consumer.component)
-        view = self.view() if boot_id != self.boot_id or consumer.boot_id != self.boot_id else None
-        if view is None:
-            # Both in the running boot: compare in memory when possible (no directory listing).
-            window = self.history.window()
-            if (
-                window is not None
-                and _in_window(window, consumer.offset)
-                and _in_window(window, offset)
-            ):
-                if _dist(window, offset) > _dist(window, consumer.offset):
-                    self.consumers.ack(
-                        consumer.app,
-                        consumer.component,
-                        boot_id,
-                        offset,
-                        keep_lost=lambda x: x.boot_id == boot_id and _after(x.to_offset, offset),
-                    )
-                return
-            view = self.view()
-        if later(view, (consumer.boot_id, consumer.offset), (boot_id, offset)):
+        if boot_id != self.boot_id or consumer.boot_id != self.boot_id:
+            return False
+        window = self.history.window()
+        if window is None or not (
+            _in_window(window, consumer.offset) and _in_window(window, offset)
+        ):
+            return False
+        if _dist(window, offset) > _dist(window, consumer.offset):
             self.consumers.ack(
                 consumer.app,
                 consumer.component,
                 boot_id,
                 offset,
-                keep_lost=lambda x: lost_after(view, x, boot_id, offset),
+                keep_lost=lambda x: x.boot_id == boot_id and _after(x.to_offset, offset),
             )
+        return True
 
     # -- answers --------------------------------------------------------------------
 
@@ -205,17 +214,13 @@ class Feed:
         *,
         max_records: int,
         want: frozenset[str] | None,
-        acknowledge: bool = True,
     ) -> Records | Nothing | None:
         """:meth:`poll`'s answer when memory has it (the position is in the history),
         else None: the caller then calls :meth:`poll`, which may read disk (off the
-        event loop). Cheap: one lock, a binary search, a slice."""
+        event loop). Cheap: one lock, a binary search, a slice. Acknowledges nothing."""
         if (boot_id or self.boot_id) != self.boot_id:
             return None
-        got = self._from_memory(offset, max_records, want)
-        if got is not None and consumer is not None and acknowledge:
-            self.acknowledge(consumer, self.boot_id, offset)
-        return got
+        return self._from_memory(offset, max_records, want)
 
     async def poll_async(
         self,
@@ -228,10 +233,10 @@ class Feed:
         acknowledge: bool = True,
     ) -> Records | Nothing | Recover:
         """:meth:`poll` for the event loop: from memory on the loop, from disk in a thread."""
-        got = self.poll_memory(
-            consumer, boot_id, offset, max_records=max_records, want=want, acknowledge=acknowledge
-        )
+        got = self.poll_memory(consumer, boot_id, offset, max_records=max_records, want=want)
         if got is not None:
+            if consumer is not None and acknowledge:
+                await self.acknowledge_async(consumer, self.boot_id, offset)
             return got
         return await asyncio.to_thread(
             self.poll,
@@ -263,10 +268,10 @@ class Feed:
             OffsetOutOfRangeError, UnavailableError: see :func:`answers.answer`.
         """
         boot = boot_id or self.boot_id
-        got = self.poll_memory(
-            consumer, boot_id, offset, max_records=max_records, want=want, acknowledge=acknowledge
-        )
+        got = self.poll_memory(consumer, boot_id, offset, max_records=max_records, want=want)
         if got is not None:
+            if consumer is not None and acknowledge:
+                self.acknowledge(consumer, self.boot_id, offset)
             return got
         home = None if consumer is None else (consumer.boot_id, consumer.offset)
         for _ in range(_TRIES):

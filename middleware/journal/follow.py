@@ -80,7 +80,7 @@ class FollowSession:
     def live(self) -> bool:
         return self.consumer is None
 
-    def ack(self, seq: int) -> None:
+    async def ack(self, seq: int) -> None:
         """The consumer stored every group up to ``seq``: release their records.
 
         Acknowledging a group again is harmless; a live consumer's acks are ignored.
@@ -103,7 +103,7 @@ class FollowSession:
             position, self._skipped = self._skipped, None
         if position is not None:
             self._refresh()
-            self._feed.acknowledge(self.consumer, *position)
+            await self._feed.acknowledge_async(self.consumer, *position)
         self._wake()
 
     def fail(self, error: BaseException) -> None:
@@ -138,7 +138,9 @@ class FollowSession:
         try:
             if self.consumer is not None:
                 # Where it starts is what it holds: that acknowledges everything before.
-                feed.acknowledge(self.consumer, self._boot or feed.boot_id, self._offset)
+                await feed.acknowledge_async(
+                    self.consumer, self._boot or feed.boot_id, self._offset
+                )
             else:
                 self._offset = feed.live_start(self._offset, 0)
                 self._boot = feed.boot_id
@@ -182,7 +184,7 @@ class FollowSession:
                 if not a.lines:  # everything read was filtered out: counts as delivered
                     self._skipped = (self._boot, self._offset)
                     if not self._inflight:
-                        self._feed.acknowledge(self.consumer, *self._skipped)
+                        await self._feed.acknowledge_async(self.consumer, *self._skipped)
                         self._skipped = None
                     if a.caught_up:
                         return None

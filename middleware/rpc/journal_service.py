@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -60,8 +61,11 @@ class JournalService(pb_grpc.JournalServiceServicer):
         self, request: pb.RegisterConsumerRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.RegisterConsumerResponse:
         who, feed = self._caller(context)
-        consumer, created = feed.register(
-            who.app, request.component, from_newest=request.from_newest
+        # It may read the segments (the oldest record held) and syncs the registry: a thread.
+        consumer, created = await asyncio.to_thread(
+            functools.partial(
+                feed.register, who.app, request.component, from_newest=request.from_newest
+            )
         )
         return pb.RegisterConsumerResponse(
             created=created,
@@ -75,7 +79,7 @@ class JournalService(pb_grpc.JournalServiceServicer):
         self, request: pb.UnregisterConsumerRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.UnregisterConsumerResponse:
         who, feed = self._caller(context)
-        gone = feed.unregister(who.app, request.component)
+        gone = await asyncio.to_thread(feed.unregister, who.app, request.component)
         follower = self._followers.get((who.app, request.component))
         if follower is not None:
             follower.fail(UnknownConsumerError(who.app, request.component))
@@ -164,7 +168,7 @@ class JournalService(pb_grpc.JournalServiceServicer):
             async for message in requests:
                 check_decoded(message)
                 if message.WhichOneof("kind") == "ack":
-                    session.ack(message.ack.seq)
+                    await session.ack(message.ack.seq)
                 else:
                     raise InvalidRequestError(
                         "start", "sent twice: a Follow stream starts once; then only acks"
