@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 KUKSA_VENV  := .venv-kuksa
 KUKSA_STAMP := $(KUKSA_VENV)/.installed
 
-.PHONY: install kuksa-venv demo serve sim dashboard proto test lint typecheck unit bench bench-core bench-e2e bench-kuksa bench-providers bench-spark bench-export clean
+.PHONY: install kuksa-venv demo serve sim dashboard proto test lint typecheck unit bench bench-core bench-e2e bench-kuksa bench-providers bench-spark bench-export bench-metrics clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -63,7 +63,7 @@ unit: $(STAMP) $(KUKSA_STAMP)
 	$(PY) -m pytest
 
 ## Benchmarks (not part of `make test`): see BENCHMARKS.md.
-bench: bench-core bench-e2e bench-kuksa bench-providers bench-spark bench-export
+bench: bench-core bench-e2e bench-kuksa bench-providers bench-spark bench-export bench-metrics
 
 bench-core: $(STAMP)
 	$(PY) -m bench.core
@@ -94,3 +94,8 @@ bench-export: $(STAMP)
 
 clean:
 	rm -rf $(VENV) $(KUKSA_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info demo-out
+
+## What the metrics cost: delivered events/s with nothing reading the figures, a
+## Prometheus scraper every second, and `top` refreshing every second; 3 runs.
+bench-metrics: $(STAMP)
+	$(PY) -m bench.metrics_cost
