@@ -37,6 +37,7 @@ from middleware.journal.consumers import LIVE, Consumer, Consumers, check_compon
 from middleware.journal.history import History, Slice
 from middleware.journal.pinning import Pin, Plan, lag_bytes, plan
 from middleware.journal.segments import segment_files
+from middleware.metrics.collectors import Figure
 
 __all__ = ["ConsumerState", "Feed", "Records"]
 
@@ -338,6 +339,51 @@ class Feed:
         """Where a live follower reads on from: ``offset`` if it is in memory, else just
         before the newest ``keep`` records (0: after the newest)."""
         return self.history.tail(offset, keep)
+
+    def figures(self) -> list[Figure]:
+        """The consumers' figures for the metrics (a Prometheus scrape, GetStats): read
+        from memory, no disk. A consumer's lag counts the running boot's records it has
+        not acknowledged (all of them while it is in an earlier boot: at least that)."""
+        window = self.history.window()
+        newest = window[1] if window is not None else pred(self.first_offset)
+        out = [
+            Figure(
+                "vmw_journal_history_records",
+                "journal records held in memory for consumers",
+                "gauge",
+                (),
+                len(self.history),
+            ),
+            Figure(
+                "vmw_journal_history_bytes",
+                "bytes of the journal records held in memory for consumers",
+                "gauge",
+                (),
+                self.history.bytes,
+            ),
+        ]
+        for c in self.consumers.all():
+            labels = (("app", c.app), ("component", c.component))
+            start = c.offset if c.boot_id == self.boot_id else pred(self.first_offset)
+            out.append(
+                Figure(
+                    "vmw_journal_consumer_lag_records",
+                    "records of the running boot a journal consumer has not acknowledged",
+                    "gauge",
+                    labels,
+                    distance(start, newest),
+                )
+            )
+            out.append(
+                Figure(
+                    "vmw_journal_consumer_cuts_total",
+                    "times retention cut a journal consumer loose",
+                    "counter",
+                    labels,
+                    c.cuts,
+                )
+            )
+        return out
 
     # -- waking followers -------------------------------------------------------------
 

@@ -39,6 +39,8 @@ class JournalService(pb_grpc.JournalServiceServicer):
         self._rt = runtime
         self._vehicle = runtime.settings.vehicle_id
         self._followers: dict[tuple[str, str], FollowSession] = {}
+        if runtime.journal_feed is not None:
+            runtime.collectors.register("journal_consumers", runtime.journal_feed.figures)
 
     def _caller(self, context: grpc.aio.ServicerContext[Any, Any]) -> tuple[Caller, Feed]:
         """The caller, allowed to read the journal, and the journal's feed.

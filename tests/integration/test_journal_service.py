@@ -436,6 +436,14 @@ async def test_a_consumer_that_stops_reading_is_cut_loose_and_nobody_else_is_aff
         assert (cut["app"], cut["lost_boot_id"]) == ("collector", server.runtime.boot_id)
         assert cut["from_offset"] == succ(slow.position.offset)
         assert not [r for r in seen if r["kind"] == "consumer_cut" and r["component"] == "fast"]
+        # The metrics say it too.
+        figures = {
+            (f.name, dict(f.labels).get("component")): f.value
+            for f in server.runtime.collectors.collect()
+        }
+        assert figures[("vmw_journal_consumer_cuts_total", "slow")] >= 1
+        assert figures[("vmw_journal_consumer_cuts_total", "fast")] == 0
+        assert figures[("vmw_journal_history_records", None)] <= 50
         # The slow consumer gets a recovery saying so.
         answer = await poll(stub, "slow", slow.position.boot_id, slow.position.offset)
         assert answer.WhichOneof("answer") == "recovery"
