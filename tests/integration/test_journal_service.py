@@ -458,3 +458,43 @@ async def test_a_consumer_that_stops_reading_is_cut_loose_and_nobody_else_is_aff
         assert [e.missed for e in events] == [0] * writes
         assert [int.from_bytes(e.data or b"", "big") for e in events] == list(range(writes))
         json.dumps(cut)  # a plain JSON record
+
+
+async def test_a_registration_survives_a_restart_and_keeps_its_records(tmp_path: Path) -> None:
+    s = settings(tmp_path)
+    async with running(s) as (server, stub):
+        await settled(server)
+        first = await stub.RegisterConsumer(pb.RegisterConsumerRequest(component="c"), metadata=MD)
+        await publish(server.address, 5)
+        await settled(server)
+        old_boot = server.runtime.boot_id
+    async with running(s) as (server, stub):
+        await settled(server)
+        again = await stub.RegisterConsumer(pb.RegisterConsumerRequest(component="c"), metadata=MD)
+        assert not again.created
+        assert again.position == first.position  # still before the first boot's records
+        listed = await stub.ListConsumers(pb.ListConsumersRequest(), metadata=MD)
+        assert [(c.app, c.component) for c in listed.consumers] == [("collector", "c")]
+        # Its records of the first boot are read from disk, then the restart shows.
+        got = await read_all_boots(stub, "c", first.position.boot_id, first.position.offset)
+        assert got[0][0] == old_boot
+        assert got[-1][0] == server.runtime.boot_id
+        assert {b for b, _ in got} == {old_boot, server.runtime.boot_id}
+
+
+async def read_all_boots(
+    stub: Any, component: str, boot: str, offset: int
+) -> list[tuple[str, dict[str, Any]]]:
+    """A reliable consumer's reading: records, and recoveries into the next boot."""
+    got: list[tuple[str, dict[str, Any]]] = []
+    while True:
+        answer = await poll(stub, component, boot, offset, max=100)
+        kind = answer.WhichOneof("answer")
+        if kind == "nothing_new":
+            return got
+        if kind == "recovery":
+            assert answer.recovery.reason == pb.RECOVERY_REASON_BOOT_ENDED
+            boot, offset = answer.recovery.boot_id, pred(answer.recovery.n0)
+            continue
+        got += [(answer.records.boot_id, r) for r in records(answer)]
+        boot, offset = answer.records.boot_id, answer.records.last_offset

@@ -7,6 +7,7 @@ from one a few records below it.
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -439,15 +440,14 @@ def test_a_registry_file_that_does_not_parse_is_set_aside(tmp_path: Path) -> Non
 
 
 def write_segments(
-    directory: Path, boot: str, start: int, counts: list[int]
+    directory: Path, boot: str, start: int, counts: list[int], *, compress: bool = False
 ) -> list[dict[str, Any]]:
     chain = Chain()
     offset = start
     records = []
     for number, count in enumerate(counts, 1):
-        with (directory / segment_name(10**18 + number, boot, number, compress=False)).open(
-            "wb"
-        ) as fh:
+        name = segment_name(10**18 + number, boot, number, compress=compress)
+        with (gzip.open if compress else open)(directory / name, "wb") as fh:
             for _ in range(count):
                 rec = {
                     "kind": "lost" if offset % 2 else "evicted",
@@ -460,11 +460,12 @@ def write_segments(
     return records
 
 
+@pytest.mark.parametrize("compress", [False, True])
 @pytest.mark.parametrize("start", STARTS)
 def test_the_archive_reads_a_boot_after_an_offset_across_segments(
-    tmp_path: Path, start: int
+    tmp_path: Path, start: int, compress: bool
 ) -> None:
-    write_segments(tmp_path, "b", start, [4, 4, 4])
+    write_segments(tmp_path, "b", start, [4, 4, 4], compress=compress)
     archive = Archive(tmp_path)
     [span] = archive.boots()
     assert (span.boot_id, span.first, span.last, span.starts) == ("b", start, at(start, 11), True)
