@@ -329,6 +329,7 @@ class Vehicle:
         self.newest: tuple[str, int] | None = None
         self.state = "connecting"
         self.drained = False
+        self.saved_at = time.monotonic()
 
     # -- what arrives ----------------------------------------------------------------------
 
@@ -473,10 +474,26 @@ class Vehicle:
 
     # -- landing -----------------------------------------------------------------------------
 
-    def flush(self, landing: Landing) -> None:
-        """Land what is buffered and the position after it (blocking: run in a thread)."""
-        if not self.dirty:
+    def flush(self, landing: Landing, *, heartbeat_s: float | None = None) -> None:
+        """Land what is buffered and the position after it (blocking: run in a thread).
+
+        With nothing to land, the position is written again when ``heartbeat_s``
+        passed since it was last written: the lease another collector respects.
+
+        Raises:
+            CollectError: another collector took the vehicle over (its position
+                names another owner): this one must stop following it.
+        """
+        due = heartbeat_s is not None and time.monotonic() - self.saved_at >= heartbeat_s
+        if not self.dirty and not due:
             return
+        held = load_position(landing, self.vehicle_id)
+        if held is not None and held.owner != self.owner:
+            raise CollectError(
+                f"vehicle {self.vehicle_id!r} was taken over by collector {held.owner!r}; "
+                "this one stops following it"
+            )
+        self.saved_at = time.monotonic()
         after = self.at.copy()
         files = self.landed.files
         moves: list[tuple[str, str]] = []
@@ -584,6 +601,18 @@ class Collector:
         return 1 if self.failures else 0
 
     async def _source(self, address: str) -> None:
+        try:
+            await self._collect(address)
+        except CollectError as e:
+            self._fail(address, str(e))
+
+    async def _collect(self, address: str) -> None:
+        """Collect one source until stopped (or drained); reconnect on transient errors.
+
+        Raises:
+            CollectError: the source cannot be collected (refused, another collector
+                holds or took its vehicle, the landing area fails).
+        """
         backoff = 0.2
         vehicle: Vehicle | None = None
         since = time.monotonic()
@@ -608,25 +637,22 @@ class Collector:
                         return
             except grpc.aio.AioRpcError as e:
                 if vehicle is not None:
-                    await asyncio.to_thread(vehicle.flush, self.landing)
+                    await self._flush(vehicle)
                     vehicle.state = f"reconnecting ({e.code().name})"
                 if e.code() not in _RETRYABLE:
-                    self._fail(address, f"{e.code().name}: {e.details()}")
-                    return
+                    raise CollectError(f"{e.code().name}: {e.details()}") from None
                 if self.o.once and time.monotonic() - since > self.o.retry_s:
-                    self._fail(address, f"no answer for {self.o.retry_s:g} s ({e.details()})")
-                    return
+                    raise CollectError(
+                        f"no answer for {self.o.retry_s:g} s ({e.details()})"
+                    ) from None
                 log.info("collect: %s: %s; retrying in %.1f s", address, e.code().name, backoff)
             except _StreamEnded:
                 log.info("collect: %s: the Follow stream ended; following again", address)
-            except CollectError as e:
-                self._fail(address, str(e))
-                return
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), backoff)
             backoff = min(2.0, backoff * 2)
         if vehicle is not None:
-            await asyncio.to_thread(vehicle.flush, self.landing)
+            await self._flush(vehicle)
 
     def _fail(self, address: str, why: str) -> None:
         self.failures[address] = why
@@ -666,7 +692,7 @@ class Collector:
         return vehicle
 
     async def _flush(self, vehicle: Vehicle) -> None:
-        await asyncio.to_thread(vehicle.flush, self.landing)
+        await asyncio.to_thread(vehicle.flush, self.landing, heartbeat_s=self.o.lease_s / 3)
 
     def _due(self, vehicle: Vehicle) -> bool:
         return vehicle.buffered >= self.o.flush_records or (
@@ -746,7 +772,7 @@ class Collector:
         expected, unacked = 0, 0
         try:
             while True:
-                timeout = None
+                timeout = self.o.lease_s / 3  # at least a heartbeat for the lease
                 if vehicle.dirty:
                     timeout = max(0.0, vehicle.buffered_since + self.o.flush_s - time.monotonic())
                 got = asyncio.create_task(queue.get())

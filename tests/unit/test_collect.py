@@ -10,7 +10,16 @@ from typing import Any
 import pytest
 
 from middleware.journal.chain import OFFSET_MOD, Chain, pred, succ
-from telemetry_export.collect import Landing, Position, Vehicle, complete_pending, load_position
+from telemetry_export.collect import (
+    CollectError,
+    Collector,
+    Landing,
+    Options,
+    Position,
+    Vehicle,
+    complete_pending,
+    load_position,
+)
 from vehicle.journal.v1 import journal_pb2 as pb
 
 TOP = OFFSET_MOD - 2
@@ -177,3 +186,41 @@ def test_a_flush_cut_short_is_completed_by_the_next_collector(tmp_path: Path) ->
     assert again.pending == []
     assert (again.position.files, again.position.done_boots) == (2, ["a"])
     assert succ(TOP + 1) == 0
+
+
+def registration(vehicle: str = "car") -> pb.RegisterConsumerResponse:
+    return pb.RegisterConsumerResponse(
+        created=True, position=pb.Position(boot_id="a", offset=pred(TOP)), vehicle_id=vehicle
+    )
+
+
+def test_a_vehicle_is_held_by_one_collector_until_its_lease_passes_or_it_is_taken_over(
+    tmp_path: Path,
+) -> None:
+    landing = Landing(str(tmp_path))
+    first = Collector(["addr"], landing, Options(name="one"))._attach("addr", registration())
+    with pytest.raises(CollectError, match="is collected by 'one'"):
+        Collector(["addr"], landing, Options(name="two"))._attach("addr", registration())
+    second = Collector(["addr"], landing, Options(name="two", take_over=True))._attach(
+        "addr", registration()
+    )
+    assert second.landed == first.landed  # it goes on from where the first stood
+    first.take_records(records("a", lines("a", TOP, 1)))
+    with pytest.raises(CollectError, match="taken over by collector 'two'"):
+        first.flush(landing)  # the first stops instead of writing over the second's position
+    expired = Collector(["addr"], landing, Options(name="three", lease_s=0.0))
+    assert expired._attach("addr", registration()).owner == "three"
+
+
+def test_an_idle_collector_renews_its_lease(tmp_path: Path) -> None:
+    landing = Landing(str(tmp_path))
+    v = Collector(["addr"], landing, Options(name="one"))._attach("addr", registration())
+    before = load_position(landing, "car")
+    assert before is not None
+    v.flush(landing, heartbeat_s=3600)  # nothing to land, the lease is fresh: nothing written
+    assert load_position(landing, "car") == before
+    v.flush(landing, heartbeat_s=0)
+    after = load_position(landing, "car")
+    assert after is not None
+    assert after.heartbeat_ns > before.heartbeat_ns
+    assert after.position == before.position
