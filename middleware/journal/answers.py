@@ -125,6 +125,8 @@ class Recover:
     message: str
     lost: tuple[Lost, ...] = ()
     """What the consumer is known to have lost (retention cut it loose), when registered."""
+    current_boot_id: str = ""
+    """The running boot (``boot_id`` may name an earlier one, still held)."""
 
 
 def _held(span: BootSpan, offset: int) -> bool:
@@ -134,8 +136,10 @@ def _held(span: BootSpan, offset: int) -> bool:
     )
 
 
-def _recover(span: BootSpan, reason: Reason, message: str) -> Recover:
-    return Recover(span.boot_id, span.first, span.last, reason, message)
+def _recover(view: View, span: BootSpan, reason: Reason, message: str) -> Recover:
+    return Recover(
+        span.boot_id, span.first, span.last, reason, message, current_boot_id=view.current
+    )
 
 
 def answer(
@@ -162,6 +166,7 @@ def answer(
         if target is None:
             target = view.boots[0] if home is not None else current
         return _recover(
+            view,
             target,
             Reason.BOOT_NOT_HELD,
             f"boot {b!r} is not held by this journal (retention removed it, or it is "
@@ -175,6 +180,7 @@ def answer(
             raise UnavailableError("the journal has written no record yet; poll again")
         after = following[0]
         return _recover(
+            view,
             after,
             Reason.BOOT_ENDED,
             f"boot {b!r} ended with offset {offset} (the middleware restarted); "
@@ -184,6 +190,7 @@ def answer(
         return Read(b, offset, span.first)
     if not boot_id:  # seed 003 as written: anything not held is a recovery
         return _recover(
+            view,
             span,
             Reason.NOT_IN_HISTORY,
             f"offset {offset} is not held in the current boot {b!r}",
@@ -201,6 +208,7 @@ def answer(
             "or an empty boot_id to start over)"
         )
     return _recover(
+        view,
         span,
         Reason.NOT_IN_HISTORY,
         f"offsets up to {pred(span.first)} of boot {b!r} are no longer held "

@@ -15,6 +15,7 @@ once and lists no directory; only a consumer behind the history reads disk.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -282,7 +283,7 @@ class Feed:
                 if consumer is not None:
                     lost = tuple(x for x in consumer.lost if lost_after(view, x, boot, offset))
                     if lost:
-                        a = Recover(a.boot_id, a.n0, a.n1, Reason.CUT_LOOSE, a.message, lost)
+                        a = dataclasses.replace(a, reason=Reason.CUT_LOOSE, lost=lost)
                 return a
             if consumer is not None and acknowledge:
                 self.acknowledge(consumer, a.boot_id, a.offset)

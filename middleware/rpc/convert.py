@@ -6,14 +6,18 @@ Validation of the request's *shape* (empty, too many items) lives here too, in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ess import (
     DataUpdated,
     Event,
     KeyAdded,
+    KeyFresh,
     KeyRemoved,
+    KeyStale,
+    ProviderBack,
+    ProviderGone,
     QueueConfig,
     RegisterResult,
     ResyncRequired,
@@ -39,6 +43,7 @@ __all__ = [
     "event_batch",
     "follow_batch",
     "get_response",
+    "head_conflict_response",
     "poll_response",
     "queue_configs",
     "queue_configs_to_pb",
@@ -95,10 +100,10 @@ def queue_configs_to_pb(cfgs: Sequence[QueueConfig]) -> list[ess_pb2.QueueConfig
 
 
 def started_batch(
-    boot_id: str, cfgs: Sequence[QueueConfig], *, window: int = 0
+    boot_id: str, cfgs: Sequence[QueueConfig], *, window: int = 0, head: str = ""
 ) -> ess_pb2.EventBatch:
     started = ess_pb2.StreamStarted(
-        boot_id=boot_id, queues=queue_configs_to_pb(cfgs), window=window
+        boot_id=boot_id, queues=queue_configs_to_pb(cfgs), window=window, head=head
     )
     return ess_pb2.EventBatch(events=[ess_pb2.Event(started=started)])
 
@@ -137,7 +142,32 @@ def event_batch(events: Sequence[Event]) -> ess_pb2.EventBatch:
             resync = add().resync
             resync.SetInParent()
             resync.lost = e.lost
+        else:
+            _health_event(add(), e)
     return batch
+
+
+def _health_event(pb: ess_pb2.Event, e: Event) -> None:
+    """Fill ``pb`` with a health event (rare: off the data branch of the hot path)."""
+    if isinstance(e, KeyStale):
+        pb.key_stale.SetInParent()
+        pb.key_stale.key = e.key
+        pb.key_stale.last_write_ns = e.last_write_ns
+        pb.key_stale.period_ns = e.period_ns
+    elif isinstance(e, KeyFresh):
+        pb.key_fresh.SetInParent()
+        pb.key_fresh.key = e.key
+        pb.key_fresh.write_ns = e.write_ns
+    elif isinstance(e, ProviderGone):
+        pb.provider_gone.SetInParent()
+        pb.provider_gone.provider = e.provider
+        pb.provider_gone.keys.extend(e.keys)
+    elif isinstance(e, ProviderBack):
+        pb.provider_back.SetInParent()
+        pb.provider_back.provider = e.provider
+        pb.provider_back.keys.extend(e.keys)
+    else:  # pragma: no cover - every Event kind is handled above
+        raise TypeError(f"not an ESS event: {e!r}")
 
 
 def split_to_fit(batch: ess_pb2.EventBatch, max_bytes: int) -> list[ess_pb2.EventBatch]:
@@ -171,7 +201,12 @@ def register_response(results: Sequence[RegisterResult]) -> list[ess_pb2.Subscri
     out = []
     for r in results:
         pb = ess_pb2.SubscriptionResult(
-            key=r.key, key_id=r.key_id, status=_STATUS_TO_PB[r.status], detail=r.detail, seq=r.seq
+            key=r.key,
+            key_id=r.key_id,
+            status=_STATUS_TO_PB[r.status],
+            detail=r.detail,
+            seq=r.seq,
+            no_provider=r.no_provider,
         )
         if r.current is not None:
             pb.current = r.current
@@ -209,19 +244,43 @@ def updates(pbs: Sequence[vstore_pb2.Update]) -> list[Update]:
     return out
 
 
-def set_response(results: Sequence[SetResult]) -> vstore_pb2.SetResponse:
+def set_response(results: Sequence[SetResult], *, head: str = "") -> vstore_pb2.SetResponse:
     return vstore_pb2.SetResponse(
         results=[
             vstore_pb2.SetResult(key_id=r.key_id, version=r.version, conflict=r.conflict)
             for r in results
-        ]
+        ],
+        head=head,
     )
 
 
-def get_response(entries: Sequence[Entry], not_found: Sequence[str]) -> vstore_pb2.GetResponse:
+def head_conflict_response(
+    current: Sequence[tuple[int, int]], head: str
+) -> vstore_pb2.SetResponse:
+    """A Set refused whole for its ``if_head``: per update (key id, current
+    version), and the head to read and retry from."""
+    return vstore_pb2.SetResponse(
+        results=[
+            vstore_pb2.SetResult(key_id=k, version=v, head_conflict=True, head=head)
+            for k, v in current
+        ],
+        head=head,
+    )
+
+
+def get_response(
+    entries: Sequence[Entry], not_found: Sequence[str], no_provider: Callable[[int], bool]
+) -> vstore_pb2.GetResponse:
+    """``no_provider``: whether a key id's provider went away (``EventSubSystem.no_provider``)."""
     values = []
     for e in entries:
-        v = vstore_pb2.Value(name=e.name, id=e.key_id, version=e.version, time_ns=e.time_ns)
+        v = vstore_pb2.Value(
+            name=e.name,
+            id=e.key_id,
+            version=e.version,
+            time_ns=e.time_ns,
+            no_provider=no_provider(e.key_id),
+        )
         if e.data is not None:
             v.data = e.data
         values.append(v)
@@ -270,6 +329,7 @@ def _recovery(r: Recover) -> journal_pb2.Recovery:
         reason=_REASON_TO_PB[r.reason],
         message=r.message,
         lost=_lost_ranges(r.lost),
+        current_boot_id=r.current_boot_id,
     )
 
 

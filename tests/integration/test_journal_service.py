@@ -135,10 +135,11 @@ async def test_poll_gives_the_three_answers_across_the_wrap_and_after_an_overrun
         answer = await poll(stub, offset=12345)
         assert answer.WhichOneof("answer") == "recovery"
         rec = answer.recovery
-        assert (rec.boot_id, rec.n0, rec.reason) == (
+        assert (rec.boot_id, rec.n0, rec.reason, rec.current_boot_id) == (
             boot,
             TOP,
             pb.RECOVERY_REASON_NOT_IN_HISTORY,
+            boot,
         )
         await publish(server.address, 24)
         await settled(server)

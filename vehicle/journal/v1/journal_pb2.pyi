@@ -147,20 +147,22 @@ class NothingNew(_message.Message):
     def __init__(self, boot_id: _Optional[str] = ..., offset: _Optional[int] = ...) -> None: ...
 
 class Recovery(_message.Message):
-    __slots__ = ("boot_id", "n0", "n1", "reason", "message", "lost")
+    __slots__ = ("boot_id", "n0", "n1", "reason", "message", "lost", "current_boot_id")
     BOOT_ID_FIELD_NUMBER: _ClassVar[int]
     N0_FIELD_NUMBER: _ClassVar[int]
     N1_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LOST_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_BOOT_ID_FIELD_NUMBER: _ClassVar[int]
     boot_id: str
     n0: int
     n1: int
     reason: RecoveryReason
     message: str
     lost: _containers.RepeatedCompositeFieldContainer[LostRange]
-    def __init__(self, boot_id: _Optional[str] = ..., n0: _Optional[int] = ..., n1: _Optional[int] = ..., reason: _Optional[_Union[RecoveryReason, str]] = ..., message: _Optional[str] = ..., lost: _Optional[_Iterable[_Union[LostRange, _Mapping]]] = ...) -> None: ...
+    current_boot_id: str
+    def __init__(self, boot_id: _Optional[str] = ..., n0: _Optional[int] = ..., n1: _Optional[int] = ..., reason: _Optional[_Union[RecoveryReason, str]] = ..., message: _Optional[str] = ..., lost: _Optional[_Iterable[_Union[LostRange, _Mapping]]] = ..., current_boot_id: _Optional[str] = ...) -> None: ...
 
 class LostRange(_message.Message):
     __slots__ = ("boot_id", "from_offset", "to_offset", "count", "reason")

@@ -111,8 +111,10 @@ class JournalServiceServicer:
         consumer adds its own delay; or use Follow, which waits for it).
         3. `recovery`: `offset` is not held: the middleware restarted, the
         consumer is new, or it fell behind further than the history holds.
-        It names a boot and the oldest (`n0`) and newest (`n1`) offsets held
-        of it; to read from `n0` on, poll with that boot and offset
+        It names a boot (the current one, or with a `boot_id` an earlier one
+        still held that the consumer should read first), the oldest (`n0`) and
+        newest (`n1`) offsets held of it, and the current boot
+        (`current_boot_id`); to read from `n0` on, poll with that boot and offset
         (n0 - 1) mod 2^32. Offsets the consumer is known to have lost are in
         `recovery.lost`.
         A poll of a registered consumer acknowledges its position: everything up
