@@ -146,6 +146,9 @@ class Access:
         self._streams: Counter[str] = Counter()  # open streams per app
         self._publish_streams: Counter[str] = Counter()
         self._pending_release: dict[str, asyncio.TimerHandle] = {}
+        self.on_claims: Callable[[str, Sequence[str], bool], None] | None = None
+        """Told ``(app, keys, True)`` when an app claims keys and ``(app, keys, False)``
+        when its claims end because it went away (the runtime's provider health)."""
 
     @property
     def open_mode(self) -> bool:
@@ -361,6 +364,8 @@ class Access:
         for name in names:
             self._claims[name] = caller.app
         log.info("app %s claimed %d keys", caller.app, len(names))
+        if self.on_claims is not None:
+            self.on_claims(caller.app, names, True)
         if not self._streams[caller.app]:
             self._release_later(caller.app)
 
@@ -394,6 +399,8 @@ class Access:
             del self._claims[key]
         if mine:
             log.info("app %s: its %d claims ended", app, len(mine))
+            if self.on_claims is not None:
+                self.on_claims(app, mine, False)
 
     # -- streams -------------------------------------------------------------------
 

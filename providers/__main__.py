@@ -94,6 +94,12 @@ def _parser() -> argparse.ArgumentParser:
             "--status", type=status_path, default=None, help="write counters here (JSON)"
         )
         p.add_argument("-v", "--verbose", action="store_true")
+        p.add_argument(
+            "--claim",
+            action="store_true",
+            help="claim the keys: nobody else may write them while this provider runs, "
+            "and their subscribers are told when it goes (ProviderGone) and comes back",
+        )
         add_tls_arguments(p)
 
     def catalog_options(p: argparse.ArgumentParser) -> None:
@@ -226,14 +232,22 @@ def main(argv: list[str] | None = None) -> int:
                 log.warning("not simulated: %s", reason)
 
             async def run_sim(c: ProviderClient, s: ProviderStatus, stop: asyncio.Event) -> None:
-                await simulate(c, sim, s, stop, duration=args.duration)
+                await simulate(c, sim, s, stop, duration=args.duration, claim=args.claim)
 
             asyncio.run(_run(args, run_sim))
         else:
             samples = read_recording(args.recording)
 
             async def run_replay(c: ProviderClient, s: ProviderStatus, stop: asyncio.Event) -> None:
-                await replay(c, samples, s, stop, speed=args.speed, source_time=args.source_time)
+                await replay(
+                    c,
+                    samples,
+                    s,
+                    stop,
+                    speed=args.speed,
+                    source_time=args.source_time,
+                    claim=args.claim,
+                )
 
             asyncio.run(_run(args, run_replay))
     except (CatalogError, RecordingError) as e:

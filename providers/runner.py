@@ -49,10 +49,12 @@ class ProviderStatus:
         return asdict(self)
 
 
-async def add_keys(client: ProviderClient, names: Sequence[str], status: ProviderStatus) -> None:
-    """Add ``names`` in batches the middleware accepts."""
+async def add_keys(
+    client: ProviderClient, names: Sequence[str], status: ProviderStatus, *, claim: bool = False
+) -> None:
+    """Add ``names`` in batches the middleware accepts (``claim``: and claim them)."""
     for i in range(0, len(names), MAX_BATCH):
-        await client.add_keys(names[i : i + MAX_BATCH])
+        await client.add_keys(names[i : i + MAX_BATCH], claim=claim)
     status.keys = len(client.ids)
 
 
@@ -74,9 +76,14 @@ async def simulate(
     stop: asyncio.Event,
     *,
     duration: float | None = None,
+    claim: bool = False,
 ) -> None:
-    """Publish the simulation's values on its schedule until ``stop`` (or ``duration`` s)."""
-    await add_keys(client, sim.names, status)
+    """Publish the simulation's values on its schedule until ``stop`` (or ``duration`` s).
+
+    ``claim``: claim the keys, so that nobody else may write them while this
+    provider runs, and their subscribers hear when it goes (``ProviderGone``).
+    """
+    await add_keys(client, sim.names, status, claim=claim)
     status.state = "publishing"
     log.info("publishing %d keys, about %.0f updates/s", len(sim.names), sim.rate)
     t0 = time.monotonic()
@@ -100,6 +107,7 @@ async def replay(
     *,
     speed: float = 1.0,
     source_time: bool = False,
+    claim: bool = False,
 ) -> None:
     """Publish the samples with their recorded spacing divided by ``speed``
     (0: as fast as the middleware takes them); samples of one time are one batch.
@@ -108,7 +116,7 @@ async def replay(
     write's source time; otherwise the middleware stamps it on arrival.
     """
     names = list(dict.fromkeys(s.key for s in samples))
-    await add_keys(client, names, status)
+    await add_keys(client, names, status, claim=claim)
     status.state = "publishing"
     status.extra["samples"] = len(samples)
     log.info("replaying %d samples of %d keys at %sx", len(samples), len(names), speed or "max")

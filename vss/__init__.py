@@ -10,6 +10,7 @@ from vss.catalog import (
     CatalogError,
     Signal,
     expand_instances,
+    expected_period,
     load_catalog,
     parse_catalog,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "check_value",
     "element_type",
     "expand_instances",
+    "expected_period",
     "is_array",
     "load_catalog",
     "parse_catalog",

@@ -15,7 +15,11 @@ dimension per element; a child with ``"instantiate": false`` is not repeated).
 
 A leaf may carry an extended attribute ``sim`` (vss-tools passes unknown
 attributes through with ``-e sim``): how the simulated provider drives it (see
-:mod:`providers.models`). The catalog shipped with the project is
+:mod:`providers.models`), and ``expected_period_s`` (``-e
+expected_period_s``): the longest the signal may go without a write before
+the middleware calls it stale. :func:`expected_period` is that, or for a
+sensor or actuator with a rate (``sim.hz``) three of its periods, at least
+1 s. The catalog shipped with the project is
 ``providers/catalogs/vehicle.json`` (``providers.catalog.default_catalog``).
 Pure: no gRPC, no middleware.
 """
@@ -35,6 +39,7 @@ __all__ = [
     "CatalogError",
     "Signal",
     "expand_instances",
+    "expected_period",
     "load_catalog",
     "parse_catalog",
 ]
@@ -54,6 +59,10 @@ ARRAY_DATATYPES: Final = frozenset(f"{t}[]" for t in DATATYPES)
 """The VSS array datatypes (``float[]``, ...). Structs are not supported."""
 _RANGE: Final = re.compile(r"^(?P<stem>\w*)\[(?P<lo>\d+),\s*(?P<hi>\d+)\]$")
 _NAME: Final = re.compile(r"^[A-Za-z0-9_]+$")
+RATE_PERIODS: Final = 3
+"""A signal with a rate is stale after this many of its periods without a write..."""
+MIN_EXPECTED_S: Final = 1.0
+"""...but never sooner than this (a rate's period is no budget for jitter)."""
 
 
 class CatalogError(ValueError):
@@ -79,6 +88,24 @@ class Signal:
     """The ``sim`` extended attribute: how the simulated provider drives it."""
     comment: str = ""
     deprecation: str = ""
+    expected_period_s: float | None = None
+    """The ``expected_period_s`` extended attribute (seconds), if given."""
+
+
+def expected_period(signal: Signal) -> float | None:
+    """How long ``signal`` may go without a write (seconds), or None.
+
+    Its ``expected_period_s`` if given; else, for a sensor or actuator with a
+    rate (``sim.hz``, the simulated car's), :data:`RATE_PERIODS` periods of
+    it but at least :data:`MIN_EXPECTED_S`; else None (an attribute, written
+    once, is never stale by its rate).
+    """
+    if signal.expected_period_s is not None:
+        return signal.expected_period_s
+    hz = signal.sim.get("hz")
+    if signal.type == "attribute" or isinstance(hz, bool) or not isinstance(hz, int | float):
+        return None
+    return max(MIN_EXPECTED_S, RATE_PERIODS / hz) if hz > 0 else None
 
 
 def load_catalog(path: str | Path) -> list[Signal]:
@@ -239,6 +266,11 @@ def _leaf(path: str, node: dict[str, Any]) -> Signal:
     if not isinstance(sim, dict):
         raise CatalogError(f"{path}.sim: must be an object")
     description = node.get("description", "")
+    expected = node.get("expected_period_s")
+    if expected is not None and (
+        isinstance(expected, bool) or not isinstance(expected, int | float) or not expected > 0
+    ):
+        raise CatalogError(f"{path}.expected_period_s: must be seconds above 0, not {expected!r}")
     return Signal(
         name=path,
         type=node["type"],
@@ -252,6 +284,7 @@ def _leaf(path: str, node: dict[str, Any]) -> Signal:
         sim=sim,
         comment=_text(node.get("comment")),
         deprecation=_text(node.get("deprecation")),
+        expected_period_s=float(expected) if expected is not None else None,
     )
 
 

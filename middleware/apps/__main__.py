@@ -139,8 +139,10 @@ async def _dashboard(options: AppOptions, refresh: float) -> AppStats:
             size = shutil.get_terminal_size()
             if tty:
                 sys.stdout.write("\x1b[H\x1b[J" + view.render(size.columns, size.lines))
-            else:  # piped: one summary line per redraw
-                sys.stdout.write(view.render(size.columns, 1).split("\n")[0] + "\n")
+            else:  # piped: one summary line per redraw, with the health when not all is well
+                health = view.health()
+                head = view.render(size.columns, 1).split("\n")[0]
+                sys.stdout.write(head + (f" | {health}" if health else "") + "\n")
             sys.stdout.flush()
 
     painter = asyncio.create_task(redraw())

@@ -28,6 +28,10 @@ from middleware.client import (
     ClientEvent,
     DataEvent,
     KeyAddedEvent,
+    KeyFreshEvent,
+    KeyStaleEvent,
+    ProviderBackEvent,
+    ProviderGoneEvent,
     QueueSpec,
     ReconnectedEvent,
     ResyncEvent,
@@ -93,6 +97,16 @@ class AppStats:
     """Reconnections to a new middleware process."""
     resyncs: int = 0
     subscribed: int = 0
+    stale: set[str] = field(default_factory=set)
+    """Keys the middleware said are stale (KeyStale) and not fresh again since."""
+    went_stale: set[str] = field(default_factory=set)
+    """Every key it said went stale while the app ran."""
+    stale_events: int = 0
+    fresh_events: int = 0
+    no_provider: dict[str, str] = field(default_factory=dict)
+    """Keys whose provider went away (ProviderGone, not back since) -> that provider."""
+    providers_gone: dict[str, int] = field(default_factory=dict)
+    """ProviderGone events by provider: how many keys each took away."""
     per_key: dict[str, _KeyCount] = field(default_factory=dict)
     per_queue: dict[int, _KeyCount] = field(default_factory=dict)
     started_ns: int = field(default_factory=time.time_ns)
@@ -113,8 +127,36 @@ class AppStats:
             elif isinstance(e, ReconnectedEvent):
                 self.reconnects += 1
                 self.restarts += e.middleware_restarted
+                if e.middleware_restarted:  # a new process: what the old one said is moot
+                    self.stale.clear()
+                    self.no_provider.clear()
+                for r in e.results:  # the register results say which keys have no provider
+                    if r.no_provider:
+                        self.no_provider.setdefault(r.key, "?")
+                    else:
+                        self.no_provider.pop(r.key, None)
             elif isinstance(e, ResyncEvent):
                 self.resyncs += 1
+                self.stale.clear()  # still stale keys are told again after a resync
+            elif isinstance(e, KeyStaleEvent):
+                name = e.name or f"#{e.key}"
+                self.stale_events += 1
+                self.stale.add(name)
+                self.went_stale.add(name)
+            elif isinstance(e, KeyFreshEvent):
+                self.fresh_events += 1
+                self.stale.discard(e.name or f"#{e.key}")
+            elif isinstance(e, ProviderGoneEvent | ProviderBackEvent):
+                gone = isinstance(e, ProviderGoneEvent)
+                if gone:
+                    self.providers_gone[e.provider] = self.providers_gone.get(e.provider, 0) + len(
+                        e.keys
+                    )
+                for key, known in zip(e.keys, e.names, strict=True):
+                    if gone:
+                        self.no_provider[known or f"#{key}"] = e.provider
+                    else:
+                        self.no_provider.pop(known or f"#{key}", None)
 
     def snapshot(self) -> dict[str, Any]:
         return {
@@ -127,6 +169,12 @@ class AppStats:
             "restarts": self.restarts,
             "resyncs": self.resyncs,
             "subscribed": self.subscribed,
+            "stale": sorted(self.stale),
+            "went_stale": sorted(self.went_stale),
+            "stale_events": self.stale_events,
+            "fresh_events": self.fresh_events,
+            "no_provider": dict(sorted(self.no_provider.items())),
+            "providers_gone": dict(sorted(self.providers_gone.items())),
             "started_ns": self.started_ns,
             "per_queue": {
                 str(q): {"received": c.received, "missed": c.missed}

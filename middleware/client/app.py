@@ -30,7 +30,11 @@ from middleware.client.events import (
     ClientEvent,
     DataEvent,
     KeyAddedEvent,
+    KeyFreshEvent,
     KeyRemovedEvent,
+    KeyStaleEvent,
+    ProviderBackEvent,
+    ProviderGoneEvent,
     ReconnectedEvent,
     ResyncEvent,
     SubscriptionResult,
@@ -368,6 +372,7 @@ class AppClient:
             _STATUS_NAMES.get(r.status, str(r.status)),
             r.current if r.HasField("current") else None,
             r.detail,
+            r.no_provider,
         )
 
     async def _convert(self, pb: ess_pb2.Event) -> ClientEvent | None:
@@ -408,6 +413,18 @@ class AppClient:
         if kind == "resync":
             await self._refresh_after_resync()
             return ResyncEvent(pb.resync.lost)
+        if kind == "key_stale":
+            s = pb.key_stale
+            return KeyStaleEvent(s.key, self.names.get(s.key), s.last_write_ns, s.period_ns)
+        if kind == "key_fresh":
+            f = pb.key_fresh
+            return KeyFreshEvent(f.key, self.names.get(f.key), f.write_ns)
+        if kind in ("provider_gone", "provider_back"):
+            p = pb.provider_gone if kind == "provider_gone" else pb.provider_back
+            keys = tuple(p.keys)
+            names = tuple(self.names.get(k) for k in keys)
+            event = ProviderGoneEvent if kind == "provider_gone" else ProviderBackEvent
+            return event(p.provider, keys, names)
         return None  # `started` appears only first, handled by connect()
 
     async def _refresh_after_resync(self) -> None:

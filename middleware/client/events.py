@@ -7,8 +7,13 @@ from dataclasses import dataclass
 __all__ = [
     "ClientEvent",
     "DataEvent",
+    "HealthEvent",
     "KeyAddedEvent",
+    "KeyFreshEvent",
     "KeyRemovedEvent",
+    "KeyStaleEvent",
+    "ProviderBackEvent",
+    "ProviderGoneEvent",
     "ReconnectedEvent",
     "ResyncEvent",
     "SubscriptionResult",
@@ -26,6 +31,8 @@ class SubscriptionResult:
     """``OK``, ``NOT_FOUND``, ``PERMISSION_DENIED`` or ``INVALID_ARGUMENT``."""
     current: bytes | None = None
     detail: str = ""
+    no_provider: bool = False
+    """The key's provider went away and nobody claims it since (see :class:`ProviderGoneEvent`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,4 +86,65 @@ class ReconnectedEvent:
     results: tuple[SubscriptionResult, ...]
 
 
-ClientEvent = DataEvent | KeyAddedEvent | KeyRemovedEvent | ResyncEvent | ReconnectedEvent
+@dataclass(frozen=True, slots=True)
+class KeyStaleEvent:
+    """A subscribed key was not written for longer than its expected period.
+
+    ``last_write_ns``: its last write (ns since the epoch; 0: never written);
+    ``period_ns``: how long it may go unwritten (the middleware's ``--expect``
+    rules or its catalog). Comes at most one health tick (0.2 s) after the
+    period ended.
+    """
+
+    key: int
+    name: str | None
+    last_write_ns: int
+    period_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class KeyFreshEvent:
+    """A key this app was told is stale is written again (``write_ns``: when).
+
+    Up to one health tick (0.2 s) after the write: the middleware looks for
+    writes on a tick, not on the write path.
+    """
+
+    key: int
+    name: str | None
+    write_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderGoneEvent:
+    """The provider that claimed these subscribed keys went away; nobody claims them now."""
+
+    provider: str
+    keys: tuple[int, ...]
+    names: tuple[str | None, ...]
+    """The keys' names, as far as the SDK knows them (in the order of ``keys``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderBackEvent:
+    """Subscribed keys whose provider had gone are claimed again (by ``provider``)."""
+
+    provider: str
+    keys: tuple[int, ...]
+    names: tuple[str | None, ...]
+
+
+HealthEvent = KeyStaleEvent | KeyFreshEvent | ProviderGoneEvent | ProviderBackEvent
+"""Whether subscribed keys are written and have a provider (never dropped by the drop rule)."""
+
+ClientEvent = (
+    DataEvent
+    | KeyAddedEvent
+    | KeyRemovedEvent
+    | ResyncEvent
+    | ReconnectedEvent
+    | KeyStaleEvent
+    | KeyFreshEvent
+    | ProviderGoneEvent
+    | ProviderBackEvent
+)

@@ -2,8 +2,11 @@
 
 1. Starts a middleware on 127.0.0.1 (a free port) with its telemetry journal
    at level ``full`` in ``OUT/journal``;
-2. the simulated car (``python -m providers sim``, about 270 keys, 690
+2. the simulated car (``python -m providers sim --claim``, about 270 keys, 690
    updates/s), with one fault: the cabin zone sensors go quiet for a while;
+   the middleware expects them every ``threshold`` seconds (``--expect``), so
+   the apps are told live (``KeyStale``, then ``KeyFresh``), and when the
+   provider stops they are told it is gone (``ProviderGone``);
 3. two apps: ``logger`` (reads everything, writes ``OUT/apps/logger.jsonl``)
    and ``slow`` (reads one batch per second, so the middleware must drop);
 4. runs for ``--duration`` seconds with a progress line, then stops the
@@ -83,7 +86,10 @@ def _progress(out: Path, elapsed: float, duration: float) -> str:
     parts = [f"[{elapsed:4.0f}/{duration:.0f} s] published {provider.get('published', 0):>7,}"]
     for app in APPS:
         s = read_status(out / "apps" / f"{app}.json") or {}
-        parts.append(f"{app} read {s.get('received', 0):>7,} gaps {s.get('missed', 0):>5,}")
+        parts.append(
+            f"{app} read {s.get('received', 0):>7,} gaps {s.get('missed', 0):>5,} "
+            f"stale {len(s.get('stale', ())):>2}"
+        )
     return " | ".join(parts)
 
 
@@ -103,6 +109,7 @@ def run(args: argparse.Namespace, sup: Supervisor) -> dict[str, Any]:
             "--journal-dir", str(out / "journal"),
             "--journal-level", "full",
             "--vehicle-id", "demo-car",
+            "--expect", f"{STALLED}={threshold:g}",
         ],
     )  # fmt: skip
     address = sup.wait_for_line("middleware", r"listening on (\S+)", 30)[1]
@@ -115,6 +122,7 @@ def run(args: argparse.Namespace, sup: Supervisor) -> dict[str, Any]:
             "--status", str(out / "apps" / "vehicle-sim.json"),
             "--rate-scale", str(args.rate_scale),
             "--stall", f"{STALLED}={stall_start:g}:{stall_for:g}",
+            "--claim",
         ],
     )  # fmt: skip
     sup.wait_for_line("provider", r"publishing \d+ keys", 30)

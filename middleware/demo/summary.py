@@ -4,7 +4,9 @@ Inputs are the status files of the provider and the apps (their own counts,
 written when they stopped) and the ``summary.json`` of the Spark analysis of
 the middleware's journal. The demo is OK when, for every app, the seq gaps
 it saw are exactly the gaps the analysis found in the journal, every one of
-them explained by a drop record, and the journal itself is intact.
+them explained by a drop record, and the journal itself is intact. Beside
+that it shows what the apps were told live about the signals' health (stale
+keys, a provider gone), next to what the analysis found stale afterwards.
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ class Verdict:
     apps: dict[str, AppVerdict]
     analysis: Mapping[str, Any]
     problems: list[str] = field(default_factory=list)
+    live: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per app, the health events it was told while it ran (from its status file)."""
 
     @property
     def ok(self) -> bool:
@@ -81,7 +85,56 @@ class Verdict:
                 for name, a in self.apps.items()
             },
             "analysis": dict(self.analysis),
+            "live": self.live,
         }
+
+
+def _live(status: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "went_stale": list(status.get("went_stale", [])),
+        "stale_events": int(status.get("stale_events", 0)),
+        "fresh_events": int(status.get("fresh_events", 0)),
+        "providers_gone": dict(status.get("providers_gone", {})),
+    }
+
+
+def _names(names: list[str]) -> str:
+    """``A.B.x, A.B.y`` as ``A.B.*`` when they share a branch; else the first few."""
+    if len(names) > 1:
+        common = names[0].split(".")
+        for n in names[1:]:
+            parts = n.split(".")
+            while common and parts[: len(common)] != common:
+                common.pop()
+        if common:
+            return ".".join(common) + ".*"
+    return ", ".join(names[:3]) + (" ..." if len(names) > 3 else "")
+
+
+def _render_live(verdict: Verdict) -> list[str]:
+    lines = []
+    for i, (app, live) in enumerate(verdict.live.items()):
+        went = live["went_stale"]
+        said = (
+            f"told {len(went)} key(s) went stale ({_names(went)}; {live['stale_events']} "
+            f"KeyStale, {live['fresh_events']} KeyFresh)"
+            if went
+            else "told of no stale key"
+        )
+        gone = live["providers_gone"]
+        if gone:
+            said += "; provider gone: " + ", ".join(
+                f"{p} ({n} keys)" for p, n in sorted(gone.items())
+            )
+        lines.append(f"{'live' if i == 0 else '':<11} {app + ':':<7} {said}")
+    found = set(verdict.analysis.get("stale_keys", {}))
+    told = {k for live in verdict.live.values() for k in live["went_stale"]}
+    if found - told:
+        lines.append(
+            f"{'':<11} (the analysis found {len(found - told)} stale key(s) no app was told of "
+            f"live: {_names(sorted(found - told))})"
+        )
+    return lines
 
 
 _REQUIRED: tuple[str, ...] = (
@@ -115,6 +168,7 @@ def judge(
             problems.append(f"{name} did not stop cleanly (state {status.get('state')!r})")
         if not status.get("received"):
             problems.append(f"{name} received nothing")
+    live = {name: _live(status) for name, status in apps.items()}
     if analysis is None:
         return Verdict(
             published=int(provider.get("published", 0)),
@@ -122,6 +176,7 @@ def judge(
             apps={},
             analysis={},
             problems=problems,
+            live=live,
         )
     missing = [k for k in _REQUIRED if k not in analysis]
     if missing:
@@ -172,6 +227,7 @@ def judge(
         apps=verdicts,
         analysis=analysis,
         problems=problems,
+        live=live,
     )
 
 
@@ -180,6 +236,7 @@ def render(verdict: Verdict, *, report: str) -> str:
     a = verdict.analysis
     lines = [f"provider    {verdict.keys} keys, {verdict.published:,} updates published", ""]
     if not a:
+        lines += _render_live(verdict)
         lines.append("analysis    skipped: nothing to compare the apps' counts with")
         lines.append("demo OK (run only)" if verdict.ok else "demo FAILED:")
         lines += [f"  - {p}" for p in verdict.problems]
@@ -214,6 +271,7 @@ def render(verdict: Verdict, *, report: str) -> str:
         lines.append(f"stale       {len(stale)} key(s) went quiet: {shown}{more}")
     else:
         lines.append("stale       no key went quiet beyond its threshold")
+    lines += _render_live(verdict)
     lines.append(f"report      {report}")
     lines.append("")
     if verdict.ok:

@@ -25,7 +25,25 @@ written before it, so times never go back in offset order), ``prev_hash`` and ``
   registered journal consumer had not acknowledged, because they were more
   than its bound (``journal_consumer_max_lag_bytes``): that consumer lost the
   offsets ``from_offset..to_offset`` (inclusive, may wrap; ``count`` offsets)
-  of that boot; written before the segments go, beside ``journal_trimmed``.
+  of that boot; written before the segments go, beside ``journal_trimmed``;
+  signal health (see ``ess.health``, ``ess.presence``): ``key_stale``
+  (``key``, ``key_id``, ``write_time_ns``: its last write, 0 if never,
+  ``period_ns``, ``apps``: the subscribers told) when a watched key goes
+  unwritten for longer than its expected period; ``key_fresh`` (``key``,
+  ``key_id``, ``write_time_ns``: the write that ended the silence, ``apps``)
+  when it is written again; ``provider_gone`` (``app``: the provider,
+  ``keys``, ``key_ids``: every key whose claim ended as it went away,
+  ``apps``: the subscribers told) and ``provider_back`` (``app``: the
+  provider claiming them now, ``keys``, ``key_ids``: those of its keys that
+  had no provider, ``apps``).
+  several nodes (``middleware.cluster``): ``peer_up`` (``peer``, ``address``,
+  ``boot``) and ``peer_down`` (``peer``, ``address``, ``error``) when this
+  node's link to a peer changes state; ``cluster_refused`` (``peer``,
+  ``reason``: tampered, too old, in the future, already held, broken link,
+  malformed; ``count``, and the first such event's ``origin``, ``seq``,
+  ``hash`` and ``detail``): events a peer sent that changed nothing, one
+  record per peer and reason per tick; a key a peer's write added has
+  ``key_added`` with ``app`` ``peer:ORIGIN``.
 - drops: ``evicted`` / ``lost`` / ``discarded`` (``app``, ``key``,
   ``key_id``, ``queue``, ``seq``, ``reason``).
 - full, one record per batch (the format since issue 19): ``publish_batch``
@@ -84,7 +102,14 @@ LEVEL_OF: Final[dict[str, Level]] = {
     "deregister": Level.LIFECYCLE,
     "journal_dropped": Level.LIFECYCLE,
     "journal_trimmed": Level.LIFECYCLE,
+    "peer_up": Level.LIFECYCLE,
+    "peer_down": Level.LIFECYCLE,
+    "cluster_refused": Level.LIFECYCLE,
     "consumer_cut": Level.LIFECYCLE,
+    "key_stale": Level.LIFECYCLE,
+    "key_fresh": Level.LIFECYCLE,
+    "provider_gone": Level.LIFECYCLE,
+    "provider_back": Level.LIFECYCLE,
     "evicted": Level.DROPS,
     "lost": Level.DROPS,
     "discarded": Level.DROPS,

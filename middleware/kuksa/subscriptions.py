@@ -162,7 +162,7 @@ async def _deliver(
         seen: set[int] = set()
         for e in events:
             if type(e) is not DataUpdated:
-                continue  # lifecycle events: a KUKSA subscriber has no use for them
+                continue  # lifecycle and health events: KUKSA has no message for them
             data = e.data if e.data is not None else last.get(e.key)
             last[e.key] = data
             if e.key in seen:

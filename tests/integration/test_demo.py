@@ -56,6 +56,14 @@ def test_the_demo_slow_app_loses_events_the_logger_none_and_the_journal_explains
     assert {k.rsplit(".", 3)[0] for k in stale} == {"Vehicle.Cabin.HVAC.Zone"}
     assert len(stale) == 8  # 4 zones x (temperature, humidity)
     assert all(ns >= 1.9e9 for ns in stale.values())  # the stall, not jitter
+    # The apps were told so live (KeyStale, then KeyFresh as the stall ended),
+    # the slow one too although its queues dropped data; and told the provider
+    # was gone when the demo stopped it.
+    for live in verdict["live"].values():
+        assert set(live["went_stale"]) == set(stale)
+        assert live["fresh_events"] >= 8
+        assert live["providers_gone"] == {"vehicle-sim": verdict["keys"]}
+    assert "live        logger: told 8 key(s) went stale (Vehicle.Cabin.HVAC.Zone.*" in stdout
     # What the newcomer is told, and where the report is.
     assert "demo OK" in stdout
     assert (out / "report" / "report.md").exists()

@@ -11,7 +11,16 @@ import pytest
 from middleware.apps.dashboard import DashboardView, format_value
 from middleware.apps.harness import AppStats
 from middleware.apps.logger import EventLogger
-from middleware.client import DataEvent, ReconnectedEvent, SubscriptionResult
+from middleware.client import (
+    ClientEvent,
+    DataEvent,
+    KeyFreshEvent,
+    KeyStaleEvent,
+    ProviderBackEvent,
+    ProviderGoneEvent,
+    ReconnectedEvent,
+    SubscriptionResult,
+)
 from middleware.client.values import encode
 from middleware.demo.summary import judge, render
 
@@ -150,3 +159,64 @@ def test_an_analysis_summary_missing_a_field_is_an_error_not_a_zero() -> None:
     del incomplete["unexplained_seqs"]
     with pytest.raises(KeyError, match="unexplained_seqs"):
         judge({"published": 70}, _APPS, incomplete)
+
+
+ZONE_L = "Vehicle.Cabin.HVAC.Zone.Row1.Left.Temperature"
+ZONE_R = "Vehicle.Cabin.HVAC.Zone.Row1.Right.Temperature"
+
+
+def _health_events() -> list[ClientEvent]:
+    return [
+        KeyStaleEvent(2, ZONE_L, 1_000, 2_000_000_000),
+        KeyStaleEvent(3, ZONE_R, 1_000, 2_000_000_000),
+        KeyFreshEvent(3, ZONE_R, 5_000),
+        ProviderGoneEvent("sim", (1, 2), (SPEED, ZONE_L)),
+    ]
+
+
+def test_dashboard_shows_stale_keys_and_missing_providers_first() -> None:
+    view = DashboardView("dash", clock=0.0)
+    view.update([data(1, 1.0, name="Vehicle.Aaa"), data(1, 2.0)])
+    assert "no stale key, no provider gone" in view.render(120, 10).splitlines()[1]
+    view.update(_health_events())
+    screen = view.render(120, 10).splitlines()
+    assert screen[1] == f"1 stale: {ZONE_L} | provider gone: sim (2 keys)"
+    rows = [line.split()[0] for line in screen[3:]]
+    assert rows[:2] == sorted([SPEED, ZONE_L])  # unhealthy first
+    assert next(line for line in screen if line.startswith(ZONE_L)).endswith("no provider")
+    assert next(line for line in screen if line.startswith(ZONE_R)).rstrip().endswith("0")
+    view.update([ProviderBackEvent("sim", (1, 2), (SPEED, ZONE_L))])
+    assert view.health() == f"1 stale: {ZONE_L}"
+    assert next(ln for ln in view.render(120, 10).splitlines() if ln.startswith(ZONE_L)).endswith(
+        "stale"
+    )
+
+
+def test_app_stats_follow_the_health_events() -> None:
+    stats = AppStats("a")
+    stats.count(_health_events())
+    snap = stats.snapshot()
+    assert snap["stale"] == [ZONE_L]
+    assert snap["went_stale"] == sorted([ZONE_L, ZONE_R])
+    assert (snap["stale_events"], snap["fresh_events"]) == (2, 1)
+    assert snap["no_provider"] == {SPEED: "sim", ZONE_L: "sim"}
+    assert snap["providers_gone"] == {"sim": 2}
+    stats.count([ProviderBackEvent("sim", (1,), (SPEED,))])
+    assert stats.snapshot()["no_provider"] == {ZONE_L: "sim"}
+
+
+def test_the_demo_summary_shows_what_the_apps_were_told_live() -> None:
+    live = {
+        "went_stale": [ZONE_L, ZONE_R],
+        "stale_events": 2,
+        "fresh_events": 2,
+        "providers_gone": {"vehicle-sim": 270},
+    }
+    apps = {name: {**status, **live} for name, status in _APPS.items()}
+    analysis = {**_analysis(), "stale_keys": {ZONE_L: 9_000_000_000, "Vehicle.Other": 1}}
+    text = render(judge({"published": 70, "keys": 3}, apps, analysis), report="r.md")
+    assert (
+        "live        logger: told 2 key(s) went stale (Vehicle.Cabin.HVAC.Zone.Row1.*; "
+        "2 KeyStale, 2 KeyFresh); provider gone: vehicle-sim (270 keys)"
+    ) in text
+    assert "(the analysis found 1 stale key(s) no app was told of live: Vehicle.Other)" in text

@@ -58,14 +58,16 @@ class OpenEvents(_message.Message):
     def __init__(self, queues: _Optional[_Iterable[_Union[QueueConfig, _Mapping]]] = ..., window: _Optional[int] = ...) -> None: ...
 
 class StreamStarted(_message.Message):
-    __slots__ = ("boot_id", "queues", "window")
+    __slots__ = ("boot_id", "queues", "head", "window")
     BOOT_ID_FIELD_NUMBER: _ClassVar[int]
     QUEUES_FIELD_NUMBER: _ClassVar[int]
+    HEAD_FIELD_NUMBER: _ClassVar[int]
     WINDOW_FIELD_NUMBER: _ClassVar[int]
     boot_id: str
     queues: _containers.RepeatedCompositeFieldContainer[QueueConfig]
+    head: str
     window: int
-    def __init__(self, boot_id: _Optional[str] = ..., queues: _Optional[_Iterable[_Union[QueueConfig, _Mapping]]] = ..., window: _Optional[int] = ...) -> None: ...
+    def __init__(self, boot_id: _Optional[str] = ..., queues: _Optional[_Iterable[_Union[QueueConfig, _Mapping]]] = ..., head: _Optional[str] = ..., window: _Optional[int] = ...) -> None: ...
 
 class DataUpdated(_message.Message):
     __slots__ = ("key", "seq", "time_ns", "data", "queue")
@@ -103,19 +105,61 @@ class ResyncRequired(_message.Message):
     lost: int
     def __init__(self, lost: _Optional[int] = ...) -> None: ...
 
+class KeyStale(_message.Message):
+    __slots__ = ("key", "last_write_ns", "period_ns")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    LAST_WRITE_NS_FIELD_NUMBER: _ClassVar[int]
+    PERIOD_NS_FIELD_NUMBER: _ClassVar[int]
+    key: int
+    last_write_ns: int
+    period_ns: int
+    def __init__(self, key: _Optional[int] = ..., last_write_ns: _Optional[int] = ..., period_ns: _Optional[int] = ...) -> None: ...
+
+class KeyFresh(_message.Message):
+    __slots__ = ("key", "write_ns")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    WRITE_NS_FIELD_NUMBER: _ClassVar[int]
+    key: int
+    write_ns: int
+    def __init__(self, key: _Optional[int] = ..., write_ns: _Optional[int] = ...) -> None: ...
+
+class ProviderGone(_message.Message):
+    __slots__ = ("provider", "keys")
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    provider: str
+    keys: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, provider: _Optional[str] = ..., keys: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class ProviderBack(_message.Message):
+    __slots__ = ("provider", "keys")
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    provider: str
+    keys: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, provider: _Optional[str] = ..., keys: _Optional[_Iterable[int]] = ...) -> None: ...
+
 class Event(_message.Message):
-    __slots__ = ("started", "data_updated", "key_added", "key_removed", "resync")
+    __slots__ = ("started", "data_updated", "key_added", "key_removed", "resync", "key_stale", "key_fresh", "provider_gone", "provider_back")
     STARTED_FIELD_NUMBER: _ClassVar[int]
     DATA_UPDATED_FIELD_NUMBER: _ClassVar[int]
     KEY_ADDED_FIELD_NUMBER: _ClassVar[int]
     KEY_REMOVED_FIELD_NUMBER: _ClassVar[int]
     RESYNC_FIELD_NUMBER: _ClassVar[int]
+    KEY_STALE_FIELD_NUMBER: _ClassVar[int]
+    KEY_FRESH_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_GONE_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_BACK_FIELD_NUMBER: _ClassVar[int]
     started: StreamStarted
     data_updated: DataUpdated
     key_added: KeyAdded
     key_removed: KeyRemoved
     resync: ResyncRequired
-    def __init__(self, started: _Optional[_Union[StreamStarted, _Mapping]] = ..., data_updated: _Optional[_Union[DataUpdated, _Mapping]] = ..., key_added: _Optional[_Union[KeyAdded, _Mapping]] = ..., key_removed: _Optional[_Union[KeyRemoved, _Mapping]] = ..., resync: _Optional[_Union[ResyncRequired, _Mapping]] = ...) -> None: ...
+    key_stale: KeyStale
+    key_fresh: KeyFresh
+    provider_gone: ProviderGone
+    provider_back: ProviderBack
+    def __init__(self, started: _Optional[_Union[StreamStarted, _Mapping]] = ..., data_updated: _Optional[_Union[DataUpdated, _Mapping]] = ..., key_added: _Optional[_Union[KeyAdded, _Mapping]] = ..., key_removed: _Optional[_Union[KeyRemoved, _Mapping]] = ..., resync: _Optional[_Union[ResyncRequired, _Mapping]] = ..., key_stale: _Optional[_Union[KeyStale, _Mapping]] = ..., key_fresh: _Optional[_Union[KeyFresh, _Mapping]] = ..., provider_gone: _Optional[_Union[ProviderGone, _Mapping]] = ..., provider_back: _Optional[_Union[ProviderBack, _Mapping]] = ...) -> None: ...
 
 class EventBatch(_message.Message):
     __slots__ = ("events",)
@@ -142,20 +186,22 @@ class RegisterRequest(_message.Message):
     def __init__(self, subscriptions: _Optional[_Iterable[_Union[Subscription, _Mapping]]] = ...) -> None: ...
 
 class SubscriptionResult(_message.Message):
-    __slots__ = ("key", "key_id", "status", "current", "detail", "seq")
+    __slots__ = ("key", "key_id", "status", "current", "detail", "seq", "no_provider")
     KEY_FIELD_NUMBER: _ClassVar[int]
     KEY_ID_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     CURRENT_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
+    NO_PROVIDER_FIELD_NUMBER: _ClassVar[int]
     key: str
     key_id: int
     status: Status
     current: bytes
     detail: str
     seq: int
-    def __init__(self, key: _Optional[str] = ..., key_id: _Optional[int] = ..., status: _Optional[_Union[Status, str]] = ..., current: _Optional[bytes] = ..., detail: _Optional[str] = ..., seq: _Optional[int] = ...) -> None: ...
+    no_provider: bool
+    def __init__(self, key: _Optional[str] = ..., key_id: _Optional[int] = ..., status: _Optional[_Union[Status, str]] = ..., current: _Optional[bytes] = ..., detail: _Optional[str] = ..., seq: _Optional[int] = ..., no_provider: _Optional[bool] = ...) -> None: ...
 
 class RegisterResponse(_message.Message):
     __slots__ = ("results",)

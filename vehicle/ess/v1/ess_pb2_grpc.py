@@ -97,20 +97,23 @@ class EventServiceServicer:
         """Opens the app's event stream with a window: the recommended form (the SDK
         uses it). As GetEvents in every respect (StreamStarted first, batches,
         replacement, errors), except that the middleware keeps at most `window`
-        events sent and not yet acknowledged by the app.
+        messages (batches) sent and not yet acknowledged by the app.
 
         The first request carries `open` (the queues and the window); every later
-        one carries `read`: how many events the app has read (taken off the
-        stream and handled) since its previous acknowledgement. Acknowledging in
-        groups (e.g. every half window) is fine. While the window is full the
-        middleware sends nothing more: the app's events wait in its queues, where
-        the drop rule keeps the latest value of each key and seq shows the loss.
+        one carries `read`: how many messages the app has read (taken off the
+        stream and handled) since its previous acknowledgement (StreamStarted's
+        message does not count). Acknowledging in groups (e.g. every half window)
+        is fine. While the window is full the middleware sends nothing: the app's
+        events wait in its queues, where the drop rule keeps the latest value of
+        each key and seq shows the loss, and the next batch, made when the app
+        acknowledges, carries what is queued then (up to the server's batch size).
         So an app lags behind its providers by at most its queues plus `window`
-        events, whatever the transport buffers could hold.
+        batches, whatever the transport buffers could hold. (A batch split to fit
+        the message size limit counts as its parts and may overrun the window.)
 
         Errors: as GetEvents; also INVALID_ARGUMENT when the first request has no
         `open`, a later one has `open`, `window` exceeds the server's maximum
-        (default 4096), or `read` exceeds the events sent and not acknowledged.
+        (default 64), or `read` exceeds the messages sent and not acknowledged.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

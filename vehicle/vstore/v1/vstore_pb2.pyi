@@ -23,12 +23,14 @@ class KeyId(_message.Message):
     def __init__(self, name: _Optional[str] = ..., id: _Optional[int] = ...) -> None: ...
 
 class AddKeysResponse(_message.Message):
-    __slots__ = ("keys", "keys_version")
+    __slots__ = ("keys", "keys_version", "head")
     KEYS_FIELD_NUMBER: _ClassVar[int]
     KEYS_VERSION_FIELD_NUMBER: _ClassVar[int]
+    HEAD_FIELD_NUMBER: _ClassVar[int]
     keys: _containers.RepeatedCompositeFieldContainer[KeyId]
     keys_version: str
-    def __init__(self, keys: _Optional[_Iterable[_Union[KeyId, _Mapping]]] = ..., keys_version: _Optional[str] = ...) -> None: ...
+    head: str
+    def __init__(self, keys: _Optional[_Iterable[_Union[KeyId, _Mapping]]] = ..., keys_version: _Optional[str] = ..., head: _Optional[str] = ...) -> None: ...
 
 class RemoveKeysRequest(_message.Message):
     __slots__ = ("names",)
@@ -37,12 +39,14 @@ class RemoveKeysRequest(_message.Message):
     def __init__(self, names: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RemoveKeysResponse(_message.Message):
-    __slots__ = ("removed", "not_found")
+    __slots__ = ("removed", "not_found", "head")
     REMOVED_FIELD_NUMBER: _ClassVar[int]
     NOT_FOUND_FIELD_NUMBER: _ClassVar[int]
+    HEAD_FIELD_NUMBER: _ClassVar[int]
     removed: _containers.RepeatedCompositeFieldContainer[KeyId]
     not_found: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, removed: _Optional[_Iterable[_Union[KeyId, _Mapping]]] = ..., not_found: _Optional[_Iterable[str]] = ...) -> None: ...
+    head: str
+    def __init__(self, removed: _Optional[_Iterable[_Union[KeyId, _Mapping]]] = ..., not_found: _Optional[_Iterable[str]] = ..., head: _Optional[str] = ...) -> None: ...
 
 class Update(_message.Message):
     __slots__ = ("name", "id", "data", "time_ns", "if_version")
@@ -59,26 +63,34 @@ class Update(_message.Message):
     def __init__(self, name: _Optional[str] = ..., id: _Optional[int] = ..., data: _Optional[bytes] = ..., time_ns: _Optional[int] = ..., if_version: _Optional[int] = ...) -> None: ...
 
 class SetRequest(_message.Message):
-    __slots__ = ("updates",)
+    __slots__ = ("updates", "if_head")
     UPDATES_FIELD_NUMBER: _ClassVar[int]
+    IF_HEAD_FIELD_NUMBER: _ClassVar[int]
     updates: _containers.RepeatedCompositeFieldContainer[Update]
-    def __init__(self, updates: _Optional[_Iterable[_Union[Update, _Mapping]]] = ...) -> None: ...
+    if_head: str
+    def __init__(self, updates: _Optional[_Iterable[_Union[Update, _Mapping]]] = ..., if_head: _Optional[str] = ...) -> None: ...
 
 class SetResult(_message.Message):
-    __slots__ = ("key_id", "version", "conflict")
+    __slots__ = ("key_id", "version", "conflict", "head_conflict", "head")
     KEY_ID_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     CONFLICT_FIELD_NUMBER: _ClassVar[int]
+    HEAD_CONFLICT_FIELD_NUMBER: _ClassVar[int]
+    HEAD_FIELD_NUMBER: _ClassVar[int]
     key_id: int
     version: int
     conflict: bool
-    def __init__(self, key_id: _Optional[int] = ..., version: _Optional[int] = ..., conflict: _Optional[bool] = ...) -> None: ...
+    head_conflict: bool
+    head: str
+    def __init__(self, key_id: _Optional[int] = ..., version: _Optional[int] = ..., conflict: _Optional[bool] = ..., head_conflict: _Optional[bool] = ..., head: _Optional[str] = ...) -> None: ...
 
 class SetResponse(_message.Message):
-    __slots__ = ("results",)
+    __slots__ = ("results", "head")
     RESULTS_FIELD_NUMBER: _ClassVar[int]
+    HEAD_FIELD_NUMBER: _ClassVar[int]
     results: _containers.RepeatedCompositeFieldContainer[SetResult]
-    def __init__(self, results: _Optional[_Iterable[_Union[SetResult, _Mapping]]] = ...) -> None: ...
+    head: str
+    def __init__(self, results: _Optional[_Iterable[_Union[SetResult, _Mapping]]] = ..., head: _Optional[str] = ...) -> None: ...
 
 class IdUpdate(_message.Message):
     __slots__ = ("id", "data", "time_ns")
@@ -97,12 +109,14 @@ class PublishRequest(_message.Message):
     def __init__(self, updates: _Optional[_Iterable[_Union[IdUpdate, _Mapping]]] = ...) -> None: ...
 
 class PublishSummary(_message.Message):
-    __slots__ = ("batches", "updates")
+    __slots__ = ("batches", "updates", "head")
     BATCHES_FIELD_NUMBER: _ClassVar[int]
     UPDATES_FIELD_NUMBER: _ClassVar[int]
+    HEAD_FIELD_NUMBER: _ClassVar[int]
     batches: int
     updates: int
-    def __init__(self, batches: _Optional[int] = ..., updates: _Optional[int] = ...) -> None: ...
+    head: str
+    def __init__(self, batches: _Optional[int] = ..., updates: _Optional[int] = ..., head: _Optional[str] = ...) -> None: ...
 
 class GetRequest(_message.Message):
     __slots__ = ("names",)
@@ -111,26 +125,30 @@ class GetRequest(_message.Message):
     def __init__(self, names: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Value(_message.Message):
-    __slots__ = ("name", "id", "data", "version", "time_ns")
+    __slots__ = ("name", "id", "data", "version", "time_ns", "no_provider")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    NO_PROVIDER_FIELD_NUMBER: _ClassVar[int]
     name: str
     id: int
     data: bytes
     version: int
     time_ns: int
-    def __init__(self, name: _Optional[str] = ..., id: _Optional[int] = ..., data: _Optional[bytes] = ..., version: _Optional[int] = ..., time_ns: _Optional[int] = ...) -> None: ...
+    no_provider: bool
+    def __init__(self, name: _Optional[str] = ..., id: _Optional[int] = ..., data: _Optional[bytes] = ..., version: _Optional[int] = ..., time_ns: _Optional[int] = ..., no_provider: _Optional[bool] = ...) -> None: ...
 
 class GetResponse(_message.Message):
-    __slots__ = ("values", "not_found")
+    __slots__ = ("values", "not_found", "head")
     VALUES_FIELD_NUMBER: _ClassVar[int]
     NOT_FOUND_FIELD_NUMBER: _ClassVar[int]
+    HEAD_FIELD_NUMBER: _ClassVar[int]
     values: _containers.RepeatedCompositeFieldContainer[Value]
     not_found: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, values: _Optional[_Iterable[_Union[Value, _Mapping]]] = ..., not_found: _Optional[_Iterable[str]] = ...) -> None: ...
+    head: str
+    def __init__(self, values: _Optional[_Iterable[_Union[Value, _Mapping]]] = ..., not_found: _Optional[_Iterable[str]] = ..., head: _Optional[str] = ...) -> None: ...
 
 class ListKeysRequest(_message.Message):
     __slots__ = ("prefix", "limit", "start_after")

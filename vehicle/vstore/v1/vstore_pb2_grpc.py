@@ -98,6 +98,12 @@ class VStoreServicer:
         too large, bad name) rejects the whole batch before anything is written.
         A compare-and-set conflict is reported in that update's result; the other
         updates still apply.
+        With `if_head` the batch is one guarded write: applied only if nothing
+        was written anywhere since that head; otherwise every update is refused
+        (`head_conflict`, with the newest head). On a node with peers the answer
+        waits for the write's origin to decide (every node confirmed it; at
+        most the node's guard timeout, after which it is refused): two guarded
+        writes against one head are never both applied, on any nodes.
         Errors: INVALID_ARGUMENT, NOT_FOUND (an unknown key, named in the message),
         PERMISSION_DENIED (no provide scope, or claimed by another app).
         """
@@ -125,7 +131,8 @@ class VStoreServicer:
 
     def Get(self, request, context):
         """Current values and versions by name. Unknown (or unreadable) names are
-        reported per key, as not found.
+        reported per key, as not found. Each value says whether its key has lost
+        its provider (`no_provider`).
         Errors: INVALID_ARGUMENT (empty request, too many names).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
