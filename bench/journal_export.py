@@ -66,7 +66,16 @@ def provider(address: str, seconds: float, batch: int) -> subprocess.Popen[str]:
 
 async def newest(stub: pb_grpc.JournalServiceStub) -> tuple[str, int]:
     """The journal's current boot and newest offset (a live poll that holds nothing)."""
-    answer = await stub.Poll(pb.PollRequest(component="LIVE", offset=0, max=1), metadata=MD)
+    for _ in range(100):  # just started: its first record may not be written yet
+        try:
+            answer = await stub.Poll(pb.PollRequest(component="LIVE", offset=0, max=1), metadata=MD)
+            break
+        except grpc.aio.AioRpcError as e:
+            if e.code() != grpc.StatusCode.UNAVAILABLE:
+                raise
+            await asyncio.sleep(0.01)
+    else:
+        raise RuntimeError("the middleware's journal wrote no record within a second")
     kind = answer.WhichOneof("answer")
     if kind == "recovery":
         return answer.recovery.boot_id, answer.recovery.n1
