@@ -167,14 +167,17 @@ class FollowSession:
         assert self.consumer is not None
         while True:
             self._refresh()
-            a = await self._feed.poll_async(
-                self.consumer,
-                self._boot,
-                self._offset,
-                max_records=self._max,
-                want=self._want,
-                acknowledge=False,
-            )
+            try:
+                a = await self._feed.poll_async(
+                    self.consumer,
+                    self._boot,
+                    self._offset,
+                    max_records=self._max,
+                    want=self._want,
+                    acknowledge=False,
+                )
+            except UnavailableError:
+                return None  # nothing written yet: wait for the first record
             if isinstance(a, Nothing):
                 return None
             if isinstance(a, Recover):
