@@ -151,6 +151,7 @@ class JournalServiceServicer:
         and when it falls behind the history, the stream skips to the newest
         `max` records and `seq` jumps by the number of groups skipped.
         A newer Follow of the same reliable consumer replaces this one (ABORTED).
+        Before the journal's first record a Follow waits for it (no UNAVAILABLE).
         Errors (ending the stream): as Poll, and INVALID_ARGUMENT (no `start`
         first or a second `start`, `window` outside 1..256, an `ack` of a group
         not sent yet), ABORTED (replaced).
