@@ -15,6 +15,7 @@ from providers.catalog import (
     load_catalog,
     parse_catalog,
 )
+from vss import expected_period
 
 
 def test_the_shipped_catalog_has_a_few_hundred_realistic_unique_keys() -> None:
@@ -165,3 +166,27 @@ def test_a_file_that_is_not_json_is_refused_naming_the_file(tmp_path: Path) -> N
         "Vehicle.Door.Count",
         "Vehicle.Door.Front.IsOpen",
     ]
+
+
+def test_a_signal_is_expected_by_its_attribute_else_by_its_rate() -> None:
+    tree = _tree()
+    leaf = tree["Vehicle"]["children"]["Door"]["children"]["IsOpen"]
+
+    def period() -> float | None:
+        by_name = {s.name: expected_period(s) for s in parse_catalog(tree)}
+        assert by_name["Vehicle.Door.Count"] is None  # an attribute with no rate
+        return by_name["Vehicle.Door.IsOpen"]
+
+    assert period() is None  # no rate, no attribute
+    leaf["sim"] = {"hz": 2}
+    assert period() == 1.5  # 3 periods of 0.5 s
+    leaf["sim"] = {"hz": 20}
+    assert period() == 1.0  # at least 1 s
+    leaf["expected_period_s"] = 0.25
+    assert period() == 0.25  # the attribute wins
+    del leaf["expected_period_s"]
+    leaf["type"] = "attribute"
+    assert period() is None  # written once: never stale by its rate
+    leaf["expected_period_s"] = "soon"
+    with pytest.raises(CatalogError, match=r"IsOpen\.expected_period_s: must be seconds above 0"):
+        parse_catalog(tree)

@@ -32,3 +32,14 @@ def test_bad_values_name_the_setting(tmp_path: Path) -> None:
         load_settings(toml_path=f)
     with pytest.raises(ValueError, match="nothing to listen on"):
         load_settings(overrides={"listen": ""})
+
+
+def test_expect_rules_come_from_every_source_and_a_bad_one_is_named(tmp_path: Path) -> None:
+    f = tmp_path / "m.toml"
+    f.write_text('expect = ["Vehicle.Cabin=5", "Vehicle.Speed=1"]\n')
+    assert load_settings(toml_path=f).expect == ("Vehicle.Cabin=5", "Vehicle.Speed=1")
+    env = {"VMW_EXPECT": "Vehicle.Cabin=2,Vehicle=0"}
+    assert load_settings(env=env).expect == ("Vehicle.Cabin=2", "Vehicle=0")
+    assert load_settings(overrides={"expect": ["Vehicle=3"]}).expect == ("Vehicle=3",)
+    with pytest.raises(ValueError, match=r"expect rule 'Vehicle\.Cabin': use PREFIX=SECONDS"):
+        load_settings(env={"VMW_EXPECT": "Vehicle.Cabin"})
