@@ -15,6 +15,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Final
 
+from ess import parse_expect_rule
+
 __all__ = ["Settings", "load_settings", "masked"]
 
 
@@ -106,6 +108,11 @@ class Settings:
     """VSS JSON catalogs: every signal is a key from the start, with its metadata
     (datatype, entry type, unit, min, max, allowed values) checked on every write.
     Flag ``--vss FILE`` (repeatable), TOML a list, ``VMW_VSS`` comma-separated."""
+    expect: tuple[str, ...] = ()
+    """``PREFIX=SECONDS`` rules: a watched key under PREFIX not written for longer
+    is stale (its subscribers get KeyStale); the longest prefix wins, over the
+    catalogs' periods; 0 turns expectations off for the branch. Flag ``--expect``
+    (repeatable), TOML a list, ``VMW_EXPECT`` comma-separated."""
     actuation_timeout_s: float = 5.0
     """How long an actuation waits for its provider's answer (KUKSA Actuate)."""
     metrics_listen: str = ""
@@ -206,6 +213,8 @@ class Settings:
                 f"unix_socket_mode must be an octal file mode such as 0660, "
                 f"got {self.unix_socket_mode!r}"
             )
+        for rule in self.expect:
+            parse_expect_rule(rule)  # raises ValueError naming the rule
         if self.max_value_size + 1024 > self.max_message_bytes:
             raise ValueError("max_message_bytes must exceed max_value_size by at least 1 KiB")
 

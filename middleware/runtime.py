@@ -21,6 +21,7 @@ from middleware.auth.scopes import ALL, Grants
 from middleware.config import Settings
 from middleware.delivery import AppStream, EndReason
 from middleware.errors import LimitExceededError
+from middleware.health import HealthWatch
 from middleware.journal.build import build_journal
 from middleware.journal.feed import Feed
 from middleware.journal.taps import DropJournal, PublishTap
@@ -65,6 +66,9 @@ class Runtime:
             self.store.set_listener(self.ess)
         self.slow_apps = SlowAppWatch(self.ess, every=settings.slow_app_report_s)
         """Reports apps whose queues drop events (driven by the server)."""
+        self.health = HealthWatch(self.ess, self.store, self.record, settings.expect)
+        """Stale keys and lost providers (ticked by the server; catalogs added there)."""
+        self.access.on_claims = self.health.claims_changed
         self.collectors = Collectors()
         """More figures for the metrics and GetStats, registered by the parts that
         keep them (e.g. the journal's consumers, peer links)."""
@@ -211,6 +215,7 @@ class Runtime:
     def begin_shutdown(self) -> None:
         """End every event stream now, with no grace timers (the process is stopping)."""
         self._closing = True
+        self.access.on_claims = None  # providers stopping with us are not news
         for stream in list(self._streams.values()):
             stream.end()
 

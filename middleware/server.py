@@ -85,15 +85,18 @@ class RunningServer:
     """The VSS metadata of the typed keys (``Settings.vss``)."""
     metrics: MetricsEndpoint | None = None
     """The Prometheus endpoint (``Settings.metrics_listen``); its ``address`` has the port."""
+    health_watch: asyncio.Task[None] | None = None
+    """Tells apps about stale keys (see :mod:`middleware.health`)."""
 
     async def stop(self, grace: float = 2.0) -> None:
         """Refuse new calls, end streams after ``grace`` seconds, forget every app."""
         if self.metrics is not None:
             await self.metrics.stop()
-        if self.watch is not None:
-            self.watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.watch
+        for task in (self.watch, self.health_watch):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         await self.health.enter_graceful_shutdown()
         self.runtime.begin_shutdown()
         await self.server.stop(grace)
@@ -241,6 +244,7 @@ async def start_server(settings: Settings, runtime: Runtime | None = None) -> Ru
     signals = Signals.load(settings.vss)
     runtime = runtime or Runtime(settings)
     signals.install(runtime.store)
+    runtime.health.expect_catalog(signals)
     identify = Identify(
         runtime.access,
         {
@@ -311,6 +315,7 @@ async def start_server(settings: Settings, runtime: Runtime | None = None) -> Ru
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)
     log.info("middleware listening on %s (boot %s)", " and ".join(addresses), runtime.boot_id)
     watch = asyncio.create_task(runtime.slow_apps.run(), name="slow-app-watch")
+    health_watch = asyncio.create_task(runtime.health.run(), name="health-watch")
     if tls is not None:
         log.info(
             "TLS on %s: certificate %s (expires %s)%s",
@@ -322,5 +327,14 @@ async def start_server(settings: Settings, runtime: Runtime | None = None) -> Ru
     if metrics is not None:
         log.info("metrics on http://%s/metrics", metrics.address)
     return RunningServer(
-        server, runtime, health, port, address, tuple(addresses), watch, signals, metrics
+        server,
+        runtime,
+        health,
+        port,
+        address,
+        tuple(addresses),
+        watch,
+        signals,
+        metrics,
+        health_watch=health_watch,
     )

@@ -223,7 +223,7 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
                 entries.append(store.get(name))
             else:
                 not_found.append(name)
-        response = convert.get_response(entries, not_found)
+        response = convert.get_response(entries, not_found, self._rt.ess.no_provider)
         convert.check_fits(
             "the response",
             response.ByteSize(),
