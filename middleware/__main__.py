@@ -53,6 +53,17 @@ def _parser() -> argparse.ArgumentParser:
     verify_p.add_argument("paths", type=Path, nargs="+", help="journal directories or segments")
     top = sub.add_parser("top", help="a live view of a running middleware's figures")
     _top_arguments(top)
+    cluster = sub.add_parser("cluster", help="several middleware nodes")
+    cluster_sub = cluster.add_subparsers(dest="cluster_command", required=True)
+    status = cluster_sub.add_parser(
+        "status",
+        help="each peer's link, the last events exchanged, unconfirmed events, and the "
+        "digest of the replicated state",
+    )
+    status.add_argument("--target", default="127.0.0.1:50051", help="middleware address")
+    status.add_argument("--app-id", default="cluster-status", help="identity (open mode)")
+    status.add_argument("--token", default=None, help="a JWT with the peer or admin scope")
+    status.add_argument("--json", action="store_true", help="the status as JSON")
     serve = sub.add_parser("serve", help="run the middleware")
     serve.add_argument("--config", type=Path, help="TOML settings file")
     serve.add_argument(
@@ -66,6 +77,7 @@ def _parser() -> argparse.ArgumentParser:
         if kind is tuple:  # a list setting: the flag is repeated
             serve.add_argument(
                 f"--{f.name.replace('_', '-')}",
+                *(("--peer",) if f.name == "peers" else ()),
                 dest=f.name,
                 action="append",
                 default=None,
@@ -254,6 +266,10 @@ def main(argv: list[str] | None = None) -> int:
         return _token(args)
     if args.command == "journal":
         return _journal(args)
+    if args.command == "cluster":
+        from middleware.cluster.cli import status_command
+
+        return status_command(args.target, args.app_id, args.token, as_json=args.json)
     if args.command == "top":
         return _top(args)
     overrides = {f.name: getattr(args, f.name) for f in fields(Settings)}

@@ -9,6 +9,7 @@ in the environment and ``--event-budget`` on the command line.
 from __future__ import annotations
 
 import dataclasses
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -17,7 +18,7 @@ from typing import Any, Final
 
 from ess import parse_expect_rule
 
-__all__ = ["Settings", "load_settings", "masked"]
+__all__ = ["Settings", "load_settings", "masked", "parse_peer"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +129,34 @@ class Settings:
     signed, and its subject CN (or a SAN) is the app's identity."""
     unix_socket_mode: str = "0660"
     """File mode of the Unix socket (octal): who may connect to it (plaintext)."""
+    # -- several nodes (middleware.cluster; README "Several nodes") --
+    node_id: str = ""
+    """This node's id among the vehicle's middleware nodes (needed with peers)."""
+    peers: tuple[str, ...] = ()
+    """The other nodes, ``NAME=ADDRESS`` (NAME is the peer's node_id). Flag
+    ``--peer`` (repeatable), TOML a list, ``VMW_PEERS`` comma-separated. None:
+    a single node, exactly as without this feature."""
+    max_confirms: str = "0"
+    """Confirmations by nodes other than an event's origin and this node before
+    this node applies it: 0 (on receipt), 1, ... or ``all`` (every other node)."""
+    sync_interval_s: float = 2.0
+    """How often a node sends its peers the leaves of its model (SyncEvent)."""
+    send_unread_interval_s: float = 1.0
+    """A peer that has not confirmed another node's event for this long is sent it by this node."""
+    event_max_age_s: float = 300.0
+    """Validity window: an event stamped longer ago is refused (and retention forgets)."""
+    event_max_ahead_s: float = 5.0
+    """Validity window: an event stamped further in the future is refused."""
+    cluster_max_events: int = 100_000
+    """Events kept for peers that may ask for them (beyond: key states and a horizon)."""
+    cluster_max_bytes: int = 64 * 1024 * 1024
+    """Bytes of those events, at most."""
+    cluster_max_pending: int = 100_000
+    """Received events waiting for their confirmations, at most (beyond: resent later)."""
+    guard_timeout_s: float = 2.0
+    """A guarded write (Set with if_head) not decided within this is refused."""
+    peer_token_file: str = ""
+    """Token mode: a file with this node's token (``peer`` scope, subject its node_id)."""
 
     def __post_init__(self) -> None:
         positive = (
@@ -217,6 +246,61 @@ class Settings:
             parse_expect_rule(rule)  # raises ValueError naming the rule
         if self.max_value_size + 1024 > self.max_message_bytes:
             raise ValueError("max_message_bytes must exceed max_value_size by at least 1 KiB")
+        self._check_cluster()
+
+    def _check_cluster(self) -> None:
+        for name in ("cluster_max_events", "cluster_max_bytes", "cluster_max_pending"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in (
+            "sync_interval_s",
+            "send_unread_interval_s",
+            "event_max_age_s",
+            "event_max_ahead_s",
+            "guard_timeout_s",
+        ):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be above 0, got {getattr(self, name)}")
+        if self.max_confirms != "all" and not (
+            self.max_confirms.isdigit() and int(self.max_confirms) < 1000
+        ):
+            raise ValueError(
+                f"max_confirms must be a count (0, 1, ...) or 'all', got {self.max_confirms!r}"
+            )
+        if self.node_id and _NODE_ID.fullmatch(self.node_id) is None:
+            raise ValueError(f"node_id {self.node_id!r}: 1 to 64 characters of [A-Za-z0-9_.-]")
+        names = [parse_peer(entry)[0] for entry in self.peers]
+        if names and not self.node_id:
+            raise ValueError("peers need node_id: this node's id, as its peers list it")
+        if self.node_id in names:
+            raise ValueError(f"peers: {self.node_id!r} is this node (node_id), not a peer")
+        if len(set(names)) != len(names):
+            raise ValueError(f"peers: a node is listed twice ({', '.join(names)})")
+        if self.peer_token_file and not Path(self.peer_token_file).is_file():
+            raise ValueError(f"peer_token_file {self.peer_token_file}: no such file")
+        if self.peers and self.auth_mode == "token" and not self.peer_token_file:
+            raise ValueError(
+                "auth_mode 'token' with peers needs peer_token_file (a token with the peer "
+                "scope whose subject is node_id)"
+            )
+
+
+_NODE_ID: Final = re.compile(r"[A-Za-z0-9_.\-]{1,64}", re.ASCII)
+
+
+def parse_peer(entry: str) -> tuple[str, str]:
+    """``NAME=ADDRESS`` -> (name, address).
+
+    Raises:
+        ValueError: no ``=``, a bad name or an empty address, naming the entry.
+    """
+    name, sep, address = entry.partition("=")
+    if not sep or _NODE_ID.fullmatch(name) is None or not address.strip():
+        raise ValueError(
+            f"peers: {entry!r} is not NAME=ADDRESS (NAME: the peer's node_id, 1 to 64 "
+            "characters of [A-Za-z0-9_.-]; ADDRESS: host:port), e.g. zone-rear=127.0.0.1:50052"
+        )
+    return name, address.strip()
 
 
 _SECRET_WORDS: Final = frozenset({"token", "key", "secret", "password", "private", "credential"})

@@ -9,11 +9,12 @@ grace period, if one is configured). Everything runs on one asyncio loop.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ess import EventSubSystem, QueueConfig
 from middleware.access import Access
@@ -29,6 +30,9 @@ from middleware.journal.writer import Journal
 from middleware.metrics.collectors import Collectors
 from middleware.slow_apps import SlowAppWatch
 from vstore import VStore
+
+if TYPE_CHECKING:
+    from middleware.cluster import ClusterNode
 
 __all__ = ["AppStream", "Runtime"]
 
@@ -78,6 +82,10 @@ class Runtime:
         self._closing = False
         self.keys_version = f"{self.boot_id}.0"
         """Names the current key-id assignment: changes with the boot and every removal."""
+        self.cluster: ClusterNode | None = None
+        """The replication with peers (set by the server when it has peers)."""
+        self._writes = 0
+        self._head: tuple[int, str] = (0, "")
 
     def remove_keys(self, names: Sequence[str]) -> tuple[list[tuple[str, int]], list[str]]:
         """Remove keys; returns ``(removed (name, old id), not found)``.
@@ -104,16 +112,44 @@ class Runtime:
 
     @contextmanager
     def writing(self, app: str) -> Iterator[None]:
-        """Writes inside are journaled (at the full level) with ``app`` as the writer."""
+        """Writes inside are one request: journaled (at the full level) with
+        ``app`` as the writer, one replicated event on a node with peers, one
+        step of the head on a node without."""
         tap = self.publish_tap
-        if tap is None:
+        cluster = self.cluster
+        if tap is None and cluster is None:
             yield
+            self._writes += 1
             return
-        tap.begin(app)
+        if tap is not None:
+            tap.begin(app)
+        if cluster is not None:
+            cluster.tap.begin()
         try:
             yield
         finally:
-            tap.end()
+            if cluster is not None:
+                cluster.tap.end()
+            if tap is not None:
+                tap.end()
+        self._writes += 1
+
+    def head(self) -> str:
+        """The head (hex): what a ``Set`` with ``if_head`` names.
+
+        With peers, the hash of the newest event this node applied
+        (:mod:`replica`). Without, a hash of the boot and the count of write
+        requests (computed when asked: nothing on the write path); empty
+        before the first write either way.
+        """
+        if self.cluster is not None:
+            return self.cluster.head
+        count, head = self._head
+        if count != self._writes:
+            count = self._writes
+            head = hashlib.sha256(f"{self.boot_id}:{count}".encode()).hexdigest()
+            self._head = (count, head)
+        return head
 
     def has_stream(self, app: str) -> bool:
         """Whether the app has an open event stream now."""

@@ -1,7 +1,8 @@
 """Build, start and stop the middleware's gRPC server (grpc.aio).
 
 Serves ``vehicle.ess.v1.EventService``, ``vehicle.vstore.v1.VStore``,
-``vehicle.actuation.v1.Actuation``, ``vehicle.admin.v1.Admin`` (the metrics
+``vehicle.actuation.v1.Actuation``, ``vehicle.cluster.v1.Peer`` (several
+nodes, :mod:`middleware.cluster`), ``vehicle.admin.v1.Admin`` (the metrics
 figures, :mod:`middleware.metrics`; also as Prometheus text with
 ``Settings.metrics_listen``), the KUKSA.val services ``kuksa.val.v1.VAL``
 and ``kuksa.val.v2.VAL``
@@ -32,6 +33,8 @@ from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
 
 from middleware.actuation import Actuation
+from middleware.cluster import ClusterNode
+from middleware.cluster.service import PeerService
 from middleware.config import Settings
 from middleware.kuksa import KUKSA_SERVICES, add_kuksa_services
 from middleware.kuksa.common import authenticate_kuksa
@@ -48,6 +51,7 @@ from middleware.signals import Signals
 from middleware.tls import ServerTls, load_server_tls
 from vehicle.actuation.v1 import actuation_pb2, actuation_pb2_grpc
 from vehicle.admin.v1 import admin_pb2, admin_pb2_grpc
+from vehicle.cluster.v1 import cluster_pb2, cluster_pb2_grpc
 from vehicle.ess.v1 import ess_pb2, ess_pb2_grpc
 from vehicle.journal.v1 import journal_pb2, journal_pb2_grpc
 from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
@@ -62,6 +66,7 @@ SERVICES = (
     actuation_pb2.DESCRIPTOR.services_by_name["Actuation"].full_name,
     journal_pb2.DESCRIPTOR.services_by_name["JournalService"].full_name,
     admin_pb2.DESCRIPTOR.services_by_name["Admin"].full_name,
+    cluster_pb2.DESCRIPTOR.services_by_name["Peer"].full_name,
     *KUKSA_SERVICES,
 )
 
@@ -97,6 +102,8 @@ class RunningServer:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+        if self.runtime.cluster is not None:
+            await self.runtime.cluster.stop()
         await self.health.enter_graceful_shutdown()
         self.runtime.begin_shutdown()
         await self.server.stop(grace)
@@ -245,6 +252,9 @@ async def start_server(settings: Settings, runtime: Runtime | None = None) -> Ru
     runtime = runtime or Runtime(settings)
     signals.install(runtime.store)
     runtime.health.expect_catalog(signals)
+    if settings.peers:
+        # After the catalogs: their keys are every node's own configuration, not writes.
+        runtime.cluster = ClusterNode(runtime)
     identify = Identify(
         runtime.access,
         {
@@ -263,6 +273,7 @@ async def start_server(settings: Settings, runtime: Runtime | None = None) -> Ru
     add_kuksa_services(server, runtime, signals, actuation)
     stats = StatsReader(runtime, top_keys=settings.metrics_top_keys)
     admin_pb2_grpc.add_AdminServicer_to_server(AdminService(runtime, stats), server)
+    cluster_pb2_grpc.add_PeerServicer_to_server(PeerService(runtime), server)
     health = health_aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     reflection.enable_server_reflection(
@@ -303,6 +314,8 @@ async def start_server(settings: Settings, runtime: Runtime | None = None) -> Ru
         raise
     address = addresses[0]
     await server.start()
+    if runtime.cluster is not None:
+        await runtime.cluster.start()
     if runtime.journal is not None:
         runtime.journal.start(
             address=address,

@@ -110,6 +110,9 @@ class _Peer:
     get_data: dict[ChainId, GetData] = field(default_factory=dict)
     horizons: dict[ChainId, Horizon] = field(default_factory=dict)
     state_due: bool = False
+    state_queue: list[KeyState] | None = None
+    """A snapshot of the key states being sent, a budget per message."""
+    state_pos: int = 0
     sync_due: bool = False
     last_sync: dict[ChainId, int] = field(default_factory=dict)
     sent: int = 0
@@ -360,6 +363,7 @@ class Model:
         p.horizons.clear()
         p.get_data.clear()
         p.state_due = False
+        p.state_queue = None
 
     def receive_events(self, peer: str, events: Sequence[Event]) -> list[Refused]:
         """Events from ``peer``: hold the good ones, apply what may be applied.
@@ -518,9 +522,23 @@ class Model:
             return None
         out = Outgoing()
         if p.state_due:
-            out.state = tuple(self._keys)
-            out.state_head = self._head
+            p.state_queue = list(self._keys)
+            p.state_pos = 0
             p.state_due = False
+        if p.state_queue is not None:
+            queue, pos, used = p.state_queue, p.state_pos, 0
+            chunk: list[KeyState] = []
+            while pos < len(queue) and (used < budget or not chunk):
+                state = queue[pos]
+                chunk.append(state)
+                used += 48 + len(state.name) + len(state.data or b"")
+                pos += 1
+            out.state = tuple(chunk)
+            out.state_head = self._head
+            if pos < len(queue):
+                p.state_pos = pos
+                return out  # the rest of the state before anything that relies on it
+            p.state_queue = None
         if p.horizons:
             out.horizons = list(p.horizons.values())
             p.horizons.clear()
@@ -587,7 +605,13 @@ class Model:
         """Whether something may be due for ``peer`` (a cheap hint for the link)."""
         p = self._peers[peer]
         return p.up and bool(
-            p.ready or p.inv or p.get_data or p.horizons or p.state_due or p.sync_due
+            p.ready
+            or p.inv
+            or p.get_data
+            or p.horizons
+            or p.state_due
+            or p.state_queue is not None
+            or p.sync_due
         )
 
     # -- time ------------------------------------------------------------------------

@@ -41,7 +41,7 @@ written before it, so times never go back in offset order), ``prev_hash`` and ``
   node's link to a peer changes state; ``cluster_refused`` (``peer``,
   ``reason``: tampered, too old, in the future, already held, broken link,
   malformed; ``count``, and the first such event's ``origin``, ``seq``,
-  ``hash`` and ``detail``): events a peer sent that changed nothing, one
+  ``event_hash`` and ``detail``): events a peer sent that changed nothing, one
   record per peer and reason per tick; a key a peer's write added has
   ``key_added`` with ``app`` ``peer:ORIGIN``.
 - drops: ``evicted`` / ``lost`` / ``discarded`` (``app``, ``key``,

@@ -12,6 +12,7 @@ import grpc
 
 from middleware.access import Caller
 from middleware.client.wire import KEYS_VERSION_HEADER
+from middleware.cluster.guarded import guarded_set
 from middleware.errors import (
     LimitExceededError,
     PermissionDeniedError,
@@ -55,7 +56,11 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
                 access.check(who, "provide", name, field=f"names[{i}]")
             access.check_claimable(who, names)  # before adding: a refusal changes nothing
         new = {n for n in names if n not in store}
-        ids = store.add_keys(names)
+        if new:
+            with self._rt.writing(who.app):  # one request: one replicated event
+                ids = store.add_keys(names)
+        else:
+            ids = store.add_keys(names)
         if request.claim:
             access.claim(who, names)
         if new:
@@ -67,6 +72,7 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         return vstore_pb2.AddKeysResponse(
             keys=[vstore_pb2.KeyId(name=n, id=i) for n, i in zip(names, ids, strict=True)],
             keys_version=self._rt.keys_version,
+            head=self._rt.head(),
         )
 
     @maps_errors(field="names")
@@ -88,7 +94,9 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
             for name, key_id in removed:
                 self._rt.record("key_removed", app=who.app, key=name, key_id=key_id)
         return vstore_pb2.RemoveKeysResponse(
-            removed=[vstore_pb2.KeyId(name=n, id=i) for n, i in removed], not_found=not_found
+            removed=[vstore_pb2.KeyId(name=n, id=i) for n, i in removed],
+            not_found=not_found,
+            head=self._rt.head(),
         )
 
     @maps_errors(field="updates")
@@ -105,8 +113,11 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
             name = u.key if isinstance(u.key, str) else store.name_of(u.key)
             if name is not None:
                 access.check(who, "provide", name, field=f"updates[{i}]")
+        if request.HasField("if_head"):
+            return await guarded_set(self._rt, who.app, updates, request.if_head)
         with self._rt.writing(who.app):
-            return convert.set_response(store.set_many(updates))
+            results = store.set_many(updates)
+        return convert.set_response(results, head=self._rt.head())
 
     @maps_errors()
     async def Publish(
@@ -207,7 +218,7 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
             # Yield to the delivery tasks: a provider whose next message is
             # already buffered would otherwise never let the loop run them.
             await asyncio.sleep(0)
-        return vstore_pb2.PublishSummary(batches=batches, updates=updates)
+        return vstore_pb2.PublishSummary(batches=batches, updates=updates, head=rt.head())
 
     @maps_errors(field="names")
     async def Get(
@@ -224,6 +235,7 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
             else:
                 not_found.append(name)
         response = convert.get_response(entries, not_found, self._rt.ess.no_provider)
+        response.head = self._rt.head()
         convert.check_fits(
             "the response",
             response.ByteSize(),

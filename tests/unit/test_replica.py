@@ -515,3 +515,23 @@ def test_nodes_converge_whatever_the_interleaving(
     won_heads = [g.seen for node, g in guarded if net[node].decisions.get(g.hash)]
     assert len(won_heads) == len(set(won_heads))
     assert all(g.hash in net[node].decisions for node, g in guarded)
+
+
+def test_key_states_travel_in_messages_of_about_the_budget() -> None:
+    net = Net(["a", "b"], max_events=5)
+    net.cut("a", "b")
+    for i in range(40):
+        net["a"].write(f"Vehicle.K{i}", bytes(100))
+    net.heal()
+    sizes = []
+    for _ in range(100):
+        msg = net.deliver("a", "b", budget=1000)
+        if msg is None:
+            break
+        if msg.state is not None:
+            sizes.append(len(msg.state))
+    assert len(sizes) >= 4  # 40 states of ~160 bytes: several messages
+    assert sum(sizes) == 40
+    net.settle()
+    assert net["b"].values == net["a"].values
+    net.check()
