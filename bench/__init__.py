@@ -1,1 +1,5 @@
-"""Benchmarks of the middleware's hot paths (not part of the test suite)."""
+"""Benchmarks of the middleware's hot paths, run by ``make bench-*`` (not part of the tests).
+
+Owns each benchmark and its ceilings or floors measured in the same run (see
+BENCHMARKS.md). Imports anything it measures; nothing imports it.
+"""

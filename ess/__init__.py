@@ -1,9 +1,14 @@
 """ess: the Event Sub-System of the vehicle middleware.
 
-Pure and synchronous: it listens to the V-Store, keeps subscriptions and
-per-app bounded queues, and hands batches of events to a transport; it tells
+Owns subscriptions, the watched-key bitmap, the per-app bounded queues with the
+drop rule and per-key seq, the lifecycle buffer (key added/removed, resync,
+health events), the global event budget and the drain scheduler. It listens
+to the V-Store and hands batches of events to a transport; it tells
 subscribers when a watched key goes stale or loses its provider (health
-events). No I/O, no gRPC, no event loop.
+events). Pure and synchronous: no I/O, no gRPC, no event loop.
+
+Imports the standard library, ``bitarray`` and ``vstore``; must not import
+``middleware`` or any transport (``tests/unit/test_layout.py``).
 """
 
 from ess.budget import EventBudget

@@ -1,4 +1,7 @@
 """providers: processes that publish vehicle signals into the middleware.
 
-Simulated vehicle (`sim`), replay of recordings (`replay`), VSS catalogs: `python -m providers`.
+Owns the simulated vehicle (``sim``), the replay of recordings (``replay``) and
+their models and schedules: ``python -m providers``. Imports the SDK
+(``middleware.client``), ``vss`` and the command-line support; must not import
+the server's internals (they are clients like any other).
 """

@@ -3,6 +3,11 @@
 Pure and synchronous: no I/O, no gRPC, time from injected clocks. The
 middleware's ``middleware.cluster`` carries it over gRPC peer links and
 applies its decisions to the V-Store.
+
+Owns the replicated events, their chains and the leaf-hash sync, the
+confirmation and apply rules, the conflict rule and compaction. Imports only
+the standard library and ``vstore``; must not import ``middleware``
+(``tests/unit/test_layout.py``).
 """
 
 from replica.chains import Chain, Held, Retention

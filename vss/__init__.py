@@ -1,7 +1,12 @@
 """vss: Vehicle Signal Specification catalogs and the rules their metadata sets.
 
-Pure and synchronous: no I/O beyond reading a catalog file, no gRPC. The
-middleware (typed keys, KUKSA) and the providers (the simulated car) share it.
+Owns the catalog loader (JSON) and the per-key rules (datatype, min, max,
+allowed values, expected period). Pure and synchronous: no I/O beyond reading
+a catalog file, no gRPC. The middleware (typed keys, KUKSA), the SDK (value
+encoding) and the providers (the simulated car) share it.
+
+Imports only the standard library; must not import anything of the project
+(``tests/unit/test_layout.py``).
 """
 
 from vss.catalog import (

@@ -1,6 +1,12 @@
 """vstore: the atomized-key value store of the vehicle middleware.
 
-Pure and synchronous: no I/O, no gRPC, time from an injected clock.
+Owns key names and their atomization to integer ids (recycled), values with
+their per-key version and write time, and the events a listener is told
+(``key_added``, ``key_removed``, ``data_updated``). Pure and synchronous: no
+I/O, no gRPC, time from an injected clock.
+
+Imports only the standard library and ``sortedcontainers``; must not import
+``ess``, ``middleware`` or anything of a process (``tests/unit/test_layout.py``).
 """
 
 from vstore.errors import (

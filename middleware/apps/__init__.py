@@ -1,1 +1,6 @@
-"""Sample in-car apps over the app SDK: ``python -m middleware.apps dashboard|logger|slow``."""
+"""Sample in-car apps over the app SDK: ``python -m middleware.apps dashboard|logger|slow``.
+
+Owns the sample apps and their harness. Imports only the SDK
+(``middleware.client``) and the command-line support; must not import the
+server (they are what any third-party app would be).
+"""

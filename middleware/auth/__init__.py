@@ -1,4 +1,9 @@
-"""Access control: who is calling (identity), what it may do (scopes), and write claims."""
+"""Access control: who is calling (identity), what it may do (scopes), and write claims.
+
+Owns token verification (``tokens``: RS256/ES256 JWTs) and the scope grammar
+and grants (``scopes``). Pure of gRPC: the per-call identity is applied by
+``middleware.rpc.identity``; must not import the servicers or the runtime.
+"""
 
 from middleware.auth.scopes import Grants, ScopeError, parse_scopes
 from middleware.auth.tokens import TokenError, TokenVerifier

@@ -2,6 +2,11 @@
 
 Both speak the project's own services; actuation is :mod:`middleware.client.actuators`.
 :class:`Tls` (and :func:`channel_credentials`) dial a middleware serving TLS.
+
+Owns the SDKs an in-car app or provider installs, their value encoding and the
+wire contract beyond the protos (``wire``: metadata names, the seq cycle).
+Imports only gRPC, protobuf, the generated contract (``vehicle``) and the pure
+``vss`` rules; must not import the server (``tests/unit/test_layout.py``).
 """
 
 from middleware.client._channel import Tls, channel_credentials

@@ -7,6 +7,10 @@ thread, batched writes, losses, retention), :mod:`reserve` (the reserve file,
 the loss marker and the directory lock's names), :mod:`taps` (where the ESS and
 the V-Store meet the journal), :mod:`reader` (reading segments back, skipping
 torn lines, and verifying chains).
+
+Owns the journal's format (record kinds and fields, the chain), writing,
+retention, verification and its consumers (history, pinning, Poll/Follow).
+Imports the cores' types; must not import the servicers or the analysis.
 """
 
 from middleware.journal.chain import Chain, OffsetCounter, record_hash

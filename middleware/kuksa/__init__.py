@@ -11,6 +11,9 @@ translation), :mod:`~middleware.kuksa.common` (identity, paths),
 Actuation shares its core with the project's own API
 (:mod:`middleware.actuation`): a KUKSA request reaches a provider of either
 API, and so does a request of the project's SDK.
+
+Owns the KUKSA wire mapping. Imports the runtime, the cores and the shared
+adapters (identity, actuation); must not import the project's own servicers.
 """
 
 from __future__ import annotations

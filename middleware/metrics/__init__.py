@@ -11,6 +11,9 @@ and ``python -m middleware top`` (:mod:`middleware.top`) show the same figures.
 Everything is read at scrape time from counters the cores keep anyway: the
 delivery path pays nothing for it. Must not import the servicers
 (``middleware.rpc``) or the SDK (``middleware.client``).
+
+Owns reading the figures, not keeping them: the cores keep the counters.
+Imports the cores; must not import the servicers it reports on.
 """
 
 from middleware.metrics.collectors import Collector, Collectors, Figure
