@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from middleware.config import Settings, load_settings
+from middleware.config import Settings, load_settings, parse_peer
 
 
 def test_later_sources_win(tmp_path: Path) -> None:
@@ -43,3 +43,25 @@ def test_expect_rules_come_from_every_source_and_a_bad_one_is_named(tmp_path: Pa
     assert load_settings(overrides={"expect": ["Vehicle=3"]}).expect == ("Vehicle=3",)
     with pytest.raises(ValueError, match=r"expect rule 'Vehicle\.Cabin': use PREFIX=SECONDS"):
         load_settings(env={"VMW_EXPECT": "Vehicle.Cabin"})
+
+
+def test_peers_come_from_toml_env_and_flags_and_bad_ones_are_named(tmp_path: Path) -> None:
+    config = tmp_path / "vmw.toml"
+    config.write_text('node_id = "front"\npeers = ["rear=127.0.0.1:50052"]\nmax_confirms = "all"\n')
+    s = load_settings(toml_path=config)
+    assert (s.node_id, s.peers, s.max_confirms) == ("front", ("rear=127.0.0.1:50052",), "all")
+    s = load_settings(
+        env={"VMW_NODE_ID": "front", "VMW_PEERS": "rear=10.0.0.2:1,central=10.0.0.3:1"}
+    )
+    assert [parse_peer(p) for p in s.peers] == [("rear", "10.0.0.2:1"), ("central", "10.0.0.3:1")]
+    for bad, words in (
+        ({"peers": ("rear=x:1",)}, "peers need node_id"),
+        ({"node_id": "front", "peers": ("rear",)}, "'rear' is not NAME=ADDRESS"),
+        ({"node_id": "front", "peers": ("front=x:1",)}, "is this node"),
+        ({"node_id": "front", "peers": ("r=x:1", "r=y:1")}, "listed twice"),
+        ({"node_id": "front", "max_confirms": "some"}, "max_confirms must be"),
+        ({"node_id": "a b"}, "node_id 'a b'"),
+        ({"sync_interval_s": 0.0}, "sync_interval_s must be above 0"),
+    ):
+        with pytest.raises(ValueError, match=words):
+            load_settings(overrides=bad)

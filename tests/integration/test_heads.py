@@ -1,0 +1,147 @@
+"""Ordered writes on one node and the peer protocol's guards (issue 14).
+
+A real server on 127.0.0.1:0 (in process) for a node without peers: the head
+in every V-Store response, Set with if_head, the Peer service refusing what
+only peers may do; and two real nodes in token mode: peer links need the
+``peer`` scope and a token whose subject is the node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from bench.nodes import Nodes
+from middleware.auth.tokens import generate_key_pair, mint
+from middleware.server import RunningServer
+from vehicle.cluster.v1 import cluster_pb2, cluster_pb2_grpc
+from vehicle.vstore.v1 import vstore_pb2
+
+NAME = "Vehicle.Cabin.Lock"
+
+
+def set_request(data: bytes, if_head: str | None = None) -> vstore_pb2.SetRequest:
+    request = vstore_pb2.SetRequest(updates=[vstore_pb2.Update(name=NAME, data=data)])
+    if if_head is not None:
+        request.if_head = if_head
+    return request
+
+
+async def test_every_write_and_read_response_carries_the_head(
+    server: RunningServer, connect: Any
+) -> None:
+    s = connect()
+    added = await s.vstore.AddKeys(vstore_pb2.AddKeysRequest(names=[NAME]), metadata=s.md)
+    assert len(added.head) == 64
+    again = await s.vstore.AddKeys(vstore_pb2.AddKeysRequest(names=[NAME]), metadata=s.md)
+    assert again.head == added.head  # nothing added, nothing written: same head
+    first = await s.vstore.Set(set_request(b"1"), metadata=s.md)
+    second = await s.vstore.Set(set_request(b"2"), metadata=s.md)
+    assert len({added.head, first.head, second.head}) == 3
+    got = await s.vstore.Get(vstore_pb2.GetRequest(names=[NAME]), metadata=s.md)
+    assert got.head == second.head
+    call = s.vstore.Publish(metadata=s.md)
+    await call.write(vstore_pb2.PublishRequest(updates=[vstore_pb2.IdUpdate(id=1, data=b"3")]))
+    await call.done_writing()
+    summary = await call
+    got = await s.vstore.Get(vstore_pb2.GetRequest(names=[NAME]), metadata=s.md)
+    assert summary.head == got.head != second.head
+    st = await cluster_pb2_grpc.PeerStub(s.channel).Status(
+        cluster_pb2.StatusRequest(), metadata=s.md
+    )
+    assert (st.head, list(st.peers)) == (got.head, [])
+
+
+async def test_set_with_if_head_applies_on_the_newest_head_only(
+    server: RunningServer, connect: Any
+) -> None:
+    s = connect()
+    await s.vstore.AddKeys(vstore_pb2.AddKeysRequest(names=[NAME]), metadata=s.md)
+    head = (await s.vstore.Set(set_request(b"free"), metadata=s.md)).head
+    won = await s.vstore.Set(set_request(b"mine", if_head=head), metadata=s.md)
+    assert not won.results[0].head_conflict
+    assert won.results[0].version == 2
+    lost = await s.vstore.Set(set_request(b"yours", if_head=head), metadata=s.md)
+    [result] = lost.results
+    assert result.head_conflict
+    assert (result.head, lost.head, result.version) == (won.head, won.head, 2)
+    got = await s.vstore.Get(vstore_pb2.GetRequest(names=[NAME]), metadata=s.md)
+    assert (got.values[0].data, got.values[0].version, got.head) == (b"mine", 2, won.head)
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await s.vstore.Set(set_request(b"x", if_head="not-a-head"), metadata=s.md)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "if_head: 'not-a-head' is not a head" in (err.value.details() or "")
+
+
+async def test_a_node_without_peers_takes_no_peer_links(
+    server: RunningServer, connect: Any
+) -> None:
+    s = connect("zone-x")
+    err = await refused_link(cluster_pb2_grpc.PeerStub(s.channel), s.md, "zone-x")
+    assert err.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "has no peers" in (err.details() or "")
+
+
+async def test_in_token_mode_a_peer_link_needs_the_peer_scope_and_its_own_name(
+    tmp_path: Path,
+) -> None:
+    private, public = generate_key_pair("ES256")
+    (tmp_path / "vmw.pub").write_bytes(public)
+    for node in ("a", "b"):
+        token = mint(private, subject=node, scope="peer", ttl_s=600)
+        (tmp_path / f"{node}.token").write_text(token)
+    common = ("--auth-mode", "token", "--token-public-key", str(tmp_path / "vmw.pub"))
+    extra = {n: ("--peer-token-file", str(tmp_path / f"{n}.token")) for n in ("a", "b")}
+    with Nodes(["a", "b"], tmp_path, *common, "--sync-interval-s", "0.5", extra=extra) as nodes:
+        deadline = time.monotonic() + 10
+        admin = mint(private, subject="ops", scope="admin", ttl_s=600)
+        md = (("authorization", f"Bearer {admin}"),)
+        async with grpc.aio.insecure_channel(nodes["a"].address) as channel:
+            stub = cluster_pb2_grpc.PeerStub(channel)
+            while True:  # the nodes' tokens let their links up
+                st = await stub.Status(cluster_pb2.StatusRequest(), metadata=md)
+                if st.peers[0].link == "up" and st.peers[0].inbound:
+                    break
+                assert time.monotonic() < deadline, st
+                await asyncio.sleep(0.05)
+            reader = mint(private, subject="b", scope="read:**", ttl_s=600)
+            impostor = mint(private, subject="c", scope="peer", ttl_s=600)
+            for token, code, words in (
+                (reader, grpc.StatusCode.PERMISSION_DENIED, "no 'peer' scope"),
+                (impostor, grpc.StatusCode.PERMISSION_DENIED, "speak for node 'b'"),
+            ):
+                error = await refused_link(stub, (("authorization", f"Bearer {token}"),), "b")
+                assert error.code() == code
+                assert words in (error.details() or "")
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await stub.Status(
+                    cluster_pb2.StatusRequest(), metadata=(("authorization", f"Bearer {reader}"),)
+                )
+            assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        assert (await status_token(nodes["b"].address, admin)).peers[0].link == "up"
+
+
+async def refused_link(
+    stub: cluster_pb2_grpc.PeerStub, md: tuple[tuple[str, str], ...], node: str
+) -> grpc.aio.AioRpcError:
+    """Open a Link saying hello as ``node``; the error that ends it."""
+    call = stub.Link(metadata=md)
+    try:
+        await call.write(cluster_pb2.PeerMessage(hello=cluster_pb2.Hello(node_id=node, boot=1)))
+        await call.read()
+    except grpc.aio.AioRpcError as e:
+        return e
+    raise AssertionError("the link was not refused")
+
+
+async def status_token(address: str, token: str) -> cluster_pb2.StatusResponse:
+    async with grpc.aio.insecure_channel(address) as channel:
+        reply: cluster_pb2.StatusResponse = await cluster_pb2_grpc.PeerStub(channel).Status(
+            cluster_pb2.StatusRequest(), metadata=(("authorization", f"Bearer {token}"),)
+        )
+        return reply
