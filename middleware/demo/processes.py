@@ -11,6 +11,7 @@ Only the processes started here are ever signalled, by their own pid.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import queue
 import re
@@ -21,9 +22,9 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
-__all__ = ["Child", "DemoError", "Supervisor"]
+__all__ = ["Child", "DemoError", "Supervisor", "last_json"]
 
 
 class DemoError(RuntimeError):
@@ -36,6 +37,10 @@ class Child:
     process: subprocess.Popen[str]
     log: Path
     lines: queue.Queue[str] = field(default_factory=queue.Queue)
+    last_line: str = ""
+    """The newest line of its output (e.g. a progress line)."""
+    pump: threading.Thread | None = None
+    """Copies its output into the log; ends at the output's end."""
 
     def tail(self, n: int = 15) -> str:
         try:
@@ -57,12 +62,26 @@ def _signals_held() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
-def _pump(stream: IO[str], log: IO[str], lines: queue.Queue[str]) -> None:
+def _pump(stream: IO[str], log: IO[str], child: Child) -> None:
     for line in stream:
         log.write(line)
         log.flush()
-        lines.put(line)
+        child.lines.put(line)
+        child.last_line = line
     log.close()
+
+
+def last_json(text: str) -> dict[str, Any]:
+    """The last line of ``text`` that is a JSON object (a command's summary), or {}."""
+    for line in reversed(text.splitlines()):
+        if line.startswith("{"):
+            try:
+                found = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(found, dict):
+                return found
+    return {}
 
 
 class Supervisor:
@@ -89,9 +108,9 @@ class Supervisor:
             start_new_session=True,
         )
         child = Child(name, process, log_path)
-        self.children[name] = child
         assert process.stdout is not None
-        threading.Thread(target=_pump, args=(process.stdout, log, child.lines), daemon=True).start()
+        child.pump = threading.Thread(target=_pump, args=(process.stdout, log, child), daemon=True)
+        child.pump.start()
         self.children[name] = child
         return child
 
@@ -134,7 +153,8 @@ class Supervisor:
         The child stays tracked until it has exited, so an interruption in
         here leaves it for :meth:`stop_all`.
         """
-        p = self.children[name].process
+        child = self.children[name]
+        p = child.process
         for sig, wait in ((signal.SIGINT, timeout), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
             if p.poll() is not None:
                 break
@@ -144,6 +164,10 @@ class Supervisor:
             except subprocess.TimeoutExpired:
                 continue
         status = p.wait()
+        if child.pump is not None:
+            # Its last lines are in its log once it returns (a grandchild that
+            # kept the pipe open does not hold the demo up for long).
+            child.pump.join(5.0)
         del self.children[name]
         return status
 

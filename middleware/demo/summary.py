@@ -6,7 +6,9 @@ the middleware's journal. The demo is OK when, for every app, the seq gaps
 it saw are exactly the gaps the analysis found in the journal, every one of
 them explained by a drop record, and the journal itself is intact. Beside
 that it shows what the apps were told live about the signals' health (stale
-keys, a provider gone), next to what the analysis found stale afterwards.
+keys, a provider gone), next to what the analysis found stale afterwards; and
+whether the export (collector -> landing area -> ingest -> dataset) holds
+every record the journal wrote, none twice (:mod:`middleware.demo.export`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from middleware.demo.export import ExportCheck
 
 __all__ = ["AppVerdict", "Verdict", "judge", "render"]
 
@@ -60,6 +64,8 @@ class Verdict:
     problems: list[str] = field(default_factory=list)
     live: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per app, the health events it was told while it ran (from its status file)."""
+    export: ExportCheck | None = None
+    """The journal against the landing area and the dataset (None: not checked)."""
 
     @property
     def ok(self) -> bool:
@@ -86,6 +92,7 @@ class Verdict:
             },
             "analysis": dict(self.analysis),
             "live": self.live,
+            "export": None if self.export is None else self.export.as_dict(),
         }
 
 
@@ -153,9 +160,11 @@ def judge(
     provider: Mapping[str, Any],
     apps: Mapping[str, Mapping[str, Any]],
     analysis: Mapping[str, Any] | None,
+    export: ExportCheck | None = None,
 ) -> Verdict:
     """Compare each app's own counts with the analysis of the journal
-    (``None``: the analysis was skipped; only the run itself is judged).
+    (``None``: the analysis was skipped; only the run itself is judged), and
+    take the export check's problems (``export``, if given).
 
     Raises:
         KeyError: the analysis summary lacks a field the verdict needs.
@@ -169,6 +178,8 @@ def judge(
         if not status.get("received"):
             problems.append(f"{name} received nothing")
     live = {name: _live(status) for name, status in apps.items()}
+    if export is not None:
+        problems += export.problems()
     if analysis is None:
         return Verdict(
             published=int(provider.get("published", 0)),
@@ -177,6 +188,7 @@ def judge(
             analysis={},
             problems=problems,
             live=live,
+            export=export,
         )
     missing = [k for k in _REQUIRED if k not in analysis]
     if missing:
@@ -228,7 +240,33 @@ def judge(
         analysis=analysis,
         problems=problems,
         live=live,
+        export=export,
     )
+
+
+def _render_export(check: ExportCheck) -> list[str]:
+    """``export: N of N journal records in the dataset, none duplicated`` and how they got there."""
+    last = check.last
+    where = "in the dataset" if check.dataset is not None else "landed (not ingested)"
+    twice = "none duplicated" if not last.duplicated else f"{last.duplicated:,} DUPLICATED"
+    changed = "none altered" if not last.altered else f"{last.altered:,} ALTERED"
+    lines = [
+        f"{'export':<11} {last.held:,} of {check.journal:,} journal records {where}, "
+        f"{twice}, {changed}"
+        + (f", {last.foreign:,} never written by the journal" if last.foreign else "")
+    ]
+    c = check.collected
+    if c is not None:
+        lines.append(
+            f"{'':<11} collector: {c.landed:,} records landed in {c.files} files "
+            f"({c.following:,} while following, {c.drain:,} in its final drain)"
+        )
+    if check.after_close:
+        lines += [
+            f"{'':<11} not exported: the stop record, written after the journal service closed",
+            f"{'':<11} (a collector reads it from the car's disk when the middleware next starts)",
+        ]
+    return lines
 
 
 def render(verdict: Verdict, *, report: str) -> str:
@@ -237,6 +275,8 @@ def render(verdict: Verdict, *, report: str) -> str:
     lines = [f"provider    {verdict.keys} keys, {verdict.published:,} updates published", ""]
     if not a:
         lines += _render_live(verdict)
+        if verdict.export is not None:
+            lines += _render_export(verdict.export)
         lines.append("analysis    skipped: nothing to compare the apps' counts with")
         lines.append("demo OK (run only)" if verdict.ok else "demo FAILED:")
         lines += [f"  - {p}" for p in verdict.problems]
@@ -272,6 +312,8 @@ def render(verdict: Verdict, *, report: str) -> str:
     else:
         lines.append("stale       no key went quiet beyond its threshold")
     lines += _render_live(verdict)
+    if verdict.export is not None:
+        lines += _render_export(verdict.export)
     lines.append(f"report      {report}")
     lines.append("")
     if verdict.ok:
@@ -284,10 +326,15 @@ def render(verdict: Verdict, *, report: str) -> str:
             )
             or "no app lost events"
         )
+        exported = ""
+        if verdict.export is not None:
+            place = "dataset" if verdict.export.dataset is not None else "landing area"
+            but = " but its stop record" if verdict.export.after_close else ""
+            exported = f"; the {place} holds every journal record{but}, once"
         lines.append(
             f"demo OK: {said}"
             + (f", {' and '.join(clean)} none" if clean and lossy else "")
-            + "; the journal explains every gap the apps saw."
+            + f"; the journal explains every gap the apps saw{exported}."
         )
     else:
         lines.append("demo FAILED:")
