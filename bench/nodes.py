@@ -136,6 +136,7 @@ class Nodes:
         directory: Path,
         *args: str,
         reach: Mapping[str, str] | None = None,
+        routes: Mapping[tuple[str, str], str] | None = None,
         extra: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         """Args:
@@ -143,13 +144,18 @@ class Nodes:
         directory: where the logs go.
         args: more ``serve`` flags for every node.
         reach: node -> the address the others dial it at (default: its own).
+        routes: (from, to) -> the address ``from`` dials ``to`` at (before ``reach``).
         extra: node -> more flags for that node only.
         """
-        ports = {n: free_port() for n in names}
+        self.ports = {n: free_port() for n in names}
+        ports = self.ports
         self.nodes: dict[str, Node] = {}
         for n in names:
             peers = [
-                f"--peer={m}={(reach or {}).get(m, f'127.0.0.1:{ports[m]}')}"
+                "--peer={}={}".format(
+                    m,
+                    (routes or {}).get((n, m)) or (reach or {}).get(m) or f"127.0.0.1:{ports[m]}",
+                )
                 for m in names
                 if m != n
             ]

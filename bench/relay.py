@@ -54,6 +54,12 @@ class Relay:
             await self._server.wait_closed()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await self._relay(reader, writer)
+        except asyncio.CancelledError:
+            writer.transport.abort()  # the loop is closing: nothing left to forward
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if not self._open or self.target is None:
             writer.transport.abort()
             return

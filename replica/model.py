@@ -115,6 +115,7 @@ class _Peer:
     state_pos: int = 0
     sync_due: bool = False
     last_sync: dict[ChainId, int] = field(default_factory=dict)
+    inv_sent_at: float = float("-inf")
     sent: int = 0
     received: int = 0
     last_sent: Event | None = None
@@ -177,6 +178,7 @@ class Model:
         max_guards: int = 1_000,
         send_unread_interval_s: float = 1.0,
         guard_timeout_s: float = 2.0,
+        inv_delay_s: float = 0.05,
         wall: Callable[[], int],
         monotonic: Callable[[], float],
     ) -> None:
@@ -193,6 +195,9 @@ class Model:
         send_unread_interval_s: a peer is sent another node's event only when
             it has not confirmed it for this long (a relay, for lost links).
         guard_timeout_s: this node's guarded writes not decidable within it lose.
+        inv_delay_s: confirmations that nothing waits for (no max_confirms, no
+            guarded write) are sent with the next events, or after this long:
+            one message per peer for many events instead of one per event.
         wall: ns since the epoch (stamps, the window); monotonic: seconds.
         """
         if not peers:
@@ -218,6 +223,7 @@ class Model:
         self._max_guards = max_guards
         self._unread_s = send_unread_interval_s
         self._guard_timeout_s = guard_timeout_s
+        self._inv_delay_s = inv_delay_s
         self._retention = Retention(
             max_events=max_events, max_bytes=max_bytes, max_age_ns=self._max_age_ns
         )
@@ -577,7 +583,8 @@ class Model:
                 own_complete = False
             if used >= budget:
                 break
-        if own_complete and p.inv:
+        if own_complete and p.inv and (out.events or self._invs_due(p, now)):
+            p.inv_sent_at = now
             for cid in p.inv:
                 chain = self._chains.get(cid)
                 if chain is not None and chain.held > 0:
@@ -595,6 +602,18 @@ class Model:
             p.sent += len(out.events)
             p.last_sent = out.events[-1]
         return out
+
+    def _invs_due(self, p: _Peer, now: float) -> bool:
+        """Whether confirmations go now, alone: something waits for them, or they waited long."""
+        urgent = self.need > 0 or bool(self._foreign_guarded) or bool(self._guards)
+        return urgent or now - p.inv_sent_at >= self._inv_delay_s
+
+    def wait_hint(self, peer: str) -> float | None:
+        """Seconds until held-back confirmations for ``peer`` are due (None: none)."""
+        p = self._peers[peer]
+        if not p.up or not p.inv:
+            return None
+        return max(0.0, p.inv_sent_at + self._inv_delay_s - self._mono())
 
     def want_sync(self) -> None:
         """Every peer gets a Sync in its next message (call every sync interval)."""

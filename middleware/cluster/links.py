@@ -17,6 +17,7 @@ the reason for ``down``; retries while down are not logged again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from typing import TYPE_CHECKING, Any, Final
@@ -142,6 +143,11 @@ class PeerLink:
             await asyncio.sleep(0)
             out = model.next_message(self.name, MESSAGE_BUDGET)
             if out is None:
-                await wake.wait()
+                hint = model.wait_hint(self.name)
+                if hint is None:
+                    await wake.wait()
+                else:  # confirmations held back to go together
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(wake.wait(), hint)
                 continue
             await call.write(encoder.message(out))
