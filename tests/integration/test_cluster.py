@@ -302,7 +302,8 @@ async def test_a_killed_node_restarts_and_catches_up_with_its_apps_seeing_the_ga
             relay.open()
             await converged(nodes, timeout=3 * SYNC + 5)
             took = time.monotonic() - healed
-            assert took <= 3 * SYNC + 1.0, f"caught up in {took:.2f} s"
+            # Within three sync intervals of b being reachable again.
+            assert took <= 3 * SYNC, f"caught up in {took:.2f} s"
             expected = {v.name: v.data for v in (await get(nodes["a"].address, keys)).values}
             latest: dict[str, bytes | None] = {}
             missed = 0
