@@ -157,6 +157,13 @@ class Settings:
     """A guarded write (Set with if_head) not decided within this is refused."""
     peer_token_file: str = ""
     """Token mode: a file with this node's token (``peer`` scope, subject its node_id)."""
+    peer_tls_ca: str = ""
+    """PEM CA certificate(s) of the peers' listeners: the links dial with TLS
+    (empty: plaintext, for peers without ``tls_cert``)."""
+    peer_tls_cert: str = ""
+    """This node's client certificate for peers with mutual TLS (its name: node_id)."""
+    peer_tls_key: str = ""
+    """The private key of ``peer_tls_cert``."""
 
     def __post_init__(self) -> None:
         positive = (
@@ -276,6 +283,13 @@ class Settings:
             raise ValueError(f"peers: {self.node_id!r} is this node (node_id), not a peer")
         if len(set(names)) != len(names):
             raise ValueError(f"peers: a node is listed twice ({', '.join(names)})")
+        if bool(self.peer_tls_cert) != bool(self.peer_tls_key):
+            raise ValueError("peer_tls_cert and peer_tls_key go together: give both or neither")
+        if self.peer_tls_cert and not self.peer_tls_ca:
+            raise ValueError("peer_tls_cert (mutual TLS to peers) needs peer_tls_ca")
+        for name in ("peer_tls_ca", "peer_tls_cert", "peer_tls_key"):
+            if getattr(self, name) and not Path(getattr(self, name)).is_file():
+                raise ValueError(f"{name} {getattr(self, name)}: no such file")
         if self.peer_token_file and not Path(self.peer_token_file).is_file():
             raise ValueError(f"peer_token_file {self.peer_token_file}: no such file")
         if self.peers and self.auth_mode == "token" and not self.peer_token_file:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from middleware.client._channel import Tls
 from middleware.cluster import convert
 from middleware.cluster.links import PeerLink
 from middleware.cluster.tap import ClusterTap
@@ -90,8 +91,11 @@ class ClusterNode:
         runtime.store.set_listener(self.tap)
         self.encoder = convert.EventBytes()
         token = Path(s.peer_token_file).read_text().strip() if s.peer_token_file else None
+        tls = None
+        if s.peer_tls_ca:
+            tls = Tls(ca=s.peer_tls_ca, cert=s.peer_tls_cert or None, key=s.peer_tls_key or None)
         self.links = {
-            name: PeerLink(self, name, address, token, s.max_message_bytes)
+            name: PeerLink(self, name, address, token, s.max_message_bytes, tls)
             for name, address in self.addresses.items()
         }
         self.inbound: Counter[str] = Counter()

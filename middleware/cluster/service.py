@@ -1,7 +1,8 @@
 """The Peer servicer: the links peers open to this node, and Status. Thin.
 
-``Link``: the caller must be a listed peer (in token mode: the ``peer``
-scope, and the token's subject is the node id it says hello with); this
+``Link``: the caller must be a listed peer whose identity (its ``app-id``,
+token subject or certificate name) is the node id it says hello with (in
+token mode it also needs the ``peer`` scope); this
 node answers with its welcome, then hands each message to the node.
 ``Status``: the node's view, for ``python -m middleware cluster status``.
 """
@@ -64,7 +65,8 @@ class PeerService(cluster_pb2_grpc.PeerServicer):
                 f"node {name!r} is not among the peers of node {node.node_id!r} "
                 f"({', '.join(node.addresses)}): every node lists every other"
             )
-        if not who.grants.everything and who.app != name:
+        if who.app != name:
+            # The link's identity (app-id, token subject or certificate name) is the node's.
             raise ScopeDeniedError(who.app, f"speak for node {name!r}", PEER)
         await context.write(convert.welcome(node.node_id, node.boot, node.model.leaves()))
         node.inbound_changed(name, opened=True)

@@ -19,8 +19,9 @@ import pytest
 from bench.nodes import Nodes
 from middleware.auth.tokens import generate_key_pair, mint
 from middleware.server import RunningServer
+from tests.integration.pki import Authority
 from vehicle.cluster.v1 import cluster_pb2, cluster_pb2_grpc
-from vehicle.vstore.v1 import vstore_pb2
+from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
 NAME = "Vehicle.Cabin.Lock"
 
@@ -145,3 +146,40 @@ async def status_token(address: str, token: str) -> cluster_pb2.StatusResponse:
             cluster_pb2.StatusRequest(), metadata=(("authorization", f"Bearer {token}"),)
         )
         return reply
+
+
+async def test_nodes_serving_mutual_tls_link_with_certificates_that_name_them(
+    tmp_path: Path,
+) -> None:
+    car = Authority(tmp_path, "car")
+    server = car.server()
+    extra = {}
+    for node in ("a", "b"):
+        client = car.issue(f"{node}-client", node)
+        extra[node] = ("--peer-tls-cert", str(client.cert), "--peer-tls-key", str(client.key))
+    tls = (
+        *("--tls-cert", str(server.cert), "--tls-key", str(server.key)),
+        *("--tls-client-ca", str(car.cert), "--peer-tls-ca", str(car.cert)),
+    )
+    with Nodes(["a", "b"], tmp_path, *tls, "--sync-interval-s", "0.5", extra=extra) as nodes:
+        ops = car.issue("ops", "ops")  # a tool's certificate: its name is its identity
+        creds = grpc.ssl_channel_credentials(
+            car.cert.read_bytes(), ops.key.read_bytes(), ops.cert.read_bytes()
+        )
+        deadline = time.monotonic() + 10
+        async with (
+            grpc.aio.secure_channel(nodes["a"].address, creds) as to_a,
+            grpc.aio.secure_channel(nodes["b"].address, creds) as channel,
+        ):
+            await vstore_pb2_grpc.VStoreStub(to_a).AddKeys(vstore_pb2.AddKeysRequest(names=[NAME]))
+            stub = cluster_pb2_grpc.PeerStub(channel)
+            while True:  # the key added on a reached b: the links work over mutual TLS
+                st = await stub.Status(cluster_pb2.StatusRequest())
+                if st.keys == 1 and st.peers[0].link == "up" and st.peers[0].inbound:
+                    break
+                assert time.monotonic() < deadline, st
+                await asyncio.sleep(0.05)
+            # A certificate that names another node may not speak for 'a'.
+            err = await refused_link(stub, (), "a")
+            assert err.code() == grpc.StatusCode.PERMISSION_DENIED
+            assert "'ops' may not speak for node 'a'" in (err.details() or "")

@@ -58,7 +58,7 @@ class PeerServicer:
         A peer that stops reading slows down nothing but its own link: what is
         owed to it is recomposed from the sender's model when it reads again.
         Errors: UNAUTHENTICATED (identity), PERMISSION_DENIED (no `peer` scope,
-        or the token's subject is not the node id in hello), FAILED_PRECONDITION
+        or the caller's identity is not the node id in hello), FAILED_PRECONDITION
         (the first request is not hello; the node is not among this node's
         peers; this node has no peers), INVALID_ARGUMENT (a message that does
         not decode).
