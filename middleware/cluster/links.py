@@ -139,6 +139,9 @@ class PeerLink:
                 self._set("down", f"{e.code().name}: {e.details()}")
             except (LinkError, TimeoutError, OSError) as e:
                 self._set("down", str(e) or type(e).__name__)
+            except Exception as e:  # a bug must not end the link for good
+                log.exception("peer %s (%s): link failed", self.name, self.address)
+                self._set("down", f"internal error: {type(e).__name__}: {e}")
             finally:
                 if up:
                     self.node.model.peer_down(self.name)

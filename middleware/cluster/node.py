@@ -151,11 +151,14 @@ class ClusterNode:
         next_sync = time.monotonic() + s.sync_interval_s
         while True:
             await asyncio.sleep(period)
-            self.model.tick()
-            if time.monotonic() >= next_sync:
-                self.model.want_sync()
-                next_sync = time.monotonic() + s.sync_interval_s
-            self._flush_refusals()
+            try:
+                self.model.tick()
+                if time.monotonic() >= next_sync:
+                    self.model.want_sync()
+                    next_sync = time.monotonic() + s.sync_interval_s
+                self._flush_refusals()
+            except Exception:  # a bug must not stop the clock for good
+                log.exception("node %s: cluster tick failed", self.node_id)
             self.wake()
 
     def wake(self) -> None:
