@@ -179,6 +179,7 @@ class Model:
         send_unread_interval_s: float = 1.0,
         guard_timeout_s: float = 2.0,
         inv_delay_s: float = 0.05,
+        inv_urgent_s: float = 0.002,
         wall: Callable[[], int],
         monotonic: Callable[[], float],
     ) -> None:
@@ -198,6 +199,7 @@ class Model:
         inv_delay_s: confirmations that nothing waits for (no max_confirms, no
             guarded write) are sent with the next events, or after this long:
             one message per peer for many events instead of one per event.
+        inv_urgent_s: the same when something waits for them.
         wall: ns since the epoch (stamps, the window); monotonic: seconds.
         """
         if not peers:
@@ -224,6 +226,7 @@ class Model:
         self._unread_s = send_unread_interval_s
         self._guard_timeout_s = guard_timeout_s
         self._inv_delay_s = inv_delay_s
+        self._inv_urgent_s = inv_urgent_s
         self._retention = Retention(
             max_events=max_events, max_bytes=max_bytes, max_age_ns=self._max_age_ns
         )
@@ -603,17 +606,22 @@ class Model:
             p.last_sent = out.events[-1]
         return out
 
-    def _invs_due(self, p: _Peer, now: float) -> bool:
-        """Whether confirmations go now, alone: something waits for them, or they waited long."""
+    def _inv_delay(self) -> float:
+        """How long confirmations may wait for company: briefly when something
+        waits for them (max_confirms, a guarded write), else longer."""
         urgent = self.need > 0 or bool(self._foreign_guarded) or bool(self._guards)
-        return urgent or now - p.inv_sent_at >= self._inv_delay_s
+        return self._inv_urgent_s if urgent else self._inv_delay_s
+
+    def _invs_due(self, p: _Peer, now: float) -> bool:
+        """Whether confirmations go now, alone (not with events)."""
+        return now - p.inv_sent_at >= self._inv_delay()
 
     def wait_hint(self, peer: str) -> float | None:
         """Seconds until held-back confirmations for ``peer`` are due (None: none)."""
         p = self._peers[peer]
         if not p.up or not p.inv:
             return None
-        return max(0.0, p.inv_sent_at + self._inv_delay_s - self._mono())
+        return max(0.0, p.inv_sent_at + self._inv_delay() - self._mono())
 
     def want_sync(self) -> None:
         """Every peer gets a Sync in its next message (call every sync interval)."""
