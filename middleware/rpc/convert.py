@@ -254,9 +254,7 @@ def set_response(results: Sequence[SetResult], *, head: str = "") -> vstore_pb2.
     )
 
 
-def head_conflict_response(
-    current: Sequence[tuple[int, int]], head: str
-) -> vstore_pb2.SetResponse:
+def head_conflict_response(current: Sequence[tuple[int, int]], head: str) -> vstore_pb2.SetResponse:
     """A Set refused whole for its ``if_head``: per update (key id, current
     version), and the head to read and retry from."""
     return vstore_pb2.SetResponse(
