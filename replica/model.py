@@ -115,6 +115,8 @@ class _Peer:
     state_pos: int = 0
     sync_due: bool = False
     last_sync: dict[ChainId, int] = field(default_factory=dict)
+    unread_mark: dict[ChainId, int] = field(default_factory=dict)
+    """Per chain, its confirmations at the previous unread check."""
     inv_sent_at: float = float("-inf")
     sent: int = 0
     received: int = 0
@@ -622,6 +624,22 @@ class Model:
         if not p.up or not p.inv:
             return None
         return max(0.0, p.inv_sent_at + self._inv_delay() - self._mono())
+
+    def resend_unread(self) -> None:
+        """Call every send_unread_interval: what a peer was sent and has not
+        confirmed since the previous call is sent again (it was lost on its
+        way, or left for later by a peer that was full)."""
+        for p in self._peers.values():
+            if not p.up:
+                continue
+            marks = {}
+            for cid, sent in p.cursor.items():
+                acked = p.acked.get(cid, 0)
+                if acked < sent and cid in self._chains:
+                    if p.unread_mark.get(cid) == acked:
+                        self._rewind(p, cid, acked + 1)
+                    marks[cid] = acked
+            p.unread_mark = marks
 
     def want_sync(self) -> None:
         """Every peer gets a Sync in its next message (call every sync interval)."""

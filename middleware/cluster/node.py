@@ -149,13 +149,18 @@ class ClusterNode:
         s = self._rt.settings
         period = min(0.2, s.sync_interval_s / 4, s.send_unread_interval_s / 2)
         next_sync = time.monotonic() + s.sync_interval_s
+        next_unread = time.monotonic() + s.send_unread_interval_s
         while True:
             await asyncio.sleep(period)
             try:
                 self.model.tick()
-                if time.monotonic() >= next_sync:
+                now = time.monotonic()
+                if now >= next_unread:
+                    self.model.resend_unread()
+                    next_unread = now + s.send_unread_interval_s
+                if now >= next_sync:
                     self.model.want_sync()
-                    next_sync = time.monotonic() + s.sync_interval_s
+                    next_sync = now + s.sync_interval_s
                 self._flush_refusals()
             except Exception:  # a bug must not stop the clock for good
                 log.exception("node %s: cluster tick failed", self.node_id)

@@ -539,3 +539,19 @@ def test_key_states_travel_in_messages_of_about_the_budget() -> None:
     net.settle()
     assert net["b"].values == net["a"].values
     net.check()
+
+
+def test_what_a_peer_has_not_confirmed_is_sent_again_after_the_unread_interval() -> None:
+    net = Net(["a", "b"])
+    net["a"].write("Vehicle.K", b"x")
+    assert net["a"].model.next_message("b", 1 << 20) is not None  # lost on its way
+    net.deliver("b", "a")
+    net["a"].model.resend_unread()  # first look: not confirmed, noted
+    msg = net.deliver("a", "b")
+    assert msg is None or not msg.events
+    assert "Vehicle.K" not in net["b"].values
+    net["a"].model.resend_unread()  # still not confirmed: sent again
+    net.deliver("a", "b")
+    assert net["b"].values["Vehicle.K"] == (b"x", 1)
+    net.settle()
+    assert len(digests(net)) == 1
