@@ -1,23 +1,31 @@
-"""``make demo`` (``python -m middleware.demo``): the whole system, then its gap analysis.
+"""``make demo`` (``python -m middleware.demo``): the whole system, its export, its analysis.
 
 1. Starts a middleware on 127.0.0.1 (a free port) with its telemetry journal
    at level ``full`` in ``OUT/journal``;
-2. the simulated car (``python -m providers sim --claim``, about 270 keys, 690
+2. the collector (``python -m telemetry_export collect --follow``, component
+   ``demo``): a reliable consumer of the middleware's JournalService, landing
+   the journal as it is written into ``OUT/landing`` (the landing contract);
+3. the simulated car (``python -m providers sim --claim``, about 270 keys, 690
    updates/s), with one fault: the cabin zone sensors go quiet for a while;
    the middleware expects them every ``threshold`` seconds (``--expect``), so
    the apps are told live (``KeyStale``, then ``KeyFresh``), and when the
    provider stops they are told it is gone (``ProviderGone``);
-3. two apps: ``logger`` (reads everything, writes ``OUT/apps/logger.jsonl``)
+4. two apps: ``logger`` (reads everything, writes ``OUT/apps/logger.jsonl``)
    and ``slow`` (reads one batch per second, so the middleware must drop);
-4. runs for ``--duration`` seconds with a progress line, then stops the
-   provider, lets the apps read what is left, stops them and the middleware;
-5. runs the Spark analysis of the journal (``python -m telemetry_export
-   report``) into ``OUT/report``, and prints what each app saw beside what the
-   journal says, and whether every gap is explained.
+5. runs for ``--duration`` seconds with a progress line, then stops the
+   provider, lets the apps read what is left and stops them; stops the
+   collector, drains the journal with ``collect --once`` (see :func:`_stop`
+   for why in this order), and stops the middleware;
+6. Spark: the analysis of the journal (``report``: ingest, then analyze)
+   writes ``OUT/dataset`` and ``OUT/report``; the demo prints what each app
+   saw beside what the journal says, whether every gap is explained, and
+   whether the landing area holds every record the journal on disk holds,
+   none twice (:mod:`middleware.demo.export`).
 
 Everything it starts it stops, also on Ctrl-C or an error. Logs of every
 process are in ``OUT/logs``; the verdict as JSON in ``OUT/demo-summary.json``.
-Exit status: 0 if the apps and the journal agree, 1 if not, 130 on Ctrl-C.
+Exit status: 0 if the apps, the journal and the export agree, 1 if not, 130
+on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import sys
@@ -33,7 +42,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn
 
-from middleware.demo.processes import DemoError, Supervisor
+from middleware.demo.export import Collected, check_export
+from middleware.demo.processes import DemoError, Supervisor, last_json
 from middleware.demo.summary import judge, render
 from middleware.status_file import read_status
 
@@ -41,7 +51,21 @@ __all__ = ["main"]
 
 APPS = ("logger", "slow")
 STALLED = "Vehicle.Cabin.HVAC.Zone"
-_OUTPUTS = ("journal", "apps", "logs", "dataset", "report", "demo-summary.json")
+VEHICLE = "demo-car"
+COMPONENT = "demo"
+"""The collector's consumer component (and its name in the landing area's lease)."""
+_OUTPUTS = (
+    "journal",
+    "apps",
+    "logs",
+    "landing",
+    "checkpoint",
+    "dataset",
+    "report",
+    "demo-summary.json",
+)
+_INFO = ("--log-level", "INFO")  # its "from boot" line says it registered
+_LANDED = re.compile(r"collect(?: done)?: ([\d,]+) records landed")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -81,7 +105,14 @@ def _prepare(out: Path) -> None:
         (out / name).mkdir()
 
 
-def _progress(out: Path, elapsed: float, duration: float) -> str:
+def _landed(sup: Supervisor) -> str:
+    """What the collector's newest progress line says it landed (``collect: N records landed``)."""
+    child = sup.children.get("collector")
+    m = _LANDED.search(child.last_line) if child is not None else None
+    return m.group(1) if m else "0"
+
+
+def _progress(sup: Supervisor, out: Path, elapsed: float, duration: float) -> str:
     provider = read_status(out / "apps" / "vehicle-sim.json") or {}
     parts = [f"[{elapsed:4.0f}/{duration:.0f} s] published {provider.get('published', 0):>7,}"]
     for app in APPS:
@@ -90,38 +121,53 @@ def _progress(out: Path, elapsed: float, duration: float) -> str:
             f"{app} read {s.get('received', 0):>7,} gaps {s.get('missed', 0):>5,} "
             f"stale {len(s.get('stale', ())):>2}"
         )
+    parts.append(f"landed {_landed(sup):>7}")
     return " | ".join(parts)
 
 
-def run(args: argparse.Namespace, sup: Supervisor) -> dict[str, Any]:
-    """The demo's steps; returns the verdict as a dict (also written to OUT)."""
-    out: Path = args.out
-    py = sys.executable
-    duration = args.duration
-    stall_start, stall_for = 0.25 * duration, 0.4 * duration
-    threshold = max(1.5, 0.2 * duration)
-
+def _start_middleware(sup: Supervisor, out: Path, threshold: float) -> str:
+    """The middleware with its journal; its address."""
     sup.start(
         "middleware",
         [
-            py, "-m", "middleware", "serve",
+            sys.executable, "-m", "middleware", "serve",
             "--listen", "127.0.0.1:0",
             "--journal-dir", str(out / "journal"),
             "--journal-level", "full",
-            "--vehicle-id", "demo-car",
+            "--vehicle-id", VEHICLE,
             "--expect", f"{STALLED}={threshold:g}",
         ],
     )  # fmt: skip
     address = sup.wait_for_line("middleware", r"listening on (\S+)", 30)[1]
     print(f"middleware  listening on {address}, journal at level full in {out / 'journal'}")
+    return address
+
+
+def _collect(address: str, out: Path, *mode: str) -> list[str]:
+    """``collect`` of the demo's middleware into ``OUT/landing``, in ``mode``."""
+    return [
+        sys.executable, "-m", "telemetry_export", "collect",
+        "--from", address,
+        "--to", str(out / "landing"),
+        "--component", COMPONENT,
+        "--name", COMPONENT,  # the same holder for the follower and the drain (the lease)
+        *mode,
+    ]  # fmt: skip
+
+
+def _start_car(
+    sup: Supervisor, args: argparse.Namespace, address: str, stall: tuple[float, float]
+) -> None:
+    """The simulated car (one provider) and the apps, each started and waited for."""
+    out: Path = args.out
     sup.start(
         "provider",
         [
-            py, "-m", "providers", "sim",
+            sys.executable, "-m", "providers", "sim",
             "--target", address,
             "--status", str(out / "apps" / "vehicle-sim.json"),
             "--rate-scale", str(args.rate_scale),
-            "--stall", f"{STALLED}={stall_start:g}:{stall_for:g}",
+            "--stall", f"{STALLED}={stall[0]:g}:{stall[1]:g}",
             "--claim",
         ],
     )  # fmt: skip
@@ -130,7 +176,7 @@ def run(args: argparse.Namespace, sup: Supervisor) -> dict[str, Any]:
         sup.start(
             app,
             [
-                py, "-m", "middleware.apps", app,
+                sys.executable, "-m", "middleware.apps", app,
                 "--target", address,
                 "--status", str(out / "apps" / f"{app}.json"),
                 *(["--out", str(out / "apps" / "logger.jsonl")] if app == "logger" else []),
@@ -138,51 +184,108 @@ def run(args: argparse.Namespace, sup: Supervisor) -> dict[str, Any]:
         )  # fmt: skip
     for app in APPS:
         sup.wait_for_line(app, r"subscribed to \d+ keys", 30)
-    print(f"apps        {', '.join(APPS)} subscribed; running for {duration:g} s")
-    print(f"            (live view: {_python()} -m middleware.apps dashboard --target {address})")
 
+
+def _run_for(sup: Supervisor, out: Path, duration: float) -> None:
+    """Let it run, with a progress line; raises DemoError if a process exits."""
     tty = sys.stdout.isatty()
     t0 = time.monotonic()
     last_line = 0.0
     while (elapsed := time.monotonic() - t0) < duration:
         sup.check_running()
         if tty:
-            print("\r" + _progress(out, elapsed, duration), end="", flush=True)
+            print("\r" + _progress(sup, out, elapsed, duration), end="", flush=True)
         elif elapsed - last_line >= 5:
-            print(_progress(out, elapsed, duration), flush=True)
+            print(_progress(sup, out, elapsed, duration), flush=True)
             last_line = elapsed
         time.sleep(min(0.5, max(0.0, duration - elapsed)))
     if tty:
-        print("\r" + _progress(out, duration, duration))
+        print("\r" + _progress(sup, out, duration, duration))
 
-    print("stopping    provider, then apps (they read what is left), then middleware")
-    statuses = [sup.stop("provider")]
-    statuses += [sup.stop(app, timeout=30) for app in APPS]
-    statuses.append(sup.stop("middleware"))
-    if any(statuses):
-        raise DemoError(f"a process exited with an error ({statuses}); see {out / 'logs'}")
+
+def _stop(sup: Supervisor, out: Path, address: str) -> Collected:
+    """Stop everything in an order that leaves every record the journal service
+    can serve in the landing area; the collector's own counts.
+
+    The journal service is part of the middleware: the collector reads the
+    journal only while the middleware runs. So: the provider first, then the
+    apps (they read what is still queued for them), so the journal has
+    nothing more to write; then the follower (SIGINT: it lands what it holds
+    and stores its position); then ``collect --once`` from that position,
+    which polls until the middleware answers "nothing new" (seed 003's
+    answer 2: it holds the newest record) and exits 0, drained; only then the
+    middleware. Its last record, ``stop``, is written after its journal
+    service closed: no collector can read it in this boot (a registered one
+    gets it from disk at the next start), and the export check says so.
+    """
+    print(
+        "stopping    provider, then apps (they read what is left), then the collector "
+        "(it drains the journal), then middleware"
+    )
+    statuses = {"provider": sup.stop("provider")}
+    statuses |= {app: sup.stop(app, timeout=30) for app in APPS}
+    statuses["collector"] = sup.stop("collector")
+    follow = last_json((out / "logs" / "collector.log").read_text(errors="replace"))
+    drain = last_json(sup.run("collector-drain", _collect(address, out, "--once"), timeout=120))
+    statuses["middleware"] = sup.stop("middleware")
+    failed = {name: code for name, code in statuses.items() if code}
+    if failed:
+        raise DemoError(f"a process exited with an error ({failed}); see {out / 'logs'}")
+    collected = Collected.of(follow, drain, VEHICLE)
+    print(f"collector   drained: {collected.landed:,} journal records in {out / 'landing'}")
+    return collected
+
+
+def _analyse(sup: Supervisor, out: Path, threshold: float) -> dict[str, Any]:
+    """Spark: the journal into the dataset, then its analysis; the summary.
+
+    Interim: it reads the journal's segments (``report``), not the landing
+    area, until ``ingest --stream`` lands (issue 16, section 3); the export
+    check then covers the landing area only.
+    """
+    print("analysis    Spark: ingest the journal, find gaps, staleness, drops, restarts...")
+    t = time.monotonic()
+    stdout = sup.run(
+        "analysis",
+        [
+            sys.executable, "-m", "telemetry_export", "--master", "local[2]",
+            "--shuffle-partitions", "2",
+            "report",
+            "--input", str(out / "journal"),
+            "--output", str(out),
+            "--stale", f"{STALLED}={threshold:g}",
+            "--stale-default", "60",
+        ],
+        timeout=600,
+    )  # fmt: skip
+    print(f"            done in {time.monotonic() - t:.0f} s")
+    analysis: dict[str, Any] = json.loads(stdout)
+    return analysis
+
+
+def run(args: argparse.Namespace, sup: Supervisor) -> dict[str, Any]:
+    """The demo's steps; returns the verdict as a dict (also written to OUT)."""
+    out: Path = args.out
+    duration = args.duration
+    threshold = max(1.5, 0.2 * duration)
+
+    address = _start_middleware(sup, out, threshold)
+    # From the start: a new reliable consumer would read the journal from its
+    # oldest record anyway, but following from the first shows the export live.
+    sup.start("collector", _collect(address, out, "--follow", "--progress-s", "1", *_INFO))
+    _start_car(sup, args, address, (0.25 * duration, 0.4 * duration))
+    sup.wait_for_line("collector", r"collect: \S+ \(\S+\) from boot", 30)
+    print(f"collector   following the journal into {out / 'landing'}")
+    print(f"apps        {', '.join(APPS)} subscribed; running for {duration:g} s")
+    print(f"            (live view: {_python()} -m middleware.apps dashboard --target {address})")
+    _run_for(sup, out, duration)
+    collected = _stop(sup, out, address)
     provider = read_status(out / "apps" / "vehicle-sim.json") or {}
     apps = {app: read_status(out / "apps" / f"{app}.json") or {} for app in APPS}
 
-    analysis: dict[str, Any] | None = None
-    if not args.no_analysis:
-        print("analysis    Spark: ingest the journal, find gaps, staleness, drops, restarts...")
-        t = time.monotonic()
-        stdout = sup.run(
-            "analysis",
-            [
-                py, "-m", "telemetry_export", "--master", "local[2]", "--shuffle-partitions", "2",
-                "report",
-                "--input", str(out / "journal"),
-                "--output", str(out),
-                "--stale", f"{STALLED}={threshold:g}",
-                "--stale-default", "60",
-            ],
-            timeout=600,
-        )  # fmt: skip
-        analysis = json.loads(stdout)
-        print(f"            done in {time.monotonic() - t:.0f} s")
-    verdict = judge(provider, apps, analysis)
+    analysis = None if args.no_analysis else _analyse(sup, out, threshold)
+    export = check_export(out / "journal", out / "landing", None, collected=collected)
+    verdict = judge(provider, apps, analysis, export)
     result = verdict.as_dict()
     result.update(duration=duration, address=address, out=str(out))
     (out / "demo-summary.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
@@ -225,7 +328,10 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         # The provider first, so the apps' final reads end at once; the
         # middleware last, so the journal records everything until the end.
-        sup.stop_all(order=["analysis", "provider", *APPS, "middleware"])
+        # The collector before the middleware, so it does not retry a middleware
+        # that has gone.
+        order = ["analysis", "ingest", "collector-drain", "provider", *APPS, "collector"]
+        sup.stop_all(order=[*order, "middleware"])
     return 0 if result["ok"] else 1
 
 
