@@ -33,6 +33,7 @@ from middleware.client.events import (
 )
 from middleware.client.provider import (
     ConflictError,
+    HeadConflictError,
     KeysChangedError,
     ProviderClient,
     PublishRefusedError,
@@ -47,6 +48,7 @@ __all__ = [
     "ClientEvent",
     "ConflictError",
     "DataEvent",
+    "HeadConflictError",
     "HealthEvent",
     "KeyAddedEvent",
     "KeyFreshEvent",

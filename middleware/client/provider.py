@@ -29,7 +29,13 @@ from middleware.client.wire import KEYS_VERSION_HEADER
 from vehicle.actuation.v1 import actuation_pb2_grpc
 from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
-__all__ = ["ConflictError", "KeysChangedError", "ProviderClient", "PublishRefusedError"]
+__all__ = [
+    "ConflictError",
+    "HeadConflictError",
+    "KeysChangedError",
+    "ProviderClient",
+    "PublishRefusedError",
+]
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +47,18 @@ class ConflictError(Exception):
         self.key = key
         self.current = current
         super().__init__(f"{key}: version is now {current}")
+
+
+class HeadConflictError(Exception):
+    """A write guarded by ``if_head`` lost: something was written since that head.
+
+    ``head`` is the newest head: read what changed, then write again with it.
+    """
+
+    def __init__(self, key: str, head: str) -> None:
+        self.key = key
+        self.head = head
+        super().__init__(f"{key}: the head moved on (now {head[:12]})")
 
 
 class KeysChangedError(Exception):
@@ -100,6 +118,9 @@ class ProviderClient:
         self._call: (
             grpc.aio.StreamUnaryCall[vstore_pb2.PublishRequest, vstore_pb2.PublishSummary] | None
         ) = None
+        self.head = ""
+        """The newest head this client was told (Set, Get and Publish answers):
+        give it as ``if_head`` to write only if nothing was written since."""
         self.reconnects = 0
         self.published = 0
         """Updates written to the stream (including re-sent ones)."""
@@ -280,26 +301,47 @@ class ProviderClient:
             await self._resend()
             return await self.flush()
         self._stream_values.clear()
+        self.head = summary.head
         return summary
 
-    async def set(self, name: str, data: bytes, *, if_version: int | None = None) -> int:
+    async def set(
+        self,
+        name: str,
+        data: bytes,
+        *,
+        if_version: int | None = None,
+        if_head: str | None = None,
+    ) -> int:
         """One unary write, optionally compare-and-set; returns the new version.
+
+        ``if_version``: only if the key's version is this. ``if_head``: only if
+        nothing was written anywhere since this head (:attr:`head` after a
+        ``get``); on several nodes the answer waits for the cluster's verdict.
 
         Raises:
             ConflictError: ``if_version`` was stale.
+            HeadConflictError: ``if_head`` was stale (:attr:`head` is the newest).
         """
         update = vstore_pb2.Update(name=name, data=data)
         if if_version is not None:
             update.if_version = if_version
-        response = await self._stub.Set(vstore_pb2.SetRequest(updates=[update]), metadata=self._md)
+        request = vstore_pb2.SetRequest(updates=[update])
+        if if_head is not None:
+            request.if_head = if_head
+        response = await self._stub.Set(request, metadata=self._md)
+        self.head = response.head
         result = response.results[0]
+        if result.head_conflict:
+            raise HeadConflictError(name, result.head)
         if result.conflict:
             raise ConflictError(name, result.version)
         return int(result.version)
 
     async def get(self, names: Sequence[str]) -> dict[str, vstore_pb2.Value]:
-        """Current values by name (unknown names are left out)."""
+        """Current values by name (unknown names are left out); :attr:`head` is
+        the head they are from."""
         response = await self._stub.Get(vstore_pb2.GetRequest(names=list(names)), metadata=self._md)
+        self.head = response.head
         return {v.name: v for v in response.values}
 
     # -- internals ---------------------------------------------------------------

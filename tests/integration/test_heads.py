@@ -18,6 +18,7 @@ import pytest
 
 from bench.nodes import Nodes
 from middleware.auth.tokens import generate_key_pair, mint
+from middleware.client import HeadConflictError, ProviderClient
 from middleware.server import RunningServer
 from tests.integration.pki import Authority
 from vehicle.cluster.v1 import cluster_pb2, cluster_pb2_grpc
@@ -183,3 +184,17 @@ async def test_nodes_serving_mutual_tls_link_with_certificates_that_name_them(
             err = await refused_link(stub, (), "a")
             assert err.code() == grpc.StatusCode.PERMISSION_DENIED
             assert "'ops' may not speak for node 'a'" in (err.details() or "")
+
+
+async def test_the_provider_sdk_writes_on_a_head_and_says_when_it_moved(
+    server: RunningServer,
+) -> None:
+    async with ProviderClient(server.address, "lock-holder") as p:
+        await p.add_keys([NAME])
+        await p.get([NAME])
+        seen = p.head
+        assert await p.set(NAME, b"mine", if_head=seen) == 1
+        with pytest.raises(HeadConflictError) as err:
+            await p.set(NAME, b"again", if_head=seen)
+        assert err.value.head == p.head != seen
+        assert (await p.get([NAME]))[NAME].data == b"mine"
