@@ -89,7 +89,9 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
             assert stream.effective is not None
             window = stream.window.size or 0
             await context.write(
-                convert.started_batch(self._rt.boot_id, stream.effective, window=window)
+                convert.started_batch(
+                    self._rt.boot_id, stream.effective, window=window, head=self._rt.head()
+                )
             )
             await deliver(self._rt, stream, context.write)
         except asyncio.CancelledError:

@@ -22,6 +22,7 @@ from middleware.client import HeadConflictError, ProviderClient
 from middleware.server import RunningServer
 from tests.integration.pki import Authority
 from vehicle.cluster.v1 import cluster_pb2, cluster_pb2_grpc
+from vehicle.ess.v1 import ess_pb2
 from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
 NAME = "Vehicle.Cabin.Lock"
@@ -57,6 +58,12 @@ async def test_every_write_and_read_response_carries_the_head(
         cluster_pb2.StatusRequest(), metadata=s.md
     )
     assert (st.head, list(st.peers)) == (got.head, [])
+    # An app's event stream starts with it too (StreamStarted.head).
+    events = s.events.Events(metadata=s.md)
+    await events.write(ess_pb2.EventsRequest(open=ess_pb2.OpenEvents()))
+    started = (await events.read()).events[0].started
+    assert started.head == got.head
+    events.cancel()
 
 
 async def test_set_with_if_head_applies_on_the_newest_head_only(
