@@ -118,6 +118,11 @@ class Settings:
     """How long an actuation waits for its provider's answer (KUKSA Actuate)."""
     metrics_listen: str = ""
     """Serve Prometheus text at ``http://ADDRESS/metrics`` (empty: no). Port 0 picks one."""
+    metrics_remote: bool = False
+    """Allow ``metrics_listen`` on an address other than loopback. The endpoint is
+    plain HTTP with no authentication (app and key names, drops): off unless the
+    vehicle network around it is trusted; ``GetStats`` (TLS, the admin scope) is
+    the protected way."""
     metrics_top_keys: int = 20
     """Keys in the per-key series (the busiest by writes per second; 0 to 1000)."""
     tls_cert: str = ""
@@ -231,6 +236,14 @@ class Settings:
             if not sep or not port.isdigit() or int(port) > 65535:
                 raise ValueError(
                     f"metrics_listen {self.metrics_listen!r}: use HOST:PORT, e.g. 127.0.0.1:9464"
+                )
+            host = _host.strip("[]")
+            if host not in ("127.0.0.1", "::1", "localhost") and not self.metrics_remote:
+                raise ValueError(
+                    f"metrics_listen {self.metrics_listen!r} is not a loopback address: the "
+                    "metrics endpoint has no authentication; listen on 127.0.0.1 (a local "
+                    "scraper or agent), use GetStats (TLS, the admin scope), or set "
+                    "metrics_remote = true on a trusted network"
                 )
         if not 0 <= self.metrics_top_keys <= 1000:
             raise ValueError(f"metrics_top_keys must be 0 to 1000, got {self.metrics_top_keys}")

@@ -65,3 +65,12 @@ def test_peers_come_from_toml_env_and_flags_and_bad_ones_are_named(tmp_path: Pat
     ):
         with pytest.raises(ValueError, match=words):
             load_settings(overrides=bad)
+
+
+def test_the_unauthenticated_metrics_endpoint_stays_on_loopback_unless_told() -> None:
+    for address in ("127.0.0.1:9464", "[::1]:9464", "localhost:0"):
+        assert Settings(metrics_listen=address).metrics_listen == address
+    for address in ("0.0.0.0:9464", ":9464", "192.168.1.20:9464"):
+        with pytest.raises(ValueError, match=r"not a loopback address.*metrics_remote"):
+            Settings(metrics_listen=address)
+        assert Settings(metrics_listen=address, metrics_remote=True).metrics_remote
