@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from middleware.errors import UnknownConsumerError
+from middleware.errors import UnavailableError, UnknownConsumerError
 from middleware.journal.answers import (
     Nothing,
     Read,
@@ -177,6 +177,44 @@ class Feed:
                     offset,
                     keep_lost=lambda x: lost_after(view, x, boot_id, offset),
                 )
+
+    def acknowledge_held(self, consumer: Consumer, boot_id: str, offset: int) -> None:
+        """Acknowledge ``(boot_id, offset)`` (empty boot: the current one) only when it is a
+        position held, as :meth:`poll` does: one whose answer is records or nothing new.
+
+        A position not held (a new consumer's ``("", 0)``, an offset of a boot no
+        longer held, one behind what is held) acknowledges nothing: the consumer
+        keeps its registered position, and what it pins, until it acknowledges
+        a position it was actually served (e.g. the recovery answer's ``p(n0)``).
+        Nothing written yet: nothing acknowledged. Blocking (may list the
+        directory): on the event loop use :meth:`acknowledge_held_async`.
+
+        Raises:
+            OffsetOutOfRangeError: the named boot never wrote ``offset``.
+        """
+        if self._held_in_memory(boot_id, offset):
+            self.acknowledge(consumer, self.boot_id, offset)
+            return
+        try:
+            a = answer(self.view(), boot_id, offset)
+        except UnavailableError:
+            return
+        if not isinstance(a, Recover):
+            self.acknowledge(consumer, a.boot_id, a.offset)
+
+    async def acknowledge_held_async(self, consumer: Consumer, boot_id: str, offset: int) -> None:
+        """:meth:`acknowledge_held` from the event loop: in memory there, else in a thread."""
+        if self._held_in_memory(boot_id, offset):
+            await self.acknowledge_async(consumer, self.boot_id, offset)
+        else:
+            await asyncio.to_thread(self.acknowledge_held, consumer, boot_id, offset)
+
+    def _held_in_memory(self, boot_id: str, offset: int) -> bool:
+        """Whether the position is the running boot's and in memory (``p(n0)`` included)."""
+        if (boot_id or self.boot_id) != self.boot_id:
+            return False
+        window = self.history.window()
+        return window is not None and _in_window(window, offset)
 
     async def acknowledge_async(self, consumer: Consumer, boot_id: str, offset: int) -> None:
         """:meth:`acknowledge` from the event loop: in memory there, else in a thread."""

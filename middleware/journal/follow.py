@@ -137,10 +137,11 @@ class FollowSession:
         self._event = event = feed.waiter()
         try:
             if self.consumer is not None:
-                # Where it starts is what it holds: that acknowledges everything before.
-                await feed.acknowledge_async(
-                    self.consumer, self._boot or feed.boot_id, self._offset
-                )
+                # Where it starts is what it holds: that acknowledges everything before,
+                # when it is a position held (as Poll). One not held (a new consumer's
+                # ("", 0), a restart, a bogus offset) acknowledges nothing: the
+                # recovery group does, once the consumer acknowledges it.
+                await feed.acknowledge_held_async(self.consumer, self._boot, self._offset)
             else:
                 self._offset = feed.live_start(self._offset, 0)
                 self._boot = feed.boot_id

@@ -499,3 +499,37 @@ async def read_all_boots(
             continue
         got += [(answer.records.boot_id, r) for r in records(answer)]
         boot, offset = answer.records.boot_id, answer.records.last_offset
+
+
+async def test_a_follow_from_a_position_not_held_releases_nothing(tmp_path: Path) -> None:
+    """Follow's start acknowledges only a position held (as Poll does): a consumer that
+    starts with ("", 0) after a restart, or with an offset its boot never wrote, keeps
+    its registered position, so the earlier boot's records stay pinned."""
+    s = settings(tmp_path, journal_offset_start=1000)
+    async with running(s) as (server, stub):
+        await settled(server)
+        first = await stub.RegisterConsumer(pb.RegisterConsumerRequest(component="c"), metadata=MD)
+        await publish(server.address, 5)
+        await settled(server)
+    async with running(s) as (server, stub):
+        await settled(server)
+        [before] = (await stub.ListConsumers(pb.ListConsumersRequest(), metadata=MD)).consumers
+        assert before.position == first.position
+        assert before.unacknowledged_bytes > 0
+        boot = server.runtime.boot_id
+        # ("", 0): offset 0 is not held in the current boot: a recovery group, no ack.
+        call = stub.Follow(metadata=MD)
+        start = pb.FollowStart(component="c", boot_id="", offset=0, max=10, window=4)
+        await call.write(pb.FollowRequest(start=start))
+        group = await asyncio.wait_for(call.read(), 5)
+        assert group.WhichOneof("answer") == "recovery"
+        assert group.recovery.boot_id == boot
+        call.cancel()
+        # An offset the current boot never wrote: OUT_OF_RANGE, and no ack either.
+        call = stub.Follow(metadata=MD)
+        bogus = pb.FollowStart(component="c", boot_id=boot, offset=999_999, max=10, window=4)
+        await call.write(pb.FollowRequest(start=bogus))
+        await fails(call.read(), Code.OUT_OF_RANGE, "is not an offset of boot")
+        [after] = (await stub.ListConsumers(pb.ListConsumersRequest(), metadata=MD)).consumers
+        assert after.position == first.position  # still before the first boot's records
+        assert after.unacknowledged_bytes == before.unacknowledged_bytes

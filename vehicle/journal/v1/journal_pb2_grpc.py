@@ -137,7 +137,11 @@ class JournalServiceServicer:
         writes them, at once when idle (no timer delay), bigger under load (each
         group holds what was written since the last, up to `max` records).
         The consumer's first message is `start` (once); then a reliable
-        consumer sends `ack`s. Each group has a sequence number from 0:
+        consumer sends `ack`s. Like a Poll, `start` acknowledges its position
+        only when that is a position held (its answer would be records or
+        nothing new); one not held (("", 0) after a restart, a new consumer, an
+        offset no longer held) releases nothing until the consumer acknowledges
+        the recovery group it gets. Each group has a sequence number from 0:
         - reliable consumer: no gap in `seq`; a recovery answer is a group too
         (the stream then goes on from its boot's n0, so the consumer learns of
         a restart or a loss in band); at most `window` groups are sent
