@@ -34,7 +34,7 @@ from typing import Final
 
 from middleware.errors import InvalidRequestError, OffsetOutOfRangeError, UnavailableError
 from middleware.journal.archive import BootSpan
-from middleware.journal.chain import OFFSET_MOD, distance, pred
+from middleware.journal.chain import OFFSET_MOD, distance, pred, succ
 from middleware.journal.consumers import Lost
 from middleware.journal.records import KINDS
 
@@ -51,6 +51,7 @@ __all__ = [
     "check_want",
     "later",
     "lost_after",
+    "lost_beyond",
     "position_key",
 ]
 
@@ -246,6 +247,21 @@ def lost_after(view: View, lost: Lost, boot_id: str, offset: int) -> bool:
         return lost_at > at
     # A boot not held is older than every held one; two not held cannot be ordered: say it.
     return at is None
+
+
+def lost_beyond(view: View, lost: Lost, boot_id: str, offset: int) -> Lost | None:
+    """The part of a lost range after the position ``(boot_id, offset)`` (None: the
+    position is at or past its end): what a consumer there has really lost."""
+    if not lost_after(view, lost, boot_id, offset):
+        return None
+    if lost.boot_id != boot_id:
+        return lost
+    if distance(lost.from_offset, offset) < distance(lost.from_offset, lost.to_offset):
+        start = succ(offset)  # it holds the start of the range
+        return Lost(
+            lost.boot_id, start, lost.to_offset, distance(start, lost.to_offset) + 1, lost.reason
+        )
+    return lost
 
 
 def check_limits(max_records: int, *, field: str = "max") -> None:

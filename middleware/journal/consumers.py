@@ -215,27 +215,54 @@ class Consumers:
         boot_id: str,
         offset: int,
         *,
+        moves_on: Callable[[str, int], bool],
         keep_lost: Callable[[Lost], bool],
-    ) -> None:
-        """Move the consumer's position to ``(boot_id, offset)`` (the caller checked it is
-        later) and drop the lost ranges ``keep_lost`` says it is past. Persisted lazily."""
+    ) -> bool:
+        """Move the consumer's position to ``(boot_id, offset)`` if that is later than
+        where it stands (``moves_on(its boot, its offset)``, asked under the lock: a
+        retention cut may have moved it on since the caller looked) and drop the lost
+        ranges ``keep_lost`` says it is past. Persisted lazily. Whether it moved."""
         with self._lock:
             c = self._consumers.get((app, component))
-            if c is None:
-                return
+            if c is None or not moves_on(c.boot_id, c.offset):
+                return False
             c.boot_id, c.offset, c.acked_ns = boot_id, offset, self._clock()
             c.lost = [x for x in c.lost if keep_lost(x)]
             self._dirty = True
             if time.monotonic() - self._flushed_at >= _FLUSH_EVERY_S:
                 self._write(sync=False)
+            return True
 
-    def cut(self, app: str, component: str, boot_id: str, offset: int, lost: list[Lost]) -> None:
-        """Retention cut the consumer loose: it lost ``lost`` (merged with the ranges it
-        lost just before, of the same boot); its position moves past them."""
+    def cut(
+        self,
+        app: str,
+        component: str,
+        boot_id: str,
+        offset: int,
+        lost: list[Lost],
+        *,
+        beyond: Callable[[Lost, str, int], Lost | None],
+    ) -> list[Lost]:
+        """Retention cut the consumer loose at ``(boot_id, offset)``: it lost ``lost``
+        (merged with the ranges it lost just before, of the same boot); its position
+        moves past them.
+
+        Retention planned the cut from a copy of the positions: the consumer may
+        have acknowledged records since. So under the lock, only what is after its
+        position now is lost (``beyond(range, boot_id, offset)``: the part of a
+        range after a position, None if none); when nothing is (it acknowledged
+        up to the cut or past it), nothing changes and its position stays.
+
+        Returns:
+            The ranges it lost (empty: it was not cut).
+        """
         with self._lock:
             c = self._consumers.get((app, component))
             if c is None:
-                return
+                return []
+            lost = [y for x in lost if (y := beyond(x, c.boot_id, c.offset)) is not None]
+            if not lost:
+                return []
             c.boot_id, c.offset = boot_id, offset
             merged = list(c.lost)
             for x in lost:
@@ -253,6 +280,7 @@ class Consumers:
             c.lost = merged[-MAX_LOST:]
             c.cuts += 1
             self._write(sync=True)
+            return lost
 
     def flush(self) -> None:
         """Write acknowledgements not yet written (at stop)."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,12 +32,13 @@ from middleware.journal.answers import (
     answer,
     later,
     lost_after,
+    lost_beyond,
 )
 from middleware.journal.archive import Archive
 from middleware.journal.chain import OFFSET_MOD, distance, pred
 from middleware.journal.consumers import LIVE, Consumer, Consumers, check_component
 from middleware.journal.history import History, Slice
-from middleware.journal.pinning import Pin, Plan, lag_bytes, plan
+from middleware.journal.pinning import Cut, Pin, Plan, lag_bytes, plan
 from middleware.journal.segments import segment_files
 from middleware.metrics.collectors import Figure
 
@@ -175,6 +177,7 @@ class Feed:
                     consumer.component,
                     boot_id,
                     offset,
+                    moves_on=lambda b, o: later(view, (b, o), (boot_id, offset)),
                     keep_lost=lambda x: lost_after(view, x, boot_id, offset),
                 )
 
@@ -240,6 +243,13 @@ class Feed:
                 consumer.component,
                 boot_id,
                 offset,
+                # Where it stands now (a cut may have moved it): an earlier boot, or
+                # behind the memory, is before any position in memory.
+                moves_on=lambda b, o: (
+                    b != boot_id
+                    or not _in_window(window, o)
+                    or _dist(window, offset) > _dist(window, o)
+                ),
                 keep_lost=lambda x: x.boot_id == boot_id and _after(x.to_offset, offset),
             )
         return True
@@ -473,12 +483,33 @@ class Feed:
         )
         return decided, total
 
-    def apply_cuts(self, decided: Plan) -> None:
-        """Record the plan's cuts in the registry (before the segments go). Logged once
-        per episode: until the consumer acknowledges a record again."""
+    def apply_cuts(self, decided: Plan) -> list[Cut]:
+        """Record the plan's cuts in the registry (before the segments go); returns the
+        cuts applied, each with what the consumer lost.
+
+        The plan was made from a copy of the positions: a consumer that has
+        acknowledged records since loses only what is after its position now,
+        and one that acknowledged up to its cut or past it is not cut at all
+        (checked under the registry's lock, see :meth:`Consumers.cut`). Logged
+        once per episode: until the consumer acknowledges a record again."""
+        if not decided.cuts:
+            return []
+        beyond = functools.partial(lost_beyond, self.view())
+        applied: list[Cut] = []
         for cut in decided.cuts:
             p = cut.pin
-            self.consumers.cut(p.app, p.component, cut.boot_id, cut.offset, cut.lost)
+            lost = self.consumers.cut(
+                p.app, p.component, cut.boot_id, cut.offset, cut.lost, beyond=beyond
+            )
+            if not lost:
+                log.info(
+                    "journal: consumer %s/%s acknowledged what retention was about to "
+                    "cut: not cut loose",
+                    p.app,
+                    p.component,
+                )
+                continue
+            applied.append(dataclasses.replace(cut, lost=lost))
             key = (p.app, p.component)
             if key in self._cut:
                 continue
@@ -491,8 +522,9 @@ class Feed:
                 p.component,
                 cut.lag_bytes,
                 self.max_lag_bytes,
-                ", ".join(f"{x.boot_id} {x.from_offset}..{x.to_offset}" for x in cut.lost),
+                ", ".join(f"{x.boot_id} {x.from_offset}..{x.to_offset}" for x in lost),
             )
+        return applied
 
     def close(self) -> None:
         """Write the registry's pending acknowledgements (at stop)."""

@@ -46,14 +46,14 @@ import secrets
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Protocol
 
 from middleware.journal.chain import OFFSET_MOD, Chain
 from middleware.journal.history import History
-from middleware.journal.pinning import Plan
+from middleware.journal.pinning import Cut, Plan
 from middleware.journal.records import LEVEL_OF, Level
 from middleware.journal.reserve import LOCK_NAME, LossMarker, MarkerState, Reserve
 from middleware.journal.segments import (
@@ -93,7 +93,7 @@ class RetentionGuard(Protocol):
 
     def plan_retention(self, max_bytes: int, current: Path | None) -> tuple[Plan, int]: ...
 
-    def apply_cuts(self, decided: Plan) -> None: ...
+    def apply_cuts(self, decided: Plan) -> Sequence[Cut]: ...
 
     def close(self) -> None: ...
 
@@ -497,7 +497,16 @@ class Journal:
             return
         gone = {p for ps in removed.values() for p in ps}
         kept = [p for p in files if p not in gone]
-        for cut in decided.cuts if decided is not None else ():
+        # The cuts go into the registry first, checked against the positions now (a
+        # consumer may have acknowledged since the plan): a consumer_cut record says
+        # only what a consumer really lost. (A crash before the records reach disk
+        # leaves a cut the registry knows and its next recovery answer tells.)
+        applied = (
+            self._guard.apply_cuts(decided)
+            if decided is not None and self._guard is not None
+            else ()
+        )
+        for cut in applied:
             for lost in cut.lost:
                 self._emit_one(
                     self._own(
@@ -532,8 +541,6 @@ class Journal:
                 )
             )
         self._write_batch()
-        if decided is not None and decided.cuts and self._guard is not None:
-            self._guard.apply_cuts(decided)
         for p in sorted(gone):
             with contextlib.suppress(FileNotFoundError):
                 p.unlink()

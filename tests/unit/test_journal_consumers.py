@@ -7,6 +7,7 @@ from one a few records below it.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 from pathlib import Path
@@ -33,6 +34,7 @@ from middleware.journal.answers import (
     check_want,
     later,
     lost_after,
+    lost_beyond,
 )
 from middleware.journal.archive import Archive, BootSpan, Segment
 from middleware.journal.chain import OFFSET_MOD, Chain, distance, pred, succ, verify_line
@@ -403,8 +405,17 @@ def test_the_registry_survives_a_restart_and_registration_is_idempotent(tmp_path
     again, created = reg.register("app", "coll", "other", 99)
     assert not created
     assert (again.boot_id, again.offset) == ("b", 41)
-    reg.ack("app", "coll", "b", 50, keep_lost=lambda _: True)
-    reg.cut("app", "coll", "b", 70, [Lost("b", 51, 70, 20, "consumer cut loose")])
+    v = View((BootSpan("b", 0, 100, True),), "b", 0)
+    reg.ack(
+        "app",
+        "coll",
+        "b",
+        50,
+        moves_on=lambda b, o: later(v, (b, o), ("b", 50)),
+        keep_lost=lambda _: True,
+    )
+    lost = [Lost("b", 51, 70, 20, "consumer cut loose")]
+    assert reg.cut("app", "coll", "b", 70, lost, beyond=functools.partial(lost_beyond, v)) == lost
     reg.check()
     reg.flush()
     back = Consumers(tmp_path, max_consumers=2)
@@ -414,6 +425,56 @@ def test_the_registry_survives_a_restart_and_registration_is_idempotent(tmp_path
     assert (got.boot_id, got.offset, got.cuts) == ("b", 70, 1)
     assert got.lost == [Lost("b", 51, 70, 20, "consumer cut loose")]
     assert back.get("other-app", "coll") is None  # a consumer is (app, component)
+
+
+@pytest.mark.parametrize("start", STARTS)
+def test_a_cut_planned_before_a_later_acknowledgement_leaves_the_position_alone(
+    tmp_path: Path, start: int
+) -> None:
+    """Retention plans its cuts from a copy of the positions; the consumer may have
+    acknowledged since: it loses only what is after its position now, and never
+    moves back."""
+    v = View((BootSpan("b", start, at(start, 200), True),), "b", start)
+    beyond = functools.partial(lost_beyond, v)
+    reg = Consumers(tmp_path, max_consumers=4)
+
+    def ack(component: str, i: int) -> bool:
+        new = ("b", at(start, i))
+        return reg.ack(
+            "app",
+            component,
+            *new,
+            moves_on=lambda b, o: later(v, (b, o), new),
+            keep_lost=lambda x: lost_after(v, x, *new),
+        )
+
+    def lost(i: int, j: int) -> Lost:
+        return Lost("b", at(start, i), at(start, j), j - i + 1, "consumer cut loose")
+
+    for component in ("past", "partly", "behind"):
+        reg.register("app", component, "b", at(start, 10))
+    # The plan saw each at 10 and cuts it at 50 (losing 11..50); meanwhile "past"
+    # acknowledged 60, "partly" 30: a cut that comes now leaves "past" alone.
+    assert ack("past", 60)
+    assert ack("partly", 30)
+    assert reg.cut("app", "past", "b", at(start, 50), [lost(11, 50)], beyond=beyond) == []
+    got = reg.get("app", "past")
+    assert got is not None
+    assert (got.offset, got.cuts, got.lost) == (at(start, 60), 0, [])
+    assert reg.cut("app", "partly", "b", at(start, 50), [lost(11, 50)], beyond=beyond) == [
+        lost(31, 50)
+    ]
+    got = reg.get("app", "partly")
+    assert got is not None
+    assert (got.offset, got.cuts, got.lost) == (at(start, 50), 1, [lost(31, 50)])
+    # The other way round: an acknowledgement checked before the cut, applied after it,
+    # does not move the consumer back into what it lost.
+    assert reg.cut("app", "behind", "b", at(start, 50), [lost(11, 50)], beyond=beyond)
+    assert not ack("behind", 30)
+    got = reg.get("app", "behind")
+    assert got is not None
+    assert (got.offset, got.lost) == (at(start, 50), [lost(11, 50)])
+    reg.check()
 
 
 def test_the_registry_refuses_live_and_more_than_its_limit(tmp_path: Path) -> None:
