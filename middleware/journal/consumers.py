@@ -10,10 +10,14 @@ When retention cuts a consumer loose, the registry notes what it lost
 
 Persisted in ``DIR/.journal-consumers`` (JSON, written to a temporary file and
 renamed): registrations and cuts at once (with fsync), acknowledgements at
-most once a second (a crash loses at most a second of them: the consumer is
+most once a second by :meth:`Consumers.flush_lazily`, which the journal's
+writer thread calls (a crash loses at most a second of them: the consumer is
 then served a little again, never less). A dot name: segment globs and
 Hadoop readers skip it. Thread-safe: the writer thread cuts, the event loop
-registers and acknowledges.
+registers (in a thread) and acknowledges. The event loop reads the registry
+on every Poll, Follow group and metrics scrape, so the lock guards memory
+only: a change takes a snapshot under it and writes the file outside it (a
+second lock keeps the writes in order); an acknowledgement does no I/O.
 """
 
 from __future__ import annotations
@@ -123,7 +127,10 @@ class Consumers:
         self._clock = clock
         self._lock = threading.Lock()
         self._consumers: dict[tuple[str, str], Consumer] = {}
-        self._dirty = False
+        self._version = 0  # changes made (under _lock)
+        self._file_lock = threading.Lock()  # one file write at a time, in order
+        self._stored = 0  # the version the file holds (under _file_lock)
+        self._synced = True  # whether that version was fsynced
         self._flushed_at = 0.0
 
     def load(self) -> None:
@@ -197,16 +204,19 @@ class Consumers:
                 )
             c = Consumer(app, component, boot_id, offset, registered_ns=self._clock())
             self._consumers[c.key] = c
-            self._write(sync=True)
-            return c.copy(), True
+            snapshot = self._snapshot()
+            got = c.copy()
+        self._store(*snapshot, sync=True)
+        return got, True
 
     def unregister(self, app: str, component: str) -> bool:
         """Forget the consumer (its pins go with it); whether it was registered. Idempotent."""
         with self._lock:
             if self._consumers.pop((app, component), None) is None:
                 return False
-            self._write(sync=True)
-            return True
+            snapshot = self._snapshot()
+        self._store(*snapshot, sync=True)
+        return True
 
     def ack(
         self,
@@ -221,16 +231,15 @@ class Consumers:
         """Move the consumer's position to ``(boot_id, offset)`` if that is later than
         where it stands (``moves_on(its boot, its offset)``, asked under the lock: a
         retention cut may have moved it on since the caller looked) and drop the lost
-        ranges ``keep_lost`` says it is past. Persisted lazily. Whether it moved."""
+        ranges ``keep_lost`` says it is past. Memory only: written by
+        :meth:`flush_lazily` (or :meth:`flush`). Whether it moved."""
         with self._lock:
             c = self._consumers.get((app, component))
             if c is None or not moves_on(c.boot_id, c.offset):
                 return False
             c.boot_id, c.offset, c.acked_ns = boot_id, offset, self._clock()
             c.lost = [x for x in c.lost if keep_lost(x)]
-            self._dirty = True
-            if time.monotonic() - self._flushed_at >= _FLUSH_EVERY_S:
-                self._write(sync=False)
+            self._version += 1
             return True
 
     def cut(
@@ -279,34 +288,68 @@ class Consumers:
                 merged.append(x)
             c.lost = merged[-MAX_LOST:]
             c.cuts += 1
-            self._write(sync=True)
-            return lost
+            snapshot = self._snapshot()
+        self._store(*snapshot, sync=True)
+        return lost
 
     def flush(self) -> None:
-        """Write acknowledgements not yet written (at stop)."""
+        """Write acknowledgements not yet written, with fsync (at stop)."""
         with self._lock:
-            if self._dirty:
-                self._write(sync=True)
+            if self._version <= self._stored:
+                return
+            snapshot = self._snapshot()
+        self._store(*snapshot, sync=True)
 
-    def _write(self, *, sync: bool) -> None:
-        """Write the file atomically (lock held)."""
+    def flush_lazily(self) -> None:
+        """Write acknowledgements not yet written if the file is a second old (no
+        fsync). Cheap when nothing is due; called often by the journal's writer thread."""
+        if self._version <= self._stored or time.monotonic() - self._flushed_at < _FLUSH_EVERY_S:
+            return
+        with self._lock:
+            snapshot = self._snapshot()
+        self._store(*snapshot, sync=False)
+
+    def _snapshot(self) -> tuple[int, bytes]:
+        """The registry as the file holds it, and its version (lock held)."""
+        self._version += 1
         data: dict[str, Any] = {
             "version": 1,
             "consumers": [dataclasses.asdict(c) for _, c in sorted(self._consumers.items())],
         }
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        try:
-            with tmp.open("wb") as fh:
-                fh.write(json.dumps(data, indent=1, sort_keys=True).encode())
-                if sync:
-                    fh.flush()
-                    os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
-        except OSError as e:
-            log.error("journal: cannot write %s (%s); consumer positions kept in memory", tmp, e)
-            return
-        self._dirty = False
-        self._flushed_at = time.monotonic()
+        return self._version, json.dumps(data, indent=1, sort_keys=True).encode()
+
+    def _store(self, version: int, data: bytes, *, sync: bool) -> None:
+        """Write a snapshot atomically (registry lock not held): unless the file holds a
+        newer one already (then, for ``sync``, fsync that one)."""
+        with self._file_lock:
+            if version <= self._stored:
+                if sync and not self._synced:
+                    try:
+                        fd = os.open(self.path, os.O_RDONLY)
+                        try:
+                            os.fsync(fd)
+                        finally:
+                            os.close(fd)
+                    except OSError as e:
+                        log.error("journal: cannot sync %s (%s)", self.path, e)
+                        return
+                    self._synced = True
+                return
+            tmp = self.path.with_name(self.path.name + ".tmp")
+            try:
+                with tmp.open("wb") as fh:
+                    fh.write(data)
+                    if sync:
+                        fh.flush()
+                        os.fsync(fh.fileno())
+                os.replace(tmp, self.path)
+            except OSError as e:
+                log.error(
+                    "journal: cannot write %s (%s); consumer positions kept in memory", tmp, e
+                )
+                return
+            self._stored, self._synced = version, sync
+            self._flushed_at = time.monotonic()
 
     def check(self) -> None:
         """Assert the invariants (tests)."""

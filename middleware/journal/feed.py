@@ -526,6 +526,11 @@ class Feed:
             )
         return applied
 
+    def tick(self) -> None:
+        """The writer thread's frequent call: write the registry's acknowledgements once
+        a second (off the event loop, which only acknowledges in memory)."""
+        self.consumers.flush_lazily()
+
     def close(self) -> None:
         """Write the registry's pending acknowledgements (at stop)."""
         self.consumers.flush()

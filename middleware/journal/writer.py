@@ -89,11 +89,14 @@ class JournalInUseError(RuntimeError):
 
 
 class RetentionGuard(Protocol):
-    """What retention asks before removing segments (the journal's feed)."""
+    """What retention asks before removing segments (the journal's feed); ``tick`` is
+    called often by the writer thread (after each write, and when idle) and is cheap."""
 
     def plan_retention(self, max_bytes: int, current: Path | None) -> tuple[Plan, int]: ...
 
     def apply_cuts(self, decided: Plan) -> Sequence[Cut]: ...
+
+    def tick(self) -> None: ...
 
     def close(self) -> None: ...
 
@@ -334,6 +337,8 @@ class Journal:
                 except IndexError:
                     self._write_batch()
                     self._mark()
+                    if self._guard is not None:
+                        self._guard.tick()
                     time.sleep(_IDLE_WAIT_S)
                     continue
                 if rec is _STOP:
@@ -349,6 +354,8 @@ class Journal:
                 if self._batch_bytes >= self._batch_limit:
                     self._write_batch()
                     self._mark()
+                    if self._guard is not None:
+                        self._guard.tick()
         except Exception:
             log.exception("journal writer failed")
         finally:

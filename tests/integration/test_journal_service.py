@@ -21,6 +21,7 @@ from middleware.auth.tokens import generate_key_pair, mint
 from middleware.client import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
 from middleware.config import Settings
 from middleware.journal.chain import OFFSET_MOD, pred, succ, verify_line
+from middleware.journal.consumers import CONSUMERS_NAME
 from middleware.journal.segments import segment_files
 from middleware.server import RunningServer, start_server
 from tests.conftest import eventually
@@ -327,6 +328,16 @@ async def test_follow_sends_groups_at_once_numbered_from_zero_and_acks_release(
             group = await asyncio.wait_for(groups.get(), 5)
             assert group.seq == seq + 1
             assert time.monotonic() - sent < 0.5
+            # The acknowledgements reach the registry's file within a second or so,
+            # written by the journal's thread (the event loop only acknowledges in memory).
+            registry = tmp_path / "journal" / CONSUMERS_NAME
+
+            def on_file() -> int:
+                return int(json.loads(registry.read_bytes())["consumers"][0]["offset"])
+
+            await eventually(
+                lambda: on_file() == offsets[-1], timeout=5, what="the acks on the file"
+            )
         finally:
             reader.cancel()
             call.cancel()

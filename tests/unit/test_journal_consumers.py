@@ -7,9 +7,14 @@ from one a few records below it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gzip
 import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -474,6 +479,66 @@ def test_a_cut_planned_before_a_later_acknowledgement_leaves_the_position_alone(
     got = reg.get("app", "behind")
     assert got is not None
     assert (got.offset, got.lost) == (at(start, 50), [lost(11, 50)])
+    reg.check()
+
+
+@contextlib.contextmanager
+def blocked_writes(path: Path) -> Iterator[None]:
+    """``path`` is a FIFO while inside: opening it to write blocks until a reader comes
+    (a disk that stalls a write or an fsync); at the end a reader comes and it goes."""
+    os.mkfifo(path)
+    try:
+        yield
+    finally:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # releases a blocked writer
+        os.close(fd)
+        path.unlink()
+
+
+def runs_within(work: Callable[[], object], seconds: float) -> bool:
+    """Whether ``work()`` returns within ``seconds`` (run in a thread that may stay blocked)."""
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return not thread.is_alive()
+
+
+def test_the_registry_writes_its_file_outside_its_lock_and_acks_write_nothing(
+    tmp_path: Path,
+) -> None:
+    """The event loop reads the registry (every Poll, every Follow group, every scrape)
+    and acknowledges into it: a write or fsync that stalls must not stall those."""
+    Consumers(tmp_path, max_consumers=4).register("app", "a", "b", 1)
+    reg = Consumers(tmp_path, max_consumers=4)
+    reg.load()
+    with blocked_writes(tmp_path / (CONSUMERS_NAME + ".tmp")):
+        # An acknowledgement is memory only (the journal's writer thread writes it later).
+        assert runs_within(
+            lambda: reg.ack(
+                "app", "a", "b", 5, moves_on=lambda b, o: True, keep_lost=lambda _: True
+            ),
+            2,
+        ), "an acknowledgement waited for the registry's file"
+        # A registration blocked writing its file does not keep readers out.
+        writer = threading.Thread(target=reg.register, args=("app", "c", "b", 1), daemon=True)
+        writer.start()
+
+        def read_until_registered() -> None:
+            while reg.get("app", "c") is None:
+                time.sleep(0.001)
+            reg.all()
+
+        assert runs_within(read_until_registered, 2), "a reader waited for the file write"
+        assert writer.is_alive()  # still blocked writing: the readers really ran beside it
+    writer.join(5)
+    assert not writer.is_alive()
+    reg.flush()
+    back = Consumers(tmp_path, max_consumers=4)
+    back.load()
+    got = back.get("app", "a")
+    assert got is not None
+    assert got.offset == 5
+    assert back.get("app", "c") is not None
     reg.check()
 
 
