@@ -6,21 +6,26 @@ time order, each with the first and last offsets it holds; :meth:`Archive.read_a
 reads a boot's records after an offset. A segment's first offset is read once
 (its first line); its last is the one before the next segment's first, so only
 the final segment of a boot that ended is read whole, once (cached by name and
-size). Reading on from where the previous read of a boot
-ended costs a seek (a small cache of cursors), not a rescan of the segment.
+size). Reading on from where the previous read of a boot ended goes on from
+the segment left open there (a small cache of open readers, closed when
+evicted or when retention removes their segment), not a rescan: a gzip
+segment cannot seek without inflating it from its start, so a catch-up that
+reopened it per answer would read it once per answer.
 
 Thread-safe (the writer thread plans retention with it while the event loop
-reads): a lock around the caches; files are read outside it. A segment that
+reads): a lock around the caches; files are read outside it (an open reader
+taken from the cache belongs to one read until it is put back). A segment that
 retention removes while it is read ends the read early: the caller asks again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Final
@@ -31,7 +36,9 @@ from middleware.journal.segments import segment_boot, segment_files
 
 __all__ = ["Archive", "BootSpan", "Segment"]
 
-_CURSORS: Final = 64
+_READERS: Final = 16
+"""Open segment readers kept (each a file handle, and for gzip its inflate state): one
+per consumer catching up from disk is enough (``journal_max_consumers`` is 16)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +76,8 @@ class Archive:
         self._lock = threading.Lock()
         self._firsts: dict[str, tuple[int, str]] = {}  # name -> (first offset, its prev_hash)
         self._lasts: dict[tuple[str, int], int] = {}  # (name, size) -> last offset
-        # (boot, offset) -> (path, byte position after the record with that offset)
-        self._cursors: OrderedDict[tuple[str, int], tuple[Path, int]] = OrderedDict()
+        # (boot, offset) -> an open reader just after the record with that offset
+        self._readers: OrderedDict[tuple[str, int], _Reader] = OrderedDict()
 
     def segments(self, *, closed_boots: bool = True) -> list[Segment]:
         """Every segment with at least one whole record, oldest first.
@@ -109,7 +116,7 @@ class Archive:
             cached = self._firsts.get(path.name)
         if cached is not None:
             return cached
-        for rec, _ in _records(path, 0):
+        for rec in _records(path):
             got = int(rec["offset"]), str(rec.get("prev_hash") or "")
             with self._lock:
                 self._firsts[path.name] = got
@@ -127,7 +134,7 @@ class Archive:
         if cached is not None:
             return cached
         last: int | None = None
-        for rec, _ in _records(path, 0):
+        for rec in _records(path):
             last = int(rec["offset"])
         if last is not None:
             with self._lock:
@@ -176,9 +183,15 @@ class Archive:
         """
         scan = 10 * max_records if scan is None else scan
         target = distance(base, offset) if offset != pred(base) else -1
-        segs = [s for s in self.segments(closed_boots=False) if s.boot_id == boot_id]
+        held = self.segments(closed_boots=False)
+        segs = [s for s in held if s.boot_id == boot_id]
+        paths = {s.path for s in held}
         with self._lock:
-            cursor = self._cursors.pop((boot_id, offset), None)
+            cursor = self._readers.pop((boot_id, offset), None)
+            gone = [k for k, r in self._readers.items() if r.path not in paths]
+            stale = [self._readers.pop(k) for k in gone]  # retention removed their segment
+        for r in stale:
+            r.close()
         # The segment holding the record after `offset`: the last starting at or before it.
         index = 0
         for i, seg in enumerate(segs):
@@ -188,33 +201,136 @@ class Archive:
         size = 0
         read = 0
         last = offset
-        position: tuple[Path, int] | None = None
+        reader: _Reader | None = None
         done = False
-        for seg in segs[index:]:
-            start = cursor[1] if cursor is not None and cursor[0] == seg.path else 0
-            for rec, (line, end) in _records(seg.path, start, raw=True):
-                if distance(base, int(rec["offset"])) <= target:
-                    continue
-                if want is None or rec.get("kind") in want:
-                    if picked and (len(picked) >= max_records or size + len(line) > max_bytes):
+        try:
+            for seg in segs[index:]:
+                if reader is not None:
+                    reader.close()
+                if cursor is not None and cursor.path == seg.path:
+                    reader, cursor = cursor, None
+                else:
+                    reader = _Reader.open(seg.path)
+                    if reader is None:
+                        continue  # removed meanwhile: the caller asks again
+                while (item := reader.next()) is not None:
+                    rec, line = item
+                    if distance(base, int(rec["offset"])) <= target:
+                        continue
+                    if want is None or rec.get("kind") in want:
+                        if picked and (len(picked) >= max_records or size + len(line) > max_bytes):
+                            reader.unread(item)  # the next read starts with it
+                            done = True
+                            break
+                        picked.append(line)
+                        size += len(line)
+                    read += 1
+                    last = int(rec["offset"])
+                    if read >= scan:
                         done = True
                         break
-                    picked.append(line)
-                    size += len(line)
-                read += 1
-                last = int(rec["offset"])
-                position = (seg.path, end)
-                if read >= scan:
-                    done = True
+                if done:
                     break
-            if done:
-                break
-        if position is not None:
-            with self._lock:
-                self._cursors[(boot_id, last)] = position
-                while len(self._cursors) > _CURSORS:
-                    self._cursors.popitem(last=False)
+        except BaseException:
+            if reader is not None:
+                reader.close()
+            raise
+        finally:
+            if cursor is not None:
+                cursor.close()
+        if reader is not None:
+            self._keep(boot_id, last, reader)
         return Slice(tuple(picked), last, not done, last)
+
+    def _keep(self, boot_id: str, last: int, reader: _Reader) -> None:
+        """Keep ``reader`` (just after record ``last``) for the next read from there."""
+        if not reader.ok:
+            reader.close()
+            return
+        with self._lock:
+            closing = [r for r in (self._readers.pop((boot_id, last), None),) if r is not None]
+            self._readers[(boot_id, last)] = reader
+            while len(self._readers) > _READERS:
+                closing.append(self._readers.popitem(last=False)[1])
+        for r in closing:
+            r.close()
+
+    def removed(self, paths: Iterable[Path]) -> None:
+        """Retention removed these segments: close their open readers, which would
+        keep the disk space of the removed files."""
+        gone = set(paths)
+        with self._lock:
+            keys = [k for k, r in self._readers.items() if r.path in gone]
+            closing = [self._readers.pop(k) for k in keys]
+        for r in closing:
+            r.close()
+
+    def close(self) -> None:
+        """Close the open readers (they are opened again when needed)."""
+        with self._lock:
+            readers, self._readers = list(self._readers.values()), OrderedDict()
+        for r in readers:
+            r.close()
+
+
+class _Reader:
+    """One segment open for reading, record by record from its start; a record read and
+    not taken (:meth:`unread`) is the next one :meth:`next` gives."""
+
+    def __init__(self, path: Path, fh: IO[bytes]) -> None:
+        self.path = path
+        self._fh = fh
+        self._gzip = path.suffix == ".gz"
+        self._position = 0  # byte position (of the uncompressed lines) after the last line
+        self._held: tuple[dict[str, Any], bytes] | None = None
+        self.ok = True
+        """Whether it can read on later (False after a gzip member cut short, or an error)."""
+
+    @classmethod
+    def open(cls, path: Path) -> _Reader | None:
+        try:
+            return cls(path, _open(path))
+        except FileNotFoundError:
+            return None
+
+    def next(self) -> tuple[dict[str, Any], bytes] | None:
+        """The next whole record and its line; None at the end (for now: a growing
+        segment may have more later). Torn or foreign lines are skipped; a torn last
+        line (being written) is read again next time."""
+        if self._held is not None:
+            item, self._held = self._held, None
+            return item
+        fh = self._fh
+        while True:
+            try:
+                line = fh.readline()
+            except (EOFError, gzip.BadGzipFile, OSError, ValueError):
+                self.ok = False  # a gzip member cut by a crash, or a file closed meanwhile
+                return None
+            if not line:
+                return None
+            if not line.endswith(b"\n"):
+                # Torn (a crash), or still being written: read it again when it is whole.
+                if self._gzip:
+                    self.ok = False  # a gzip reader cannot step back cheaply: reopen then
+                else:
+                    fh.seek(self._position)
+                return None
+            self._position += len(line)
+            try:
+                rec = json.loads(line)
+                int(rec["offset"])
+            except (ValueError, KeyError, TypeError):
+                continue
+            if isinstance(rec, dict):
+                return rec, line
+
+    def unread(self, item: tuple[dict[str, Any], bytes]) -> None:
+        self._held = item
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._fh.close()
 
 
 def _open(path: Path) -> IO[bytes]:
@@ -223,33 +339,13 @@ def _open(path: Path) -> IO[bytes]:
     return path.open("rb")
 
 
-def _records(
-    path: Path, start: int, *, raw: bool = False
-) -> Iterator[tuple[dict[str, Any], tuple[bytes, int]]]:
-    """Whole records of a segment from byte ``start`` (of its uncompressed lines):
-    each with its line and the byte position after it. Torn or foreign lines are skipped."""
-    try:
-        fh = _open(path)
-    except FileNotFoundError:
+def _records(path: Path) -> Iterator[dict[str, Any]]:
+    """The whole records of a segment, from its start (torn or foreign lines skipped)."""
+    reader = _Reader.open(path)
+    if reader is None:
         return
-    with fh:
-        if start:
-            fh.seek(start)
-        position = start
-        while True:
-            try:
-                line = fh.readline()
-            except (EOFError, gzip.BadGzipFile, OSError):
-                return  # a gzip member cut by a crash, or a file removed meanwhile
-            if not line:
-                return
-            position += len(line)
-            if not line.endswith(b"\n"):
-                return  # torn (a crash), or still being written
-            try:
-                rec = json.loads(line)
-                int(rec["offset"])
-            except (ValueError, KeyError, TypeError):
-                continue
-            if isinstance(rec, dict):
-                yield rec, (line if raw else b"", position)
+    try:
+        while (item := reader.next()) is not None:
+            yield item[0]
+    finally:
+        reader.close()

@@ -18,6 +18,7 @@ import asyncio
 import dataclasses
 import functools
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -531,9 +532,14 @@ class Feed:
         a second (off the event loop, which only acknowledges in memory)."""
         self.consumers.flush_lazily()
 
+    def removed(self, paths: Sequence[Path]) -> None:
+        """Retention removed these segments (the writer thread, after the unlinks)."""
+        self.archive.removed(paths)
+
     def close(self) -> None:
-        """Write the registry's pending acknowledgements (at stop)."""
+        """Write the registry's pending acknowledgements, close open segments (at stop)."""
         self.consumers.flush()
+        self.archive.close()
 
 
 def _in_window(window: tuple[int, int], offset: int) -> bool:

@@ -98,6 +98,8 @@ class RetentionGuard(Protocol):
 
     def tick(self) -> None: ...
 
+    def removed(self, paths: Sequence[Path]) -> None: ...
+
     def close(self) -> None: ...
 
 
@@ -552,6 +554,8 @@ class Journal:
             with contextlib.suppress(FileNotFoundError):
                 p.unlink()
             log.info("journal retention removed %s", p.name)
+        if self._guard is not None:
+            self._guard.removed(sorted(gone))
 
     def _note_held(self, decided: Plan) -> None:
         """Log once per episode that consumers keep retention from going further."""

@@ -613,3 +613,81 @@ def test_the_archive_reads_a_boot_after_an_offset_across_segments(
     )
     assert all(json.loads(x)["kind"] == "evicted" for x in evicted.lines)
     assert evicted.last_offset == at(start, 11)
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_the_archive_reads_on_in_a_growing_segment_from_where_it_stopped(
+    tmp_path: Path, compress: bool
+) -> None:
+    """The reader left at the end of the segment being written reads what is appended
+    later (a gzip member per batch); a line torn mid-write is read once it is whole."""
+    chain = Chain()
+    name = tmp_path / segment_name(10**18, "b", 1, compress=compress)
+    lines = [chain.line({"kind": "lost", "boot_id": "b", "offset": o}) for o in range(6)]
+    archive = Archive(tmp_path)
+
+    def append(data: bytes) -> None:
+        with name.open("ab") as fh:
+            fh.write(gzip.compress(data) if compress else data)
+
+    def read(offset: int, reader: Archive = archive) -> tuple[list[int], int]:
+        got = reader.read_after("b", offset, base=0, max_records=100, max_bytes=1 << 20)
+        return [json.loads(x)["offset"] for x in got.lines], got.last_offset
+
+    append(b"".join(lines[:2]))
+    assert read(pred(0)) == ([0, 1], 1)
+    if not compress:  # a plain segment: the writer is mid-line
+        append(lines[2] + lines[3][:10])
+        assert read(1) == ([2], 2)
+        append(lines[3][10:])
+        assert read(2) == ([3], 3)
+    else:
+        append(b"".join(lines[2:4]))
+        assert read(1) == ([2, 3], 3)
+    append(b"".join(lines[4:]))
+    assert read(3) == ([4, 5], 5)
+    assert read(pred(0), Archive(tmp_path)) == ([0, 1, 2, 3, 4, 5], 5)  # afresh: the same
+
+
+def _bytes_read() -> int:
+    """Bytes this process has read through read() and friends so far (Linux)."""
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    raise AssertionError("no rchar in /proc/self/io")
+
+
+def test_a_catch_up_over_gzip_segments_reads_each_segment_once(tmp_path: Path) -> None:
+    """A consumer catching up from disk reads a segment in many answers; a gzip segment
+    cannot seek without inflating it from its start, so each answer must go on from an
+    open segment, not reopen it (that read a segment once per answer: quadratic)."""
+    write_segments(tmp_path, "b", TOP, [1500, 1500, 1500], compress=True)
+    size = sum(p.stat().st_size for p in tmp_path.iterdir())
+    archive = Archive(tmp_path)
+    archive.segments()  # each segment's first line, read once and kept
+    before = _bytes_read()
+    got, offset = [], pred(TOP)
+    while True:
+        s = archive.read_after("b", offset, base=TOP, max_records=20, max_bytes=1 << 20)
+        if not s.lines:
+            break
+        got += [json.loads(x)["offset"] for x in s.lines]
+        offset = s.last_offset
+    read = _bytes_read() - before
+    assert got == [at(TOP, i) for i in range(4500)]
+    assert read < 2 * size, f"read {read:,} bytes of {size:,} on disk"
+    # The newest segment is kept open for the next read; once retention removed it,
+    # it is closed (an open file would keep the disk space of the removed one).
+    newest = max(tmp_path.glob("*.gz"))
+    assert str(newest) in _open_files()
+    archive.removed([newest])
+    assert str(newest) not in _open_files()
+
+
+def _open_files() -> set[str]:
+    """The paths this process has open (Linux)."""
+    out = set()
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            out.add(os.readlink(f"/proc/self/fd/{fd}"))
+    return out
