@@ -64,6 +64,7 @@ from middleware.cli_support import (
     tls_from_args,
 )
 from middleware.client import Tls
+from middleware.client._channel import RECEIVE_LIMIT, open_channel
 from middleware.client.wire import APP_ID_HEADER, AUTH_HEADER
 from middleware.journal.chain import OFFSET_MOD, distance, pred, succ, verify_line
 from vehicle.journal.v1 import journal_pb2 as pb
@@ -88,6 +89,10 @@ _RETRYABLE: Final = frozenset(
         grpc.StatusCode.RESOURCE_EXHAUSTED,
     }
 )
+_TOO_LARGE: Final = "Received message larger than max"
+"""gRPC's RESOURCE_EXHAUSTED when a message is over the channel's receive limit: the
+same answer would come again, so it is fatal (a middleware's RESOURCE_EXHAUSTED, e.g. a
+rate limit, is retried)."""
 _REASON_OF: Final = {
     pb.RECOVERY_REASON_CUT_LOOSE: "consumer cut loose",
     pb.RECOVERY_REASON_NOT_IN_HISTORY: "history overrun",
@@ -576,13 +581,11 @@ class Collector:
         self._md = tuple(md)
 
     def _channel(self, address: str) -> grpc.aio.Channel:
-        tls = self.o.tls
-        if tls is None or address.startswith("unix:"):
-            return grpc.aio.insecure_channel(address)
-        options = []
-        if tls.server_name:
-            options.append(("grpc.ssl_target_name_override", tls.server_name))
-        return grpc.aio.secure_channel(address, tls.credentials(), options=options)
+        """The SDK's channel: keepalive pings (a middleware that goes silent, e.g. a car
+        that lost power, ends the call within seconds, even an idle Follow: it would
+        wait forever otherwise while the lease keeps other collectors out), quick
+        reconnects, the receive limit, and TLS."""
+        return open_channel(address, tls=self.o.tls)
 
     def stop(self) -> None:
         """Stop cleanly: land what is buffered, store positions, end."""
@@ -639,13 +642,26 @@ class Collector:
                 if vehicle is not None:
                     await self._flush(vehicle)
                     vehicle.state = f"reconnecting ({e.code().name})"
+                if _TOO_LARGE in (e.details() or ""):
+                    raise CollectError(
+                        f"an answer was larger than this collector receives ({e.details()}; "
+                        f"its limit is {RECEIVE_LIMIT // 2**20} MiB): the middleware's "
+                        "answers are bounded by its max_message_bytes (less 64 KiB); set "
+                        f"it to {RECEIVE_LIMIT // 2**20} MiB or less"
+                    ) from None
                 if e.code() not in _RETRYABLE:
                     raise CollectError(f"{e.code().name}: {e.details()}") from None
                 if self.o.once and time.monotonic() - since > self.o.retry_s:
                     raise CollectError(
                         f"no answer for {self.o.retry_s:g} s ({e.details()})"
                     ) from None
-                log.info("collect: %s: %s; retrying in %.1f s", address, e.code().name, backoff)
+                log.info(
+                    "collect: %s: %s (%s); retrying in %.1f s",
+                    address,
+                    e.code().name,
+                    e.details(),
+                    backoff,
+                )
             except _StreamEnded:
                 log.info("collect: %s: the Follow stream ended; following again", address)
             with contextlib.suppress(TimeoutError):

@@ -34,6 +34,9 @@ RETRYABLE: Final = frozenset(
 """Codes after which a client reconnects rather than giving up (the middleware
 went away, or the call was cut)."""
 
+RECEIVE_LIMIT: Final = 16 * 1024 * 1024
+"""The most bytes of one message a channel receives (gRPC's default is 4 MiB)."""
+
 _OPTIONS: Final = [
     # Find a dead middleware within seconds, even on an idle stream.
     ("grpc.keepalive_time_ms", 5_000),
@@ -41,7 +44,7 @@ _OPTIONS: Final = [
     ("grpc.http2.ping_timeout_ms", 5_000),
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.max_pings_without_data", 0),
-    ("grpc.max_receive_message_length", 16 * 1024 * 1024),
+    ("grpc.max_receive_message_length", RECEIVE_LIMIT),
     # Reconnect quickly after a middleware restart.
     ("grpc.initial_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 2_000),

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import json
@@ -35,8 +36,12 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def collector(address: str, landing: Path, *extra: str) -> Iterator[subprocess.Popen[str]]:
-    """A collector process, always ended (SIGTERM, then SIGKILL)."""
+def collector(
+    address: str, landing: Path, *extra: str, log: Path | None = None
+) -> Iterator[subprocess.Popen[str]]:
+    """A collector process, always ended (SIGTERM, then SIGKILL); its stderr in ``log``
+    when given (to read while it runs), else a pipe."""
+    err = log.open("w") if log is not None else None
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -56,7 +61,7 @@ def collector(address: str, landing: Path, *extra: str) -> Iterator[subprocess.P
             *extra,
         ],
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=err if err is not None else subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
@@ -66,6 +71,8 @@ def collector(address: str, landing: Path, *extra: str) -> Iterator[subprocess.P
         if proc.poll() is None:
             proc.kill()
             proc.communicate(timeout=15)
+        if err is not None:
+            err.close()
 
 
 def end(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
@@ -176,3 +183,39 @@ async def test_a_collector_killed_and_restarted_lands_no_duplicate_and_no_gap(
     for a, b in itertools.pairwise(records):
         assert b["prev_hash"] == a["hash"]  # one chain across the files of both runs
         assert b["offset"] == succ(a["offset"])
+
+
+async def test_a_middleware_that_goes_silent_is_noticed_and_followed_on_when_it_is_back(
+    tmp_path: Path,
+) -> None:
+    """The car loses power: no FIN, no RST, just silence (SIGSTOP). The collector's
+    idle Follow notices within the keepalive time (5 s ping, 5 s to answer) and
+    reconnects; once the middleware answers again (SIGCONT) it goes on: no gap, no
+    duplicate, no restart."""
+    journal, landing, log = tmp_path / "journal", tmp_path / "landing", tmp_path / "coll.log"
+    mw, address = serve(journal, "--journal-level", "full")
+    try:
+        with collector(address, landing, log=log) as coll:
+            await publish(address, 100)
+            wait_landed(journal, landing, coll)
+            mw.send_signal(signal.SIGSTOP)
+            silent = time.monotonic()
+            try:
+                while "retrying in" not in log.read_text():
+                    assert time.monotonic() - silent < 15, (
+                        "the collector did not notice the silent middleware:\n" + log.read_text()
+                    )
+                    await asyncio.sleep(0.05)
+            finally:
+                mw.send_signal(signal.SIGCONT)
+            await publish(address, 100)
+            disk = wait_landed(journal, landing, coll)
+            code, out, _ = end(coll)
+            assert code == 0, log.read_text()
+    finally:
+        stop(mw)
+    data, notes = landed(landing)
+    assert notes == []  # no restart, no gap
+    assert len(data) == len(set(data)) == len({key(x) for x in data})  # no duplicate
+    assert set(disk) <= set(data)
+    assert json.loads(out)["vehicles"]["car-f"]["duplicates"] == 0
