@@ -412,6 +412,15 @@ class Feed:
                 self.history.bytes,
             ),
         ]
+        out.append(
+            Figure(
+                "vmw_journal_follow_streams",
+                "journal Follow streams open (reliable and live)",
+                "gauge",
+                (),
+                len(self._waiters),
+            )
+        )
         for c in self.consumers.all():
             labels = (("app", c.app), ("component", c.component))
             start = c.offset if c.boot_id == self.boot_id else pred(self.first_offset)

@@ -27,6 +27,7 @@ import math
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from middleware.errors import FollowReplacedError, InvalidRequestError, UnavailableError
 from middleware.journal.answers import Nothing, Recover
@@ -73,6 +74,7 @@ class FollowSession:
         self._skipped: tuple[str, int] | None = None  # filtered-out records read past, unsent
         self._error: BaseException | None = None
         self._event: asyncio.Event | None = None
+        self._task: asyncio.Task[Any] | None = None
         self.sent = 0
         """Groups sent."""
 
@@ -106,10 +108,25 @@ class FollowSession:
             await self._feed.acknowledge_async(self.consumer, *position)
         self._wake()
 
+    @property
+    def error(self) -> BaseException | None:
+        """Why the session was ended (:meth:`fail`): the first reason given stands."""
+        return self._error
+
     def fail(self, error: BaseException) -> None:
-        """End the session with ``error`` (a bad acknowledgement, a newer stream)."""
+        """End the session with ``error`` (a bad acknowledgement, a newer stream, its
+        consumer unregistered). The first reason given stands.
+
+        The task running :meth:`run` is cancelled: it may be blocked writing to a
+        consumer that stopped reading (flow control), where no wake-up reaches it.
+        That task then raises ``CancelledError``; its caller reports :attr:`error`.
+        """
+        if self._error is not None:
+            return
         self._error = error
         self._wake()
+        if self._task is not None and self._task is not asyncio.current_task():
+            self._task.cancel()
 
     def replace(self) -> None:
         """A newer Follow of the same consumer took over."""
@@ -132,10 +149,14 @@ class FollowSession:
             self.consumer = fresh
 
     async def run(self, send: Callable[[Group], Awaitable[None]]) -> None:
-        """Send groups until the stream ends (cancelled) or fails (raises the error)."""
+        """Send groups until the stream ends (cancelled) or fails (raises the error, or is
+        cancelled by :meth:`fail` while it waits: then :attr:`error` says why)."""
         feed = self._feed
+        self._task = asyncio.current_task()
         self._event = event = feed.waiter()
         try:
+            if self._error is not None:
+                raise self._error
             if self.consumer is not None:
                 # Where it starts is what it holds: that acknowledges everything before,
                 # when it is a position held (as Poll). One not held (a new consumer's
@@ -163,6 +184,7 @@ class FollowSession:
                 self.sent += 1
         finally:
             feed.forget(event)
+            self._task = None
 
     async def _next_reliable(self) -> Group | None:
         assert self.consumer is not None

@@ -147,6 +147,9 @@ class JournalService(pb_grpc.JournalServiceServicer):
             if older is not None:
                 older.replace()
             self._followers[key] = session
+        # The headers now, not with the first group: a session ended while that write
+        # waits on flow control can then still send its status (after the data).
+        await context.send_initial_metadata(())
         reader = asyncio.create_task(self._acks(session, request_iterator))
         vehicle = self._vehicle
 
@@ -155,6 +158,12 @@ class JournalService(pb_grpc.JournalServiceServicer):
 
         try:
             await session.run(send)
+        except asyncio.CancelledError:
+            # Ended by the session (replaced, unregistered, a bad ack) while it waited
+            # or wrote: say why (FollowReplacedError: ABORTED). Else the peer went away.
+            if session.error is None or context.cancelled():
+                raise
+            raise session.error from None
         finally:
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -544,3 +544,52 @@ async def test_a_follow_from_a_position_not_held_releases_nothing(tmp_path: Path
         [after] = (await stub.ListConsumers(pb.ListConsumersRequest(), metadata=MD)).consumers
         assert after.position == first.position  # still before the first boot's records
         assert after.unacknowledged_bytes == before.unacknowledged_bytes
+
+
+async def test_a_follow_blocked_writing_ends_at_once_when_a_newer_one_replaces_it(
+    tmp_path: Path,
+) -> None:
+    """A consumer's stream that stopped reading (flow control holds the middleware's
+    write) is replaced by its newer Follow: the old one ends ABORTED at once, without
+    being read, rather than staying blocked with its session."""
+    async with running(settings(tmp_path)) as (server, stub):
+        await settled(server)
+        reg = await stub.RegisterConsumer(pb.RegisterConsumerRequest(component="r"), metadata=MD)
+        await publish(server.address, 1500)  # groups of 1000 records: far over a stream window
+        await settled(server)
+        start = pb.FollowStart(
+            component="r",
+            boot_id=reg.position.boot_id,
+            offset=reg.position.offset,
+            max=1000,
+            window=8,
+        )
+        old = stub.Follow(metadata=MD)
+        await old.write(pb.FollowRequest(start=start))
+        # Give the old session time to reach its first write, which blocks: its group of
+        # 1000 records is far over the stream's flow-control window, and nobody reads.
+        # (Too short a pause can only make this test pass wrongly, never fail wrongly.)
+        await asyncio.sleep(0.3)
+        new = stub.Follow(metadata=MD)
+        await new.write(pb.FollowRequest(start=start))
+        group = await asyncio.wait_for(new.read(), 5)
+        assert group.seq == 0
+
+        def follow_streams() -> float:
+            [value] = [
+                f.value
+                for f in server.runtime.collectors.collect()
+                if f.name == "vmw_journal_follow_streams"
+            ]
+            return value
+
+        # The old session is gone at once (its handler cancelled in its write), though
+        # nobody read its stream; it says why once its reader reads what was sent.
+        await eventually(lambda: follow_streams() == 1, what="the old session to end")
+
+        async def read_old_to_its_end() -> None:
+            while await asyncio.wait_for(old.read(), 5) is not grpc.aio.EOF:
+                pass
+
+        await fails(read_old_to_its_end(), Code.ABORTED, "a newer Follow of consumer 'r'")
+        new.cancel()

@@ -154,7 +154,9 @@ class JournalServiceServicer:
         - live consumer (`LIVE`): never acknowledges; it reads from memory only,
         and when it falls behind the history, the stream skips to the newest
         `max` records and `seq` jumps by the number of groups skipped.
-        A newer Follow of the same reliable consumer replaces this one (ABORTED).
+        A newer Follow of the same reliable consumer replaces this one (ABORTED):
+        at once, even while the old stream waits on a reader that stopped
+        reading (its status then follows the groups already sent).
         Before the journal's first record a Follow waits for it (no UNAVAILABLE).
         Errors (ending the stream): as Poll, and INVALID_ARGUMENT (no `start`
         first or a second `start`, `window` outside 1..256, an `ack` of a group
