@@ -27,9 +27,9 @@ No duplicate, no gap, across kills: a flush writes its files under
 then renames, then the position without them. A collector that restarts
 completes a pending flush first, then asks the middleware for the records
 after its position; only then does it acknowledge them (``Follow``'s acks,
-or the offset of its next ``Poll``), so the middleware releases only what is
-landed. (``Poll`` acknowledges the collector's position in memory, at most a
-flush interval ahead of the landed one.)
+or the ``ack`` of its next ``Poll``: it polls from the last record received
+and acknowledges the last one landed), so the middleware releases only what
+is landed.
 
 Not a Spark job: plain Python, a process per collector; ``ingest --stream``
 does the heavy work.
@@ -717,13 +717,15 @@ class Collector:
 
     async def _poll(self, stub: pb_grpc.JournalServiceStub, vehicle: Vehicle) -> None:
         while not self._stop.is_set():
-            at = vehicle.at
+            at, landed = vehicle.at, vehicle.landed
             answer = await stub.Poll(
                 pb.PollRequest(
                     component=self.o.component,
                     boot_id=at.boot_id,
                     offset=at.offset,
                     max=self.o.max_records,
+                    # Read on from what it received; release only what it landed.
+                    ack=pb.Position(boot_id=landed.boot_id, offset=landed.offset),
                 ),
                 metadata=self._md,
                 timeout=30,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from middleware.errors import UnavailableError, UnknownConsumerError
+from middleware.errors import OffsetOutOfRangeError, UnavailableError, UnknownConsumerError
 from middleware.journal.answers import (
     Nothing,
     Read,
@@ -282,8 +282,23 @@ class Feed:
         max_records: int,
         want: frozenset[str] | None,
         acknowledge: bool = True,
+        ack: tuple[str, int] | None = None,
     ) -> Records | Nothing | Recover:
-        """:meth:`poll` for the event loop: from memory on the loop, from disk in a thread."""
+        """:meth:`poll` for the event loop: from memory on the loop, from disk in a thread.
+
+        ``ack``: a registered consumer acknowledges this position (the last record it
+        stored, when held) instead of the one it reads from: it reads ahead of what
+        it stored.
+
+        Raises:
+            OffsetOutOfRangeError: also for an ``ack`` its boot never wrote.
+        """
+        if consumer is not None and ack is not None:
+            try:
+                await self.acknowledge_held_async(consumer, *ack)
+            except OffsetOutOfRangeError as e:
+                raise OffsetOutOfRangeError(f"ack.{e}") from None
+            acknowledge = False
         got = self.poll_memory(consumer, boot_id, offset, max_records=max_records, want=want)
         if got is not None:
             if consumer is not None and acknowledge:

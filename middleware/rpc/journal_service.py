@@ -107,8 +107,9 @@ class JournalService(pb_grpc.JournalServiceServicer):
         consumer = feed.consumer(who.app, request.component)
         check_limits(request.max)
         want = check_want(request.want)
+        ack = (request.ack.boot_id, request.ack.offset) if request.HasField("ack") else None
         answer = await feed.poll_async(
-            consumer, request.boot_id, request.offset, max_records=request.max, want=want
+            consumer, request.boot_id, request.offset, max_records=request.max, want=want, ack=ack
         )
         return convert.poll_response(answer, self._vehicle)
 

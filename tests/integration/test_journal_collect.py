@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 import json
 import os
@@ -25,6 +26,10 @@ from typing import Any
 
 from middleware.journal.chain import succ, verify_line
 from middleware.journal.segments import lines, segment_files
+from middleware.server import start_server
+from telemetry_export.collect import Collector, Landing, Options
+from tests.conftest import eventually
+from tests.integration.conftest import TEST_SETTINGS
 from tests.integration.test_journal_faults import kill9, publish, serve
 from tests.integration.test_process import stop
 
@@ -219,3 +224,50 @@ async def test_a_middleware_that_goes_silent_is_noticed_and_followed_on_when_it_
     assert len(data) == len(set(data)) == len({key(x) for x in data})  # no duplicate
     assert set(disk) <= set(data)
     assert json.loads(out)["vehicles"]["car-f"]["duplicates"] == 0
+
+
+async def test_polling_releases_only_what_is_landed(tmp_path: Path) -> None:
+    """A polling collector reads ahead of what it has landed (it lands a flush interval
+    at a time); the middleware must keep those records until they are landed: each Poll
+    acknowledges the landed position (its ``ack``), not the position it reads from."""
+    s = dataclasses.replace(
+        TEST_SETTINGS, journal_dir=str(tmp_path / "journal"), journal_level="full"
+    )
+    server = await start_server(s)
+    try:
+        await publish(server.address, 100)
+        feed = server.runtime.journal_feed
+        assert feed is not None
+        options = Options(poll=True, max_records=5, flush_s=3600, progress_s=3600)
+        collector = Collector([server.address], Landing(str(tmp_path / "landing")), options)
+        run = asyncio.create_task(collector.run())
+        try:
+            read_ahead = 0
+            deadline = time.monotonic() + 20
+            while True:
+                assert time.monotonic() < deadline, "the collector did not land"
+                assert not run.done(), run.result()
+                v = next(iter(collector.vehicles.values()), None)
+                if v is not None and v.counts.records:
+                    break  # caught up: it landed
+                c = feed.consumers.get("collector", "collector")
+                if v is not None and c is not None and v.at.offset != v.landed.offset:
+                    read_ahead += 1
+                    assert (c.boot_id, c.offset) == (v.landed.boot_id, v.landed.offset), (
+                        "records released before they were landed"
+                    )
+                await asyncio.sleep(0.001)
+            assert read_ahead > 0  # it did read ahead of what it landed
+            # Once landed, the next Poll releases them.
+            await eventually(
+                lambda: (
+                    (c := feed.consumers.get("collector", "collector")) is not None
+                    and (c.boot_id, c.offset) == (v.landed.boot_id, v.landed.offset)
+                ),
+                what="the landed records released",
+            )
+        finally:
+            collector.stop()
+            assert await asyncio.wait_for(run, 10) == 0
+    finally:
+        await server.stop(0)

@@ -214,6 +214,12 @@ async def test_bad_input_gets_a_status_and_a_message_naming_the_field(tmp_path: 
         )
         for component in ("a", "b"):
             await register(pb.RegisterConsumerRequest(component=component), metadata=MD)
+        never = (window[1] + 9) % OFFSET_MOD
+        await fails(
+            poll(stub, "a", boot, window[1], ack=pb.Position(boot_id=boot, offset=never)),
+            Code.OUT_OF_RANGE,
+            f"ack.offset: {never} is not an offset of boot '{boot}'",
+        )
         await fails(
             register(pb.RegisterConsumerRequest(component="c"), metadata=MD),
             Code.RESOURCE_EXHAUSTED,

@@ -24,15 +24,15 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n vehicle/journal/v1/journal.proto\x12\x12vehicle.journal.v1\"A\n\x17RegisterConsumerRequest\x12\x11\n\tcomponent\x18\x01 \x01(\t\x12\x13\n\x0b\x66rom_newest\x18\x02 \x01(\x08\"+\n\x08Position\x12\x0f\n\x07\x62oot_id\x18\x01 \x01(\t\x12\x0e\n\x06offset\x18\x02 \x01(\r\"\x80\x01\n\x18RegisterConsumerResponse\x12\x0f\n\x07\x63reated\x18\x01 \x01(\x08\x12.\n\x08position\x18\x02 \x01(\x0b\x32\x1c.vehicle.journal.v1.Position\x12\x12\n\nvehicle_id\x18\x03 \x01(\t\x12\x0f\n\x07\x62oot_id\x18\x04 \x01(\t\".\n\x19UnregisterConsumerRequest\x12\x11\n\tcomponent\x18\x01 \x01(\t\"4\n\x1aUnregisterConsumerResponse\x12\x16\n\x0ewas_registered\x18\x01 \x01(\x08\"(\n\x14ListConsumersRequest\x12\x10\n\x08\x61ll_apps\x18\x01 \x01(\x08\"\xe7\x01\n\x0c\x43onsumerInfo\x12\x0b\n\x03\x61pp\x18\x01 \x01(\t\x12\x11\n\tcomponent\x18\x02 \x01(\t\x12.\n\x08position\x18\x03 \x01(\x0b\x32\x1c.vehicle.journal.v1.Position\x12\x15\n\rregistered_ns\x18\x04 \x01(\x04\x12\x17\n\x0f\x61\x63knowledged_ns\x18\x05 \x01(\x04\x12\x1c\n\x14unacknowledged_bytes\x18\x06 \x01(\x04\x12\x0c\n\x04\x63uts\x18\x07 \x01(\r\x12+\n\x04lost\x18\x08 \x03(\x0b\x32\x1d.vehicle.journal.v1.LostRange\"q\n\x15ListConsumersResponse\x12\x33\n\tconsumers\x18\x01 \x03(\x0b\x32 .vehicle.journal.v1.ConsumerInfo\x12\x12\n\nvehicle_id\x18\x02 \x01(\t\x12\x0f\n\x07\x62oot_id\x18\x03 \x01(\t\"\\\n\x0bPollRequest\x12\x11\n\tcomponent\x18\x01 \x01(\t\x12\x0f\n\x07\x62oot_id\x18\x02 \x01(\t\x12\x0e\n\x06offset\x18\x03 \x01(\r\x12\x0c\n\x04want\x18\x04 \x03(\t\x12\x0b\n\x03max\x18\x05 \x01(\r\"\xc5\x01\n\x0cPollResponse\x12.\n\x07records\x18\x01 \x01(\x0b\x32\x1b.vehicle.journal.v1.RecordsH\x00\x12\x35\n\x0bnothing_new\x18\x02 \x01(\x0b\x32\x1e.vehicle.journal.v1.NothingNewH\x00\x12\x30\n\x08recovery\x18\x03 \x01(\x0b\x32\x1c.vehicle.journal.v1.RecoveryH\x00\x12\x12\n\nvehicle_id\x18\x04 \x01(\tB\x08\n\x06\x61nswer\"\x80\x01\n\x07Records\x12\x0f\n\x07\x62oot_id\x18\x01 \x01(\t\x12\r\n\x05lines\x18\x02 \x03(\x0c\x12\x13\n\x0blast_offset\x18\x03 \x01(\r\x12\x16\n\x0enewest_boot_id\x18\x04 \x01(\t\x12\x15\n\rnewest_offset\x18\x05 \x01(\r\x12\x11\n\tcaught_up\x18\x06 \x01(\x08\"-\n\nNothingNew\x12\x0f\n\x07\x62oot_id\x18\x01 \x01(\t\x12\x0e\n\x06offset\x18\x02 \x01(\r\"\xbe\x01\n\x08Recovery\x12\x0f\n\x07\x62oot_id\x18\x01 \x01(\t\x12\n\n\x02n0\x18\x02 \x01(\r\x12\n\n\x02n1\x18\x03 \x01(\r\x12\x32\n\x06reason\x18\x04 \x01(\x0e\x32\".vehicle.journal.v1.RecoveryReason\x12\x0f\n\x07message\x18\x05 \x01(\t\x12+\n\x04lost\x18\x06 \x03(\x0b\x32\x1d.vehicle.journal.v1.LostRange\x12\x17\n\x0f\x63urrent_boot_id\x18\x07 \x01(\t\"c\n\tLostRange\x12\x0f\n\x07\x62oot_id\x18\x01 \x01(\t\x12\x13\n\x0b\x66rom_offset\x18\x02 \x01(\r\x12\x11\n\tto_offset\x18\x03 \x01(\r\x12\r\n\x05\x63ount\x18\x04 \x01(\x04\x12\x0e\n\x06reason\x18\x05 \x01(\t\"w\n\rFollowRequest\x12\x30\n\x05start\x18\x01 \x01(\x0b\x32\x1f.vehicle.journal.v1.FollowStartH\x00\x12,\n\x03\x61\x63k\x18\x02 \x01(\x0b\x32\x1d.vehicle.journal.v1.FollowAckH\x00\x42\x06\n\x04kind\"l\n\x0b\x46ollowStart\x12\x11\n\tcomponent\x18\x01 \x01(\t\x12\x0f\n\x07\x62oot_id\x18\x02 \x01(\t\x12\x0e\n\x06offset\x18\x03 \x01(\r\x12\x0c\n\x04want\x18\x04 \x03(\t\x12\x0b\n\x03max\x18\x05 \x01(\r\x12\x0e\n\x06window\x18\x06 \x01(\r\"\x18\n\tFollowAck\x12\x0b\n\x03seq\x18\x01 \x01(\x04\"\x9a\x01\n\x0b\x46ollowBatch\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12.\n\x07records\x18\x02 \x01(\x0b\x32\x1b.vehicle.journal.v1.RecordsH\x00\x12\x30\n\x08recovery\x18\x03 \x01(\x0b\x32\x1c.vehicle.journal.v1.RecoveryH\x00\x12\x12\n\nvehicle_id\x18\x04 \x01(\tB\x08\n\x06\x61nswer*\xb7\x01\n\x0eRecoveryReason\x12\x1f\n\x1bRECOVERY_REASON_UNSPECIFIED\x10\x00\x12\"\n\x1eRECOVERY_REASON_NOT_IN_HISTORY\x10\x01\x12\x1e\n\x1aRECOVERY_REASON_BOOT_ENDED\x10\x02\x12!\n\x1dRECOVERY_REASON_BOOT_NOT_HELD\x10\x03\x12\x1d\n\x19RECOVERY_REASON_CUT_LOOSE\x10\x04\x32\xf7\x03\n\x0eJournalService\x12m\n\x10RegisterConsumer\x12+.vehicle.journal.v1.RegisterConsumerRequest\x1a,.vehicle.journal.v1.RegisterConsumerResponse\x12s\n\x12UnregisterConsumer\x12-.vehicle.journal.v1.UnregisterConsumerRequest\x1a..vehicle.journal.v1.UnregisterConsumerResponse\x12\x64\n\rListConsumers\x12(.vehicle.journal.v1.ListConsumersRequest\x1a).vehicle.journal.v1.ListConsumersResponse\x12I\n\x04Poll\x12\x1f.vehicle.journal.v1.PollRequest\x1a .vehicle.journal.v1.PollResponse\x12P\n\x06\x46ollow\x12!.vehicle.journal.v1.FollowRequest\x1a\x1f.vehicle.journal.v1.FollowBatch(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n vehicle/journal/v1/journal.proto\x12\x12vehicle.journal.v1\"A\n\x17RegisterConsumerRequest\x12\x11\n\tcomponent\x18\x01 \x01(\t\x12\x13\n\x0b\x66rom_newest\x18\x02 \x01(\x08\"+\n\x08Position\x12\x0f\n\x07\x62oot_id\x18\x01 \x01(\t\x12\x0e\n\x06offset\x18\x02 \x01(\r\"\x80\x01\n\x18RegisterConsumerResponse\x12\x0f\n\x07\x63reated\x18\x01 \x01(\x08\x12.\n\x08position\x18\x02 \x01(\x0b\x32\x1c.vehicle.journal.v1.Position\x12\x12\n\nvehicle_id\x18\x03 \x01(\t\x12\x0f\n\x07\x62oot_id\x18\x04 \x01(\t\".\n\x19UnregisterConsumerRequest\x12\x11\n\tcomponent\x18\x01 \x01(\t\"4\n\x1aUnregisterConsumerResponse\x12\x16\n\x0ewas_registered\x18\x01 \x01(\x08\"(\n\x14ListConsumersRequest\x12\x10\n\x08\x61ll_apps\x18\x01 \x01(\x08\"\xe7\x01\n\x0c\x43onsumerInfo\x12\x0b\n\x03\x61pp\x18\x01 \x01(\t\x12\x11\n\tcomponent\x18\x02 \x01(\t\x12.\n\x08position\x18\x03 \x01(\x0b\x32\x1c.vehicle.journal.v1.Position\x12\x15\n\rregistered_ns\x18\x04 \x01(\x04\x12\x17\n\x0f\x61\x63knowledged_ns\x18\x05 \x01(\x04\x12\x1c\n\x14unacknowledged_bytes\x18\x06 \x01(\x04\x12\x0c\n\x04\x63uts\x18\x07 \x01(\r\x12+\n\x04lost\x18\x08 \x03(\x0b\x32\x1d.vehicle.journal.v1.LostRange\"q\n\x15ListConsumersResponse\x12\x33\n\tconsumers\x18\x01 \x03(\x0b\x32 .vehicle.journal.v1.ConsumerInfo\x12\x12\n\nvehicle_id\x18\x02 \x01(\t\x12\x0f\n\x07\x62oot_id\x18\x03 \x01(\t\"\x87\x01\n\x0bPollRequest\x12\x11\n\tcomponent\x18\x01 \x01(\t\x12\x0f\n\x07\x62oot_id\x18\x02 \x01(\t\x12\x0e\n\x06offset\x18\x03 \x01(\r\x12\x0c\n\x04want\x18\x04 \x03(\t\x12\x0b\n\x03max\x18\x05 \x01(\r\x12)\n\x03\x61\x63k\x18\x06 \x01(\x0b\x32\x1c.vehicle.journal.v1.Position\"\xc5\x01\n\x0cPollResponse\x12.\n\x07records\x18\x01 \x01(\x0b\x32\x1b.vehicle.journal.v1.RecordsH\x00\x12\x35\n\x0bnothing_new\x18\x02 \x01(\x0b\x32\x1e.vehicle.journal.v1.NothingNewH\x00\x12\x30\n\x08recovery\x18\x03 \x01(\x0b\x32\x1c.vehicle.journal.v1.RecoveryH\x00\x12\x12\n\nvehicle_id\x18\x04 \x01(\tB\x08\n\x06\x61nswer\"\x80\x01\n\x07Records\x12\x0f\n\x07\x62oot_id\x18\x01 \x01(\t\x12\r\n\x05lines\x18\x02 \x03(\x0c\x12\x13\n\x0blast_offset\x18\x03 \x01(\r\x12\x16\n\x0enewest_boot_id\x18\x04 \x01(\t\x12\x15\n\rnewest_offset\x18\x05 \x01(\r\x12\x11\n\tcaught_up\x18\x06 \x01(\x08\"-\n\nNothingNew\x12\x0f\n\x07\x62oot_id\x18\x01 \x01(\t\x12\x0e\n\x06offset\x18\x02 \x01(\r\"\xbe\x01\n\x08Recovery\x12\x0f\n\x07\x62oot_id\x18\x01 \x01(\t\x12\n\n\x02n0\x18\x02 \x01(\r\x12\n\n\x02n1\x18\x03 \x01(\r\x12\x32\n\x06reason\x18\x04 \x01(\x0e\x32\".vehicle.journal.v1.RecoveryReason\x12\x0f\n\x07message\x18\x05 \x01(\t\x12+\n\x04lost\x18\x06 \x03(\x0b\x32\x1d.vehicle.journal.v1.LostRange\x12\x17\n\x0f\x63urrent_boot_id\x18\x07 \x01(\t\"c\n\tLostRange\x12\x0f\n\x07\x62oot_id\x18\x01 \x01(\t\x12\x13\n\x0b\x66rom_offset\x18\x02 \x01(\r\x12\x11\n\tto_offset\x18\x03 \x01(\r\x12\r\n\x05\x63ount\x18\x04 \x01(\x04\x12\x0e\n\x06reason\x18\x05 \x01(\t\"w\n\rFollowRequest\x12\x30\n\x05start\x18\x01 \x01(\x0b\x32\x1f.vehicle.journal.v1.FollowStartH\x00\x12,\n\x03\x61\x63k\x18\x02 \x01(\x0b\x32\x1d.vehicle.journal.v1.FollowAckH\x00\x42\x06\n\x04kind\"l\n\x0b\x46ollowStart\x12\x11\n\tcomponent\x18\x01 \x01(\t\x12\x0f\n\x07\x62oot_id\x18\x02 \x01(\t\x12\x0e\n\x06offset\x18\x03 \x01(\r\x12\x0c\n\x04want\x18\x04 \x03(\t\x12\x0b\n\x03max\x18\x05 \x01(\r\x12\x0e\n\x06window\x18\x06 \x01(\r\"\x18\n\tFollowAck\x12\x0b\n\x03seq\x18\x01 \x01(\x04\"\x9a\x01\n\x0b\x46ollowBatch\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12.\n\x07records\x18\x02 \x01(\x0b\x32\x1b.vehicle.journal.v1.RecordsH\x00\x12\x30\n\x08recovery\x18\x03 \x01(\x0b\x32\x1c.vehicle.journal.v1.RecoveryH\x00\x12\x12\n\nvehicle_id\x18\x04 \x01(\tB\x08\n\x06\x61nswer*\xb7\x01\n\x0eRecoveryReason\x12\x1f\n\x1bRECOVERY_REASON_UNSPECIFIED\x10\x00\x12\"\n\x1eRECOVERY_REASON_NOT_IN_HISTORY\x10\x01\x12\x1e\n\x1aRECOVERY_REASON_BOOT_ENDED\x10\x02\x12!\n\x1dRECOVERY_REASON_BOOT_NOT_HELD\x10\x03\x12\x1d\n\x19RECOVERY_REASON_CUT_LOOSE\x10\x04\x32\xf7\x03\n\x0eJournalService\x12m\n\x10RegisterConsumer\x12+.vehicle.journal.v1.RegisterConsumerRequest\x1a,.vehicle.journal.v1.RegisterConsumerResponse\x12s\n\x12UnregisterConsumer\x12-.vehicle.journal.v1.UnregisterConsumerRequest\x1a..vehicle.journal.v1.UnregisterConsumerResponse\x12\x64\n\rListConsumers\x12(.vehicle.journal.v1.ListConsumersRequest\x1a).vehicle.journal.v1.ListConsumersResponse\x12I\n\x04Poll\x12\x1f.vehicle.journal.v1.PollRequest\x1a .vehicle.journal.v1.PollResponse\x12P\n\x06\x46ollow\x12!.vehicle.journal.v1.FollowRequest\x1a\x1f.vehicle.journal.v1.FollowBatch(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'vehicle.journal.v1.journal_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_RECOVERYREASON']._serialized_start=1973
-  _globals['_RECOVERYREASON']._serialized_end=2156
+  _globals['_RECOVERYREASON']._serialized_start=2017
+  _globals['_RECOVERYREASON']._serialized_end=2200
   _globals['_REGISTERCONSUMERREQUEST']._serialized_start=56
   _globals['_REGISTERCONSUMERREQUEST']._serialized_end=121
   _globals['_POSITION']._serialized_start=123
@@ -49,26 +49,26 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CONSUMERINFO']._serialized_end=675
   _globals['_LISTCONSUMERSRESPONSE']._serialized_start=677
   _globals['_LISTCONSUMERSRESPONSE']._serialized_end=790
-  _globals['_POLLREQUEST']._serialized_start=792
-  _globals['_POLLREQUEST']._serialized_end=884
-  _globals['_POLLRESPONSE']._serialized_start=887
-  _globals['_POLLRESPONSE']._serialized_end=1084
-  _globals['_RECORDS']._serialized_start=1087
-  _globals['_RECORDS']._serialized_end=1215
-  _globals['_NOTHINGNEW']._serialized_start=1217
-  _globals['_NOTHINGNEW']._serialized_end=1262
-  _globals['_RECOVERY']._serialized_start=1265
-  _globals['_RECOVERY']._serialized_end=1455
-  _globals['_LOSTRANGE']._serialized_start=1457
-  _globals['_LOSTRANGE']._serialized_end=1556
-  _globals['_FOLLOWREQUEST']._serialized_start=1558
-  _globals['_FOLLOWREQUEST']._serialized_end=1677
-  _globals['_FOLLOWSTART']._serialized_start=1679
-  _globals['_FOLLOWSTART']._serialized_end=1787
-  _globals['_FOLLOWACK']._serialized_start=1789
-  _globals['_FOLLOWACK']._serialized_end=1813
-  _globals['_FOLLOWBATCH']._serialized_start=1816
-  _globals['_FOLLOWBATCH']._serialized_end=1970
-  _globals['_JOURNALSERVICE']._serialized_start=2159
-  _globals['_JOURNALSERVICE']._serialized_end=2662
+  _globals['_POLLREQUEST']._serialized_start=793
+  _globals['_POLLREQUEST']._serialized_end=928
+  _globals['_POLLRESPONSE']._serialized_start=931
+  _globals['_POLLRESPONSE']._serialized_end=1128
+  _globals['_RECORDS']._serialized_start=1131
+  _globals['_RECORDS']._serialized_end=1259
+  _globals['_NOTHINGNEW']._serialized_start=1261
+  _globals['_NOTHINGNEW']._serialized_end=1306
+  _globals['_RECOVERY']._serialized_start=1309
+  _globals['_RECOVERY']._serialized_end=1499
+  _globals['_LOSTRANGE']._serialized_start=1501
+  _globals['_LOSTRANGE']._serialized_end=1600
+  _globals['_FOLLOWREQUEST']._serialized_start=1602
+  _globals['_FOLLOWREQUEST']._serialized_end=1721
+  _globals['_FOLLOWSTART']._serialized_start=1723
+  _globals['_FOLLOWSTART']._serialized_end=1831
+  _globals['_FOLLOWACK']._serialized_start=1833
+  _globals['_FOLLOWACK']._serialized_end=1857
+  _globals['_FOLLOWBATCH']._serialized_start=1860
+  _globals['_FOLLOWBATCH']._serialized_end=2014
+  _globals['_JOURNALSERVICE']._serialized_start=2203
+  _globals['_JOURNALSERVICE']._serialized_end=2706
 # @@protoc_insertion_point(module_scope)

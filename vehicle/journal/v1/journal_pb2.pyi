@@ -97,18 +97,20 @@ class ListConsumersResponse(_message.Message):
     def __init__(self, consumers: _Optional[_Iterable[_Union[ConsumerInfo, _Mapping]]] = ..., vehicle_id: _Optional[str] = ..., boot_id: _Optional[str] = ...) -> None: ...
 
 class PollRequest(_message.Message):
-    __slots__ = ("component", "boot_id", "offset", "want", "max")
+    __slots__ = ("component", "boot_id", "offset", "want", "max", "ack")
     COMPONENT_FIELD_NUMBER: _ClassVar[int]
     BOOT_ID_FIELD_NUMBER: _ClassVar[int]
     OFFSET_FIELD_NUMBER: _ClassVar[int]
     WANT_FIELD_NUMBER: _ClassVar[int]
     MAX_FIELD_NUMBER: _ClassVar[int]
+    ACK_FIELD_NUMBER: _ClassVar[int]
     component: str
     boot_id: str
     offset: int
     want: _containers.RepeatedScalarFieldContainer[str]
     max: int
-    def __init__(self, component: _Optional[str] = ..., boot_id: _Optional[str] = ..., offset: _Optional[int] = ..., want: _Optional[_Iterable[str]] = ..., max: _Optional[int] = ...) -> None: ...
+    ack: Position
+    def __init__(self, component: _Optional[str] = ..., boot_id: _Optional[str] = ..., offset: _Optional[int] = ..., want: _Optional[_Iterable[str]] = ..., max: _Optional[int] = ..., ack: _Optional[_Union[Position, _Mapping]] = ...) -> None: ...
 
 class PollResponse(_message.Message):
     __slots__ = ("records", "nothing_new", "recovery", "vehicle_id")

@@ -118,8 +118,13 @@ class JournalServiceServicer:
         (n0 - 1) mod 2^32. Offsets the consumer is known to have lost are in
         `recovery.lost`.
         A poll of a registered consumer acknowledges its position: everything up
-        to and including (`boot_id`, `offset`) may be released. Records skipped by
-        the `want` filter count as delivered.
+        to and including (`boot_id`, `offset`) may be released, when that is a
+        position held (a poll answered with a recovery releases nothing). With
+        `ack`, it acknowledges that position instead, so a consumer can read
+        ahead of what it has stored: it polls from the last record it received
+        and acknowledges the last one it stored (a collector that lands records
+        a flush at a time). Records skipped by the `want` filter count as
+        delivered.
         Errors: NOT_FOUND (a component that is not registered and not `LIVE`),
         INVALID_ARGUMENT (a malformed component; `max` outside 1..1000; an
         unknown kind in `want`), OUT_OF_RANGE (an offset the named boot never
