@@ -12,7 +12,14 @@ How each batch is made (``--build``):
   event (how the middleware built them until issue 19; kept to compare);
 - ``raw``: the raw limit of the transport: one batch serialized once at start
   and written again and again as bytes (no serializer on the stream), so only
-  gRPC's own per-message work remains.
+  gRPC's own per-message work remains;
+- ``relay``: the latency floor. A bare relay of a real provider's writes: it
+  serves ``VStore.AddKeys``/``Publish`` and ``Events``, and every update of a
+  ``Publish`` message goes to every connected app's list at once; each app's
+  stream writes what its list holds (``events.add()``, field assignment) as
+  soon as it can, with no store, no subscriptions, no queues, no drop rule, no
+  window, no journal. The fastest way to put a provider's writes on the apps'
+  streams in grpc.aio, so the middleware's latency is read beside it.
 
 Run by ``bench.e2e``: ``python -m bench.bare_server --batch 64 --keys 100``.
 """
@@ -29,6 +36,7 @@ from typing import Any
 import grpc
 
 from vehicle.ess.v1 import ess_pb2, ess_pb2_grpc
+from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
 _Event = ess_pb2.Event
 _Data = ess_pb2.DataUpdated
@@ -119,6 +127,63 @@ class BareEventService(ess_pb2_grpc.EventServiceServicer):
         )
 
 
+class Relay(ess_pb2_grpc.EventServiceServicer, vstore_pb2_grpc.VStoreServicer):
+    """``--build relay``: a provider's writes fanned out to every app's stream."""
+
+    def __init__(self, batch_max: int) -> None:
+        self._batch_max = batch_max
+        self._apps: list[tuple[list[tuple[int, int, bytes]], asyncio.Event]] = []
+        self._ids: dict[str, int] = {}
+
+    async def AddKeys(self, request: Any, context: Any) -> Any:
+        keys = []
+        for name in request.names:
+            key_id = self._ids.setdefault(name, len(self._ids) + 1)
+            keys.append(vstore_pb2.KeyId(name=name, id=key_id))
+        return vstore_pb2.AddKeysResponse(keys=keys)
+
+    async def Publish(self, requests: Any, context: Any) -> Any:
+        n = 0
+        async for request in requests:
+            updates = [(u.id, u.time_ns, u.data) for u in request.updates]
+            n += len(updates)
+            for pending, bell in self._apps:
+                pending.extend(updates)
+                bell.set()
+        return vstore_pb2.PublishSummary(updates=n)
+
+    async def Events(self, requests: Any, context: Any) -> None:
+        await anext(aiter(requests))
+        acks = asyncio.create_task(_ignore(requests))
+        pending: list[tuple[int, int, bytes]] = []
+        bell = asyncio.Event()
+        entry = (pending, bell)
+        self._apps.append(entry)
+        seqs: dict[int, int] = {}
+        try:
+            await context.write(_started(WINDOW))
+            while True:
+                await bell.wait()
+                bell.clear()
+                while pending:
+                    take = pending[: self._batch_max]
+                    del pending[: self._batch_max]
+                    batch = ess_pb2.EventBatch()
+                    add = batch.events.add
+                    for key, time_ns, data in take:
+                        d = add().data_updated
+                        d.key = key
+                        d.seq = seqs[key] = seqs.get(key, 0) + 1
+                        d.time_ns = time_ns
+                        d.data = data
+                    await context.write(batch)
+        finally:
+            self._apps.remove(entry)
+            acks.cancel()
+
+    Register = BareEventService.Register
+
+
 class SyncBareEventService(ess_pb2_grpc.EventServiceServicer):
     """The same ceiling on the thread-pool (sync) gRPC server, for the aio-vs-sync record."""
 
@@ -182,7 +247,11 @@ def _raw_handler(service: BareEventService) -> grpc.GenericRpcHandler:
 async def _main(args: argparse.Namespace) -> None:
     server = grpc.aio.server()
     service = BareEventService(args.batch, args.keys, args.value_size, args.build)
-    if args.build == "raw":
+    if args.build == "relay":
+        relay = Relay(args.batch)
+        ess_pb2_grpc.add_EventServiceServicer_to_server(relay, server)
+        vstore_pb2_grpc.add_VStoreServicer_to_server(relay, server)
+    elif args.build == "raw":
         server.add_generic_rpc_handlers((_raw_handler(service),))
     else:
         ess_pb2_grpc.add_EventServiceServicer_to_server(service, server)
@@ -202,7 +271,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--keys", type=int, default=50)
     parser.add_argument("--value-size", type=int, default=8)
-    parser.add_argument("--build", choices=("add", "ctor", "raw"), default="add")
+    parser.add_argument("--build", choices=("add", "ctor", "raw", "relay"), default="add")
     parser.add_argument("--sync", action="store_true", help="thread-pool server instead of aio")
     args = parser.parse_args()
     if args.sync:
