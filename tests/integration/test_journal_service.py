@@ -96,11 +96,20 @@ async def fails(call: Any, code: grpc.StatusCode, *fragments: str) -> None:
 
 
 def disk_bytes(directory: Path) -> int:
-    total = 0
+    """The segments' bytes on disk at one instant, at most (while the journal writes).
+
+    Listing and stat-ing the files is not atomic: a segment stat-ed just before
+    retention removes it and the new segment stat-ed after it filled would both
+    count (a segment too many). So only the files listed both before and after
+    the stats count: they all existed at the second listing, each at least as
+    big as stat-ed (what is created meanwhile is left out).
+    """
+    sizes: dict[Path, int] = {}
     for path in segment_files(directory):
         with contextlib.suppress(FileNotFoundError):  # retention removed it meanwhile
-            total += path.stat().st_size
-    return total
+            sizes[path] = path.stat().st_size
+    still = set(segment_files(directory))
+    return sum(size for path, size in sizes.items() if path in still)
 
 
 def records(answer: Any) -> list[dict[str, Any]]:
@@ -445,10 +454,11 @@ async def test_a_consumer_that_stops_reading_is_cut_loose_and_nobody_else_is_aff
         await settled(server)
         stop.set()
         await asyncio.wait_for(reader, 20)
-        # Bounded: memory by the history, disk by the consumer's bound (plus a segment
-        # being written and one the plan keeps whole).
+        # Bounded: memory by the history, disk by the consumer's bound plus the segment
+        # being written (it ends up to a record over segment_bytes) and the records
+        # retention writes into the next one before it removes segments (pinning).
         assert len(server.runtime.journal_feed.history) <= 50  # type: ignore[union-attr]
-        assert most_on_disk <= lag + 2 * segment
+        assert most_on_disk <= lag + segment + 2048, most_on_disk - lag - segment
         # The journal says who lost what.
         [cut, *_] = [r for r in seen if r["kind"] == "consumer_cut" and r["component"] == "slow"]
         assert (cut["app"], cut["lost_boot_id"]) == ("collector", server.runtime.boot_id)
