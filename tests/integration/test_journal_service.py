@@ -365,9 +365,11 @@ async def test_a_live_follower_that_falls_behind_gets_a_gap_in_the_group_numbers
         await settled(server)
         call = stub.Follow(metadata=MD)
         await call.write(pb.FollowRequest(start=pb.FollowStart(component="LIVE", max=1, window=1)))
+        await publish(server.address, 1)
+        first = await asyncio.wait_for(call.read(), 5)  # it follows (from the newest record)
         await publish(server.address, 1500)  # not read meanwhile: flow control holds the sender
         await settled(server)
-        seqs: list[int] = []
+        seqs: list[int] = [first.seq]
         newest = server.runtime.journal_feed.history.window()[1]  # type: ignore[union-attr,index]
         last = -1
         while last != newest:
