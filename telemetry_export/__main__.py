@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from typing import Any
 
@@ -53,9 +54,45 @@ def parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--shuffle-partitions", type=int, default=16)
     sub = parser.add_subparsers(dest="command", required=True)
-    ing = sub.add_parser("ingest", help="journal segments -> validated Parquet dataset")
-    ing.add_argument("--input", required=True, nargs="+", help="journal files or directories")
+    ing = sub.add_parser(
+        "ingest", help="journal directories or a landing area -> validated Parquet dataset"
+    )
+    ing.add_argument(
+        "--input",
+        required=True,
+        nargs="+",
+        help="journal files or directories, or landing areas (one with --stream)",
+    )
     ing.add_argument("--output", required=True, help="dataset directory or URI")
+    ing.add_argument(
+        "--stream",
+        action="store_true",
+        help="a streaming query over the landing area: each new file once, appended "
+        "to the dataset exactly once (without it: the dataset is replaced)",
+    )
+    ing.add_argument(
+        "--checkpoint",
+        default=None,
+        metavar="DIR",
+        help="the streaming query's checkpoint (default OUTPUT/_checkpoint)",
+    )
+    ing.add_argument(
+        "--once", action="store_true", help="with --stream: ingest what is there, then stop"
+    )
+    ing.add_argument(
+        "--every",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="with --stream: a micro-batch every SECONDS (default 10)",
+    )
+    ing.add_argument(
+        "--max-files-per-trigger",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --stream: at most N landing files per micro-batch",
+    )
     ana = sub.add_parser("analyze", help="dataset -> findings, summary.json, report.md")
     ana.add_argument("--input", required=True, help="the dataset written by ingest")
     ana.add_argument("--output", required=True, help="report directory (tables, summary, report)")
@@ -97,6 +134,37 @@ def parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _ingest(spark: Any, args: argparse.Namespace) -> dict[str, int]:
+    from telemetry_export import job
+
+    if not args.stream:
+        if args.checkpoint or args.once:
+            raise SystemExit("--checkpoint and --once go with --stream")
+        return job.ingest(spark, args.input, args.output)
+    if len(args.input) != 1:
+        raise SystemExit(f"--stream reads one landing area, got {len(args.input)} inputs")
+    if args.every <= 0:
+        raise SystemExit(f"--every must be above 0 seconds, got {args.every:g}")
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        return job.ingest_stream(
+            spark,
+            args.input[0],
+            args.output,
+            checkpoint=args.checkpoint,
+            once=args.once,
+            every_s=args.every,
+            max_files_per_trigger=args.max_files_per_trigger,
+        )
+    except KeyboardInterrupt:
+        print("ingest: stopped", file=sys.stderr)
+        return {}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
 
@@ -119,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     spark = build_session(args.master, shuffle_partitions=args.shuffle_partitions)
     try:
         if args.command == "ingest":
-            print(json.dumps(job.ingest(spark, args.input, args.output)))
+            print(json.dumps(_ingest(spark, args)))
         else:
             dataset, report = args.input, args.output
             if args.command == "report":

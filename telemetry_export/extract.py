@@ -1,4 +1,5 @@
-"""Read journal segments (local paths or any Hadoop-filesystem URI) and datasets."""
+"""Read journal segments and landing areas (local paths or any Hadoop-filesystem
+URI), as a batch or as a stream, and datasets."""
 
 from __future__ import annotations
 
@@ -8,20 +9,39 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
-from telemetry_export.schema import RECORD
+from telemetry_export.schema import INPUT_FILES, RECORD
 
-__all__ = ["has_rows", "read_dataset", "read_lines"]
+__all__ = ["read_dataset", "read_lines", "stream_lines"]
 
 
 def read_lines(spark: SparkSession, inputs: Sequence[str]) -> DataFrame:
-    """Every line of the journal segments under ``inputs`` (files or directories;
-    ``.gz`` is read transparently), with the file it came from as ``source``."""
+    """Every line of the files named :data:`~telemetry_export.schema.INPUT_FILES`
+    under ``inputs`` (files, or directories at any depth: journal directories
+    copied from cars, or landing areas; ``.gz`` is read transparently), with
+    the file it came from as ``source``."""
     return (
         spark.read.option("recursiveFileLookup", "true")
-        .option("pathGlobFilter", "journal-*.jsonl*")
+        .option("pathGlobFilter", INPUT_FILES)
         .text(list(inputs))
         .select("value", F.input_file_name().alias("source"))
     )
+
+
+def stream_lines(
+    spark: SparkSession, landing: str, *, max_files_per_trigger: int | None = None
+) -> DataFrame:
+    """The lines of the files of :func:`read_lines` under ``landing``, as a stream:
+    Spark's file source, which takes each file once, in the micro-batch after
+    it appeared (its checkpoint remembers which it took). A file must appear
+    whole (the collector renames it into place)."""
+    reader = (
+        spark.readStream.format("text")
+        .option("recursiveFileLookup", "true")
+        .option("pathGlobFilter", INPUT_FILES)
+    )
+    if max_files_per_trigger:
+        reader = reader.option("maxFilesPerTrigger", str(max_files_per_trigger))
+    return reader.load(landing).select("value", F.input_file_name().alias("source"))
 
 
 def read_dataset(
@@ -48,15 +68,3 @@ def read_dataset(
             for c in columns
         )
     )
-
-
-def has_rows(spark: SparkSession, path: str) -> bool:
-    """Whether the directory ``path`` (any Hadoop filesystem) holds a data file
-    (``part-*``) that is not empty: reading one that holds none makes Spark
-    warn that all paths were ignored (an empty DataFrame writes an empty part)."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    hpath = jvm.org.apache.hadoop.fs.Path(path)
-    fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-    found = fs.globStatus(jvm.org.apache.hadoop.fs.Path(f"{path}/part-*"))
-    return found is not None and any(f.getLen() > 0 for f in found)

@@ -1,4 +1,5 @@
-"""The jobs: wiring session, extract, transforms and load. No logic of its own."""
+"""The analysis job: wiring session, extract, transforms and load. (The ingest
+jobs are :mod:`telemetry_export.ingest`'s, re-exported here.)"""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Observation, Row, SparkSession
 from pyspark.sql import functions as F
 
-from telemetry_export import extract, load, transforms
+from telemetry_export import chain, extract, load, transforms
+from telemetry_export.dataset import BAD, COLLECTOR, LINKS, RECORDS, Dataset
+from telemetry_export.ingest import ingest, ingest_stream
+from telemetry_export.schema import COLLECTOR as COLLECTOR_SCHEMA
 
 __all__ = [
     "REPORT_ROWS",
@@ -20,41 +23,13 @@ __all__ = [
     "analyze",
     "apps_summary",
     "ingest",
+    "ingest_stream",
+    "not_collected_rows",
     "stale_keys",
     "vehicle_apps",
 ]
 
 
-def ingest(spark: SparkSession, inputs: Sequence[str], output: str) -> dict[str, int]:
-    """Journal segments -> Parquet dataset partitioned by vehicle and date.
-
-    Bad lines go to ``OUTPUT/_bad`` (JSON lines with source and problem);
-    returns the counts.
-    """
-    # Parsed once, kept on local disk (the raw lines are too big to keep in memory
-    # at fleet scale), read twice: the records and the bad lines.
-    parsed = transforms.parse_lines(extract.read_lines(spark, inputs)).persist(
-        StorageLevel.DISK_ONLY
-    )
-    # One task per vehicle: it links each boot's records in offset order (a
-    # boot may span two dates) and writes that vehicle's files sorted by boot
-    # and position, one open file at a time.
-    good = transforms.good_records(parsed)
-    linked = transforms.expand_batches(
-        transforms.link_records(good.repartition("vehicle_id"))
-    ).sortWithinPartitions("vehicle_id", "date", "boot_id", "pos", "batch_index")
-    written, bad = Observation("records"), Observation("bad")
-    rows = F.count(F.lit(1)).alias("rows")
-    load.write_table(
-        linked.observe(written, rows), f"{output}/records", partition_by=["vehicle_id", "date"]
-    )
-    transforms.bad_lines(parsed).observe(bad, rows).write.mode("overwrite").json(f"{output}/_bad")
-    counts = {"records": int(written.get["rows"]), "bad_lines": int(bad.get["rows"])}
-    parsed.unpersist()
-    return counts
-
-
-_BAD_SCHEMA = "source string, value string, problem string"
 STALE_KEYS_SHOWN = 100
 
 
@@ -188,11 +163,61 @@ def stale_keys(per_key: Iterable[Any]) -> dict[str, int]:
     return dict(ordered[:STALE_KEYS_SHOWN])
 
 
-def _bad_lines(spark: SparkSession, dataset: str) -> int:
+def _bad_lines(spark: SparkSession, ds: Dataset) -> int:
     """The bad lines ``ingest`` set aside (none: no data file, nothing read)."""
-    if not extract.has_rows(spark, f"{dataset}/_bad"):
+    if not ds.has_data(ds.table(BAD)):
         return 0
-    return spark.read.schema(_BAD_SCHEMA).json(f"{dataset}/_bad").count()
+    return spark.read.parquet(ds.table(BAD)).count()
+
+
+def _collector(spark: SparkSession, ds: Dataset) -> DataFrame:
+    """The collector's records, each once (a landing file ingested twice, or
+    written twice by a collector retrying, adds nothing); none without any."""
+    if not ds.has_data(ds.table(COLLECTOR)):
+        return spark.createDataFrame([], COLLECTOR_SCHEMA)
+    # A gap by its offsets, a restart by its boots (not by when or by whom).
+    same = ["kind", "vehicle_id", "boot_id", "from_offset", "to_offset"]
+    return (
+        spark.read.parquet(ds.table(COLLECTOR))
+        .select(*COLLECTOR_SCHEMA.fieldNames())
+        .dropDuplicates([*same, "old_boot_id", "new_boot_id"])
+    )
+
+
+def not_collected_rows(notes: Iterable[Any]) -> list[dict[str, Any]]:
+    """The report's "Not collected" rows from the collector's records (rows or
+    dicts): per vehicle and boot, its gaps (``gaps``, ``records`` not
+    collected, ``reasons``) and the restarts the collector followed into it
+    (``restarted_from``), by vehicle, then time."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def row(vehicle: str, boot: str, time_ns: int) -> dict[str, Any]:
+        r = rows.setdefault(
+            (vehicle, boot),
+            {
+                "vehicle_id": vehicle,
+                "boot_id": boot,
+                "gaps": 0,
+                "records": 0,
+                "reasons": [],
+                "restarted_from": [],
+                "first_ns": time_ns,
+            },
+        )
+        r["first_ns"] = min(r["first_ns"], time_ns)
+        return r
+
+    for n in notes:
+        if n["kind"] == "collect_gap":
+            r = row(n["vehicle_id"], n["boot_id"], n["time_ns"] or 0)
+            r["gaps"] += 1
+            r["records"] += int(n["count"])
+            if n["reason"] and n["reason"] not in r["reasons"]:
+                r["reasons"].append(n["reason"])
+        elif n["kind"] == "collect_restart":
+            r = row(n["vehicle_id"], n["new_boot_id"], n["time_ns"] or 0)
+            r["restarted_from"].append(n["old_boot_id"])
+    return sorted(rows.values(), key=lambda r: (r["vehicle_id"], r["first_ns"], r["boot_id"]))
 
 
 def _concurrently(tasks: dict[str, Callable[[], Any]]) -> dict[str, Any]:
@@ -216,9 +241,19 @@ def analyze(
     default_stale_ns: int = 5_000_000_000,
     window_ns: int = 1_000_000_000,
 ) -> dict[str, Any]:
-    """The findings of a dataset written by ``ingest``; returns the summary."""
+    """The findings of a dataset written by ``ingest``; returns the summary.
+
+    Raises:
+        ValueError: the dataset has records but no ``links`` (written by an
+            older ``ingest``, which kept the chain on each record).
+    """
+    ds = Dataset(spark, dataset)
+    if not ds.has_data(ds.table(LINKS)):
+        raise ValueError(
+            f"{dataset} has no {LINKS} table: write it again with this version's ingest"
+        )
     records = extract.read_dataset(
-        spark, f"{dataset}/records", transforms.ANALYSED, optional=transforms.OPTIONAL
+        spark, ds.table(RECORDS), transforms.ANALYSED, optional=transforms.OPTIONAL
     )
     # One pass over the records: the aggregation every finding reads (small,
     # kept in memory), laid out by boot so that no finding needs a further
@@ -229,14 +264,26 @@ def analyze(
         .repartition(spark.sparkContext.defaultParallelism, *transforms.BOOT)
         .cache()
     )
+    # The collector's records (a few) and the chain, from the runs ingest cut
+    # (a few per boot and batch).
+    notes = _collector(spark, ds).coalesce(1).cache()
+    gaps = notes.where(F.col("kind") == "collect_gap")
+    chained = chain.chain_facts(
+        spark.read.parquet(ds.table(LINKS)),
+        transforms.trims(active),
+        gaps.select(*transforms.BOOT, "from_offset", "to_offset"),
+    )
+    not_collected = gaps.groupBy(*transforms.BOOT).agg(
+        F.count(F.lit(1)).alias("collect_gaps"), F.sum("count").alias("not_collected")
+    )
     # One row per boot: one partition (its consumers then run one task each).
-    facts = transforms.boot_facts(active).coalesce(1).cache()
+    facts = transforms.boot_facts(active, chained, not_collected).coalesce(1).cache()
     # One row per boot and key: joined to the tables that have only key ids.
     names = transforms.key_names(active).coalesce(1).cache()
     # Where each key's seqs start in a boot whose oldest records retention
     # removed (few rows: those boots only).
     floors = transforms.seq_floors(active, facts).coalesce(1).cache()
-    kept: list[DataFrame] = [facts, names, floors, active]
+    kept: list[DataFrame] = [facts, names, floors, active, notes]
     try:
         with ThreadPoolExecutor(max_workers=1) as pool:
             # The pass runs while this thread plans the findings (about a second
@@ -311,7 +358,8 @@ def analyze(
                 "boots": partial(write, "boots", boots),
                 "boot_rows": boot_rows,
                 "queues": partial(_per_queue, drop_rates),
-                "bad_lines": partial(_bad_lines, spark, dataset),
+                "bad_lines": partial(_bad_lines, spark, ds),
+                "notes": partial(_rows, notes),
             }
         )
         per_boot = {**fleet.get, **vehicles.get}
@@ -336,6 +384,9 @@ def analyze(
             "missing_journal_records": int(per_boot["missing_records"]),
             "reported_journal_drops": int(per_boot["reported_dropped"]),
             "unreported_journal_losses": int(per_boot["unreported_lost"]),
+            "collect_gaps": int(per_boot["collect_gaps"]),
+            "not_collected_records": int(per_boot["not_collected"]),
+            "collector_restarts": sum(1 for n in found["notes"] if n["kind"] == "collect_restart"),
             "apps": apps,
             "stale_keys": stale_keys(found["stale_keys"]),
         }
@@ -348,6 +399,7 @@ def analyze(
                     vehicle_apps=vehicle_apps(found["queues"], found["gaps"]),
                     gap_keys=[r.asDict() for r in found["gap_keys"]],
                     stale_keys=[r.asDict() for r in found["stale_keys"]],
+                    not_collected=not_collected_rows(found["notes"]),
                 ),
                 load.Settings(
                     thresholds=tuple(thresholds),
@@ -377,6 +429,8 @@ def _fleet_totals() -> list[Column]:
                 "missing_records",
                 "reported_dropped",
                 "unreported_lost",
+                "collect_gaps",
+                "not_collected",
             )
         ),
         F.count(F.when(F.col("broken_links") > 0, 1)).alias("broken"),

@@ -61,6 +61,10 @@ class ReportTables:
     stale_keys: list[dict[str, Any]] = field(default_factory=list)
     """Per key name, ``what``, ``app`` and ``threshold_ns``: ``intervals``,
     ``vehicles`` and ``longest_ns``."""
+    not_collected: list[dict[str, Any]] = field(default_factory=list)
+    """Per vehicle and boot the collector lost records of or followed a restart
+    into: ``gaps``, ``records`` not collected, ``reasons`` and
+    ``restarted_from`` (boot ids)."""
 
 
 # -- plots ------------------------------------------------------------------------
@@ -267,6 +271,13 @@ def _chain(b: Any) -> str:
         trimmed = f"at least {b['trimmed_files']} files, {_bytes(b['trimmed_bytes'])}"
     if chain == "intact":
         return "intact"
+    if chain == "not collected":
+        if not b["records"]:
+            return f"none of its records collected ({b['not_collected']:,} offsets)"
+        return (
+            f"intact where collected ({b['not_collected']:,} records not collected: "
+            "the links across them not checked)"
+        )
     if chain == "trimmed":
         if not b["records"]:
             return f"all its records removed by retention ({trimmed})"
@@ -340,6 +351,9 @@ def write_report(
         "missing_journal_records",
         "reported_journal_drops",
         "unreported_journal_losses",
+        "collect_gaps",
+        "not_collected_records",
+        "collector_restarts",
     ):
         lines.append(f"| {key.replace('_', ' ')} | {summary[key]:,} |")
     verdict = (
@@ -349,6 +363,7 @@ def write_report(
     )
     lines += ["", f"Reconciliation: {verdict}.", ""]
     lines += _journal_verdicts(summary, boots)
+    lines += _not_collected(tables.not_collected)
     lines += _vehicles(boots, tables.vehicle_apps)
     lines += _boots(boots)
     lines += _vehicle_apps(tables.vehicle_apps, window)
@@ -436,6 +451,42 @@ def _journal_verdicts(summary: dict[str, Any], boots: list[Any]) -> list[str]:
     return lines
 
 
+def _not_collected(rows_in: list[Any]) -> list[str]:
+    """What the collector could not collect (its ``collect_gap`` records) and the
+    restarts it followed (``collect_restart``), by vehicle and boot: not the
+    journal's losses, and no broken chain."""
+    if not rows_in:
+        return []
+    rows = [
+        [
+            r["vehicle_id"],
+            f"`{r['boot_id']}`",
+            r["gaps"],
+            f"**{r['records']:,}**" if r["records"] else "0",
+            "; ".join(r["reasons"]) or "-",
+            ", ".join(f"`{b}`" for b in r["restarted_from"]) or "-",
+        ]
+        for r in rows_in
+    ]
+    shown, note = _cut(rows, "collector")
+    return [
+        "## Not collected",
+        "",
+        "Records the middleware wrote that the collector could not collect "
+        "(`collect_gap` records: the middleware no longer held them, or the "
+        "collector was cut loose), and the restarts it followed into a new boot "
+        "(`collect_restart`). Not the journal's own losses; the chain links across "
+        "them cannot be checked, and are not counted as broken.",
+        "",
+        *_table(
+            ["vehicle", "boot", "gaps", "records not collected", "why", "restart from boot"],
+            shown,
+            right=0,
+        ),
+        *note,
+    ]
+
+
 def _vehicles(boots: list[Any], vehicle_apps: list[Any]) -> list[str]:
     per: dict[str, dict[str, Any]] = {}
     for b in boots:
@@ -450,8 +501,8 @@ def _vehicles(boots: list[Any], vehicle_apps: list[Any]) -> list[str]:
         v["dropped"] += b["dropped"]
         if b["chain"] in ("broken", "start missing"):
             v["chain"].append("**broken**")
-        elif b["chain"] == "trimmed":
-            v["chain"].append("trimmed")
+        elif b["chain"] in ("trimmed", "not collected"):
+            v["chain"].append(b["chain"])
     gaps: dict[str, list[int]] = {}
     for a in vehicle_apps:
         g = gaps.setdefault(a["vehicle_id"], [0, 0])

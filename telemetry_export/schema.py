@@ -1,4 +1,6 @@
-"""The explicit schema of a journal record (see middleware.journal.records).
+"""The explicit schemas of what ingest reads: a journal record (see
+middleware.journal.records) and a collector record (the landing contract's
+``collect_gap`` and ``collect_restart``, written by telemetry_export.collect).
 
 Fields added by later journal versions are nullable: an older journal reads
 with them null."""
@@ -17,10 +19,24 @@ from pyspark.sql.types import (
     StructType,
 )
 
-__all__ = ["HASH_FIELDS", "HASH_PREFIX_LEN", "RECORD", "REQUIRED"]
+from middleware.journal.chain import HASH_PREFIX_LEN
 
-HASH_PREFIX_LEN: Final = len('{"hash":"",') + 64
-"""A line is ``{"hash":"<64 hex>",`` then the canonical body the hash is over."""
+__all__ = [
+    "COLLECTOR",
+    "COLLECTOR_KINDS",
+    "COLLECTOR_REQUIRED",
+    "HASH_FIELDS",
+    "HASH_PREFIX_LEN",
+    "INPUT_FILES",
+    "RECORD",
+    "REQUIRED",
+]
+
+INPUT_FILES: Final = "*.{jsonl,jsonl.gz}"
+"""The files ingest reads under its inputs (at any depth; names starting with
+``_`` or ``.`` are skipped, as Spark's file sources skip them): the journal's
+segments (``journal-*.jsonl``, ``.jsonl.gz``) and a landing area's files
+(``part-*.jsonl``, ``collector-*.jsonl``)."""
 
 _FIELDS: Final = [
     ("kind", StringType()),
@@ -73,3 +89,32 @@ RECORD: Final = StructType([StructField(n, t, nullable=True) for n, t in _FIELDS
 HASH_FIELDS: Final = ("hash", "prev_hash", "kept_prev_hash")
 """Hex SHA-256 fields, stored as 32 bytes."""
 REQUIRED: Final = ("kind", "vehicle_id", "boot_id", "offset", "time_ns", "hash", "prev_hash")
+
+COLLECTOR_KINDS: Final = ("collect_gap", "collect_restart")
+"""Records a collector adds to a landing area; in no hash chain (no offset, no hash)."""
+COLLECTOR: Final = StructType(
+    [
+        StructField(n, t, nullable=True)
+        for n, t in [
+            ("kind", StringType()),
+            ("vehicle_id", StringType()),
+            ("time_ns", LongType()),
+            ("collector", StringType()),
+            # collect_gap: offsets from_offset..to_offset (inclusive, wrapping) of
+            # boot_id were written but not collected; count of them, and why.
+            ("boot_id", StringType()),
+            ("from_offset", LongType()),
+            ("to_offset", LongType()),
+            ("count", LongType()),
+            ("reason", StringType()),
+            # collect_restart: the collector followed the middleware into a new boot.
+            ("old_boot_id", StringType()),
+            ("new_boot_id", StringType()),
+        ]
+    ]
+)
+"""The landing contract's collector records (see :mod:`telemetry_export.collect`)."""
+COLLECTOR_REQUIRED: Final = {
+    "collect_gap": ("vehicle_id", "boot_id", "from_offset", "to_offset", "count"),
+    "collect_restart": ("vehicle_id", "old_boot_id", "new_boot_id"),
+}

@@ -17,6 +17,7 @@ boot, and a ``journal_trimmed`` record says so.
 
 The lines are made by the middleware's own chain code, so they verify exactly
 like a real journal. Returns the facts a test can check the analysis against.
+:func:`landing_files` lays such journals out as a collector's landing area.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import Any, BinaryIO
 
 from middleware.journal.chain import Chain, OffsetCounter
 
-__all__ = ["KEYS", "STALE_KEY", "TICK_NS", "write_fleet"]
+__all__ = ["KEYS", "STALE_KEY", "TICK_NS", "landing_files", "write_fleet"]
 
 KEYS = [
     "Vehicle.Speed",
@@ -301,3 +302,26 @@ def _tamper(path: Path) -> dict[str, Any]:
     lines[i] = lines[i].replace(b'"changed":true', b'"changed":false')
     path.write_bytes(b"".join(lines))
     return {"file": path.name, "offset": offset}
+
+
+def landing_files(fleet: str, *, lines_per_file: int = 1000) -> dict[str, bytes]:
+    """The journals under ``fleet`` (as :func:`write_fleet` writes them, or a
+    copied journal directory per vehicle) as a collector lands them: files of
+    at most ``lines_per_file`` lines of one boot, by the landing contract's
+    names (``vehicle=V/boot=B/part-<first offset:010d>-<n:06d>.jsonl``, ``n``
+    counting per vehicle), in the order a collector writes them. Returns each
+    file's path (relative to the landing area) and its bytes; the caller
+    writes them (to land them in steps, or edit one first).
+    """
+    files: dict[str, bytes] = {}
+    count: Counter[str] = Counter()
+    for segment in sorted(Path(fleet).rglob("journal-*.jsonl")):
+        lines = segment.read_bytes().splitlines(keepends=True)
+        for i in range(0, len(lines), lines_per_file):
+            chunk = lines[i : i + lines_per_file]
+            first = json.loads(chunk[0])
+            vehicle, boot = first["vehicle_id"], first["boot_id"]
+            name = f"vehicle={vehicle}/boot={boot}/part-{first['offset']:010d}-{count[vehicle]:06d}"
+            files[f"{name}.jsonl"] = b"".join(chunk)
+            count[vehicle] += 1
+    return files

@@ -12,83 +12,112 @@ from typing import Final
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from middleware.journal.chain import OFFSET_MOD
 from middleware.journal.records import BATCH_FIELDS
-from telemetry_export.schema import HASH_FIELDS, HASH_PREFIX_LEN, RECORD, REQUIRED
+from telemetry_export.chain import BOOT, offset_of
+from telemetry_export.schema import (
+    COLLECTOR,
+    COLLECTOR_KINDS,
+    COLLECTOR_REQUIRED,
+    HASH_FIELDS,
+    HASH_PREFIX_LEN,
+    RECORD,
+    REQUIRED,
+)
 
 __all__ = [
+    "ANALYSED",
+    "BOOT",
+    "DROP_KINDS",
+    "OPTIONAL",
+    "TABLES",
     "activity",
     "bad_lines",
     "boot_facts",
     "boot_integrity",
     "boots",
+    "collector_records",
     "drop_rates",
     "drops_over_time",
     "expand_batches",
     "good_records",
     "key_names",
-    "link_records",
     "parse_lines",
     "seq_floors",
     "seq_gaps",
     "seq_reconciliation",
+    "staged",
     "stale_bucket_ns",
     "stale_intervals",
     "threshold_for",
+    "trims",
     "with_key_names",
 ]
 
-OFFSET_MOD = 2**32
-BOOT = ["vehicle_id", "boot_id"]
 ANALYSED = [
     "vehicle_id",
     "boot_id",
     "kind",
     "offset",
-    "pos",
     "time_ns",
-    "link_ok",
-    "missing_before",
     "app",
     "key",
     "key_id",
     "queue",
     "seq",
     "count",
-    "chain_start",
     "trimmed_boot_id",
     "files",
     "bytes",
+    "kept_offset",
+    "kept_prev_hash",
     "lost_boot_id",
     "batch_index",
 ]
-"""The columns the analysis reads; the rest stay in the dataset for people."""
-OPTIONAL = ("chain_start", "trimmed_boot_id", "files", "bytes", "lost_boot_id", "batch_index")
+"""The columns the analysis reads of the records; the rest stay in the dataset
+for people. (The chain is read from the ``links`` table: :mod:`telemetry_export.chain`.)"""
+OPTIONAL = (
+    "trimmed_boot_id",
+    "files",
+    "bytes",
+    "kept_offset",
+    "kept_prev_hash",
+    "lost_boot_id",
+    "batch_index",
+)
 """Columns of :data:`ANALYSED` a dataset ingested before they existed lacks:
 read as nulls (no trimmed chains, every loss the writer's own)."""
 DROP_KINDS = ["evicted", "lost"]
+TABLES: Final = ("records", "collector", "bad")
+"""Where :func:`parse_lines` sends each line (its ``table``)."""
+_ASIDE: Final = "_aside"
+
+
+def _all(columns: list[Column]) -> Column:
+    out = columns[0]
+    for c in columns[1:]:
+        out = out & c
+    return out
 
 
 def parse_lines(lines: DataFrame) -> DataFrame:
-    """Journal lines (``value``, ``source``) -> one row per line, parsed once.
+    """Lines (``value``, ``source``) -> one row per line, parsed once, with the
+    ``table`` it belongs to (:data:`TABLES`).
 
-    A good line becomes its record's columns with ``hash_ok`` (its hash checks
-    over its own bytes) and ``date`` (UTC, from ``time_ns``); ``problem`` is
-    null. A line that is not JSON, lacks a required field or has an ``offset``
-    outside 0 .. 2^32 - 1 keeps ``value`` and ``source`` and says its
-    ``problem``. Split them with :func:`good_records` and :func:`bad_lines`.
+    ``records``: a journal record: its columns (hashes as 32 bytes) with
+    ``hash_ok`` (its hash checks over its own bytes) and ``date`` (UTC, from
+    ``time_ns``). ``collector``: a ``collect_gap`` or ``collect_restart``
+    record (read by :func:`collector_records`). ``bad``: a line that is not
+    JSON, lacks a required field or has an ``offset`` outside 0 .. 2^32 - 1;
+    ``problem`` says which. ``value`` and ``source`` stay on every row.
     """
     parsed = lines.select(F.from_json("value", RECORD).alias("r"), "value", "source")
     present = [F.col(f"r.{c}").isNotNull() for c in REQUIRED]
-    all_missing = ~present[0]
-    for p in present[1:]:
-        all_missing = all_missing & ~p
-    complete = present[0]
-    for p in present[1:]:
-        complete = complete & p
-    offset = F.col("r.offset")
+    offset, kind = F.col("r.offset"), F.col("r.kind")
     problem = (
-        F.when(F.col("r").isNull() | all_missing, F.lit("not a JSON record"))
-        .when(~complete, F.lit("missing a required field"))
+        F.when(F.col("r").isNull() | ~_any(present), F.lit("not a JSON record"))
+        .when(kind.isin(*COLLECTOR_KINDS), F.lit(None).cast("string"))
+        .when(~_all(present), F.lit("missing a required field"))
         .when((offset < 0) | (offset >= OFFSET_MOD), F.lit("offset is not a uint32"))
     )
     body = F.concat(F.lit("{"), F.expr(f"substring(value, {HASH_PREFIX_LEN + 1}, 2147483647)"))
@@ -101,14 +130,36 @@ def parse_lines(lines: DataFrame) -> DataFrame:
         (F.sha2(body, 256) == F.col("r.hash")).alias("hash_ok"),
         F.to_date(F.timestamp_micros(F.floor(F.col("r.time_ns") / 1000))).alias("date"),
         problem.alias("problem"),
+        F.when(problem.isNotNull(), F.lit("bad"))
+        .when(kind.isin(*COLLECTOR_KINDS), F.lit("collector"))
+        .otherwise(F.lit("records"))
+        .alias("table"),
         "value",
         "source",
     )
 
 
+def _any(columns: list[Column]) -> Column:
+    out = columns[0]
+    for c in columns[1:]:
+        out = out | c
+    return out
+
+
+def staged(parsed: DataFrame) -> DataFrame:
+    """:func:`parse_lines`' rows as ingest stages them, in one write: the
+    journal records expanded (:func:`expand_batches`) with their columns; the
+    other tables' rows keep only their line and its file (``_aside``, null on
+    records), read again by :func:`collector_records` and :func:`bad_lines`
+    (a few rows). Partition by ``table``, ``vehicle_id`` and ``date``."""
+    record = F.col("table") == "records"
+    aside = F.when(~record, F.struct(F.col("value").alias("value"), "source"))
+    return expand_batches(parsed.withColumn(_ASIDE, aside).drop("problem", "value", "source"))
+
+
 def good_records(parsed: DataFrame) -> DataFrame:
-    """The records of :func:`parse_lines`' output, without the line itself."""
-    return parsed.where(F.col("problem").isNull()).drop("problem", "value", "source")
+    """The journal records of :func:`parse_lines`' output, without the line itself."""
+    return parsed.where(F.col("table") == "records").drop("problem", "table", "value", "source")
 
 
 def bad_lines(parsed: DataFrame) -> DataFrame:
@@ -116,76 +167,32 @@ def bad_lines(parsed: DataFrame) -> DataFrame:
     return parsed.where(F.col("problem").isNotNull()).select("source", "value", "problem")
 
 
-def link_records(records: DataFrame) -> DataFrame:
-    """Add where each record sits in its boot's chain (ingest time, one sort per boot).
+def _unstaged(staged_rows: DataFrame) -> DataFrame:
+    """The lines :func:`staged` set aside, as :func:`parse_lines` takes them."""
+    return staged_rows.select(F.col(f"{_ASIDE}.value").alias("value"), f"{_ASIDE}.source")
 
-    * ``pos``: the record's place in its boot, from its wrapping offset. Offsets
-      start at a random value and wrap modulo 2^32; ``pos`` is the offset
-      relative to the boot's ``start`` record (or, if retention removed it, its
-      earliest record), so it orders without a wrap.
-    * ``link_ok``: the record's hash checks over its bytes and its ``prev_hash``
-      is the previous record's ``hash``. The boot's first record present has
-      an empty ``prev_hash`` (it is the chain's start), or the chain's start is
-      gone: then its link holds only if a ``journal_trimmed`` record of the
-      same vehicle (written by any boot) says retention removed that boot's
-      records before it, naming its offset (``kept_offset``) and ``prev_hash``
-      (``kept_prev_hash``).
-    * ``chain_start``: on that first record only, when its ``prev_hash`` is not
-      empty: ``trimmed`` (a trim record accounts for it) or ``missing``
-      (nothing does: records were deleted before it). Null otherwise.
-    * ``missing_before``: offsets missing between the previous record and this
-      one (lost, or dropped by the journal's buffer).
 
-    A vehicle's records must all be in ``records`` (one ingest), whatever their
-    dates: the window is over the boot, and a trim record may be in a later boot.
-    """
-    kind = F.col("kind")
-    trim = F.when(
-        (kind == "journal_trimmed") & F.col("kept_offset").isNotNull(),
-        F.struct(F.col("trimmed_boot_id").alias("boot_id"), "kept_offset", "kept_prev_hash"),
-    )
-    # One aggregation per boot: where it starts (its ``start``, else its
-    # earliest record; ties by offset) and the trim records it wrote.
-    per_boot = records.groupBy(*BOOT).agg(
-        F.coalesce(
-            F.min(F.when(kind == "start", F.col("offset"))),
-            F.min_by("offset", F.struct("time_ns", "offset")),
-        ).alias("_first"),
-        F.collect_list(trim).alias("_trims"),
-    )
-    trims = per_boot.select(F.col("vehicle_id").alias("_vehicle"), F.explode("_trims").alias("t"))
-    # The trims a vehicle's records hold are few (one per boot per trim): the
-    # prev_hashes that may start each boot's chain at its first offset.
-    starts = (
-        per_boot.select(*BOOT, "_first")
-        .join(
-            trims,
-            (F.col("vehicle_id") == F.col("_vehicle"))
-            & (F.col("boot_id") == F.col("t.boot_id"))
-            & (F.col("_first") == F.col("t.kept_offset")),
-            "left",
-        )
-        .groupBy(*BOOT, "_first")
-        .agg(F.collect_set("t.kept_prev_hash").alias("_kept"))
-    )
-    w = Window.partitionBy(*BOOT).orderBy("pos")
-    prev_hash, prev_pos = F.lag("hash").over(w), F.lag("pos").over(w)
-    late_start = prev_hash.isNull() & (F.col("pos") == 0) & (F.length("prev_hash") != 0)
-    accepted = F.array_contains(F.col("_kept"), F.col("prev_hash"))
-    broken = ~F.col("hash_ok") | F.when(prev_hash.isNull(), late_start & ~accepted).otherwise(
-        F.col("prev_hash") != prev_hash
-    )
-    missing = F.coalesce(F.col("pos") - prev_pos - 1, F.lit(0))
-    return (
-        records.join(F.broadcast(starts), BOOT)
-        .withColumn("pos", F.pmod(F.col("offset") - F.col("_first"), F.lit(OFFSET_MOD)))
-        .withColumn("link_ok", ~broken)
-        .withColumn(
-            "chain_start",
-            F.when(late_start, F.when(accepted, F.lit("trimmed")).otherwise(F.lit("missing"))),
-        )
-        .drop("_first", "_kept")
-        .withColumn("missing_before", F.greatest(missing, F.lit(0)))
+def staged_bad_lines(staged_rows: DataFrame) -> DataFrame:
+    """:func:`bad_lines` of the rows :func:`staged` put in table ``bad``."""
+    return bad_lines(parse_lines(_unstaged(staged_rows)))
+
+
+def collector_records(staged_rows: DataFrame) -> DataFrame:
+    """The collector's records among the rows :func:`staged` put in table
+    ``collector`` (:data:`COLLECTOR` columns and ``source``), and the lines
+    among them that lack a field their kind needs (``problem``, as
+    :func:`bad_lines`), told apart by ``problem`` being null."""
+    lines = _unstaged(staged_rows)
+    parsed = lines.select(F.from_json("value", COLLECTOR).alias("c"), "value", "source")
+    kind = F.col("c.kind")
+    complete = F.lit(False)
+    for k, required in COLLECTOR_REQUIRED.items():
+        complete = complete | (kind == k) & _all([F.col(f"c.{c}").isNotNull() for c in required])
+    return parsed.select(
+        "c.*",
+        "source",
+        "value",
+        F.when(~complete, F.lit("missing a required field")).alias("problem"),
     )
 
 
@@ -193,18 +200,15 @@ BATCH_ARRAYS: Final = sorted({a for _, arrays in BATCH_FIELDS.values() for a in 
 """The array columns of batch records: dropped once :func:`expand_batches` has read them."""
 
 
-def expand_batches(linked: DataFrame) -> DataFrame:
-    """:func:`link_records`' output with each batch record (``publish_batch``,
-    ``delivered_batch``) replaced by one row per event, in the per-event
-    kind's shape (``publish``, ``delivered``), so every finding reads journals
-    of both formats alike.
+def expand_batches(records: DataFrame) -> DataFrame:
+    """Records with each batch record (``publish_batch``, ``delivered_batch``)
+    replaced by one row per event, in the per-event kind's shape (``publish``,
+    ``delivered``), so every finding reads journals of both formats alike.
 
     ``batch_index`` is the event's place in its batch (null for other
-    records). The line's own facts stay on its first event only: its
-    ``link_ok``, ``missing_before`` and ``chain_start``; the others hold
-    (true, 0, null). A batch with no entries stays one row of its own kind.
-    The array columns are dropped. A narrow transformation: the rows stay in
-    their partitions (one per vehicle at ingest).
+    records): the line's other columns (offset, hashes) are on every event,
+    and the line is its event 0. A batch with no entries stays one row of its
+    own kind. The array columns are dropped. A narrow transformation.
     """
     kind = F.col("kind")
     # Scalar column -> the array that holds it in a batch record.
@@ -213,12 +217,10 @@ def expand_batches(linked: DataFrame) -> DataFrame:
         "key_ids",
         lambda _, i: F.struct(*(F.get(F.col(a), i).alias(s) for s, a in arrays.items())),
     )
-    rows = linked.select(
+    rows = records.select(
         "*", F.posexplode_outer(F.when(kind.isin(list(BATCH_FIELDS)), entries)).alias("_i", "_e")
     )
-    index = F.col("_i")
-    event = index.isNotNull()
-    first = index.isNull() | (index == 0)
+    event = F.col("_i").isNotNull()
     event_kind = F.lit(None).cast("string")
     for batch_kind, (per_event, _) in BATCH_FIELDS.items():
         event_kind = F.when(kind == batch_kind, F.lit(per_event)).otherwise(event_kind)
@@ -226,10 +228,7 @@ def expand_batches(linked: DataFrame) -> DataFrame:
         {
             **{s: F.when(event, F.col(f"_e.{s}")).otherwise(F.col(s)) for s in arrays},
             "kind": F.when(event, event_kind).otherwise(kind),
-            "batch_index": index,
-            "link_ok": F.when(first, F.col("link_ok")).otherwise(F.lit(True)),
-            "missing_before": F.when(first, F.col("missing_before")).otherwise(F.lit(0)),
-            "chain_start": F.when(first, F.col("chain_start")),
+            "batch_index": F.col("_i"),
         }
     ).drop("_i", "_e", *BATCH_ARRAYS)
 
@@ -271,26 +270,9 @@ def _highest_bit(bits: Column) -> Column:
     return F.when(bits == 0, F.lit(-1)).otherwise(F.length(F.bin(bits)) - 1)
 
 
-_SIGN: Final = -(2**63)
-_LOW_32: Final = OFFSET_MOD - 1
-
-
-def _pos_and_offset(pos: Column, offset: Column) -> Column:
-    """A record's ``pos`` and ``offset`` (both 0 .. 2^32 - 1) in one ``long`` that
-    orders as ``pos`` does, so one ``min`` finds the first record of a boot and
-    its offset (cheaper than ``min_by``). The sign bit is flipped so that a
-    ``pos`` of 2^31 or more still orders after smaller ones."""
-    return F.shiftleft(pos, 32).bitwiseOR(offset).bitwiseXOR(F.lit(_SIGN))
-
-
-def _offset_of(pos_and_offset: Column) -> Column:
-    """The ``offset`` of :func:`_pos_and_offset`."""
-    return pos_and_offset.bitwiseXOR(F.lit(_SIGN)).bitwiseAND(F.lit(_LOW_32))
-
-
-def activity(linked: DataFrame, *, bucket_ns: int, window_ns: int) -> DataFrame:
-    """One aggregation of every record (:func:`link_records`' output), no sort:
-    the per-boot, staleness and drop-rate findings all read its few rows.
+def activity(records: DataFrame, *, bucket_ns: int, window_ns: int) -> DataFrame:
+    """One aggregation of every record (as ingest stores them), no sort: the
+    per-boot, staleness and drop-rate findings all read its few rows.
 
     A row per boot, ``kind`` and, where the kind has them: ``app``, ``key_id``
     and ``queue`` (deliveries and drops), ``key_id`` and ``key`` (writes),
@@ -298,24 +280,23 @@ def activity(linked: DataFrame, *, bucket_ns: int, window_ns: int) -> DataFrame:
     :func:`stale_intervals`; it must not exceed the shortest threshold) and the
     drop-rate window ``window_start_ns`` (deliveries and drops), and the
     ``seq_block`` of 64 seqs (deliveries and drops). Each row holds ``n``
-    records, ``first_ns`` and ``last_ns``, ``seqs``: which seqs of its block
-    it has (a 64-bit set), and for the boot's
-    integrity: ``broken`` links, the first broken one (``first_broken``: see
-    :func:`_pos_and_offset`), ``missing`` records by offset, the sum of the
-    records' ``count`` (what ``journal_dropped`` records ``reported``), the
-    boot's ``chain_start`` (:func:`link_records`) and, for ``journal_trimmed``
-    and ``journal_dropped`` records, the boot they are about (``about_boot``:
-    ``trimmed_boot_id``, ``lost_boot_id``) and the ``files`` and ``bytes``
-    retention removed. Key names (``key``) come with the kinds that carry them:
-    writes, drops and ``key_added``.
+    records, ``lines`` (journal lines: a batch record's events count once),
+    ``first_ns`` and ``last_ns``, ``seqs``: which seqs of its block it has (a
+    64-bit set), the sum of the records' ``count`` (what ``journal_dropped``
+    records ``reported``) and, for ``journal_trimmed`` and
+    ``journal_dropped`` records, the boot they are about (``about_boot``:
+    ``trimmed_boot_id``, ``lost_boot_id``), the ``files`` and ``bytes``
+    retention removed and where the trimmed chain starts (``kept_offset``,
+    ``kept_prev_hash``: :func:`trims`). Key names (``key``) come with the kinds that carry
+    them: writes, drops and ``key_added``. (The hash chain is not here:
+    :func:`telemetry_export.chain.chain_facts` reads the ``links`` table.)
     """
     kind = F.col("kind")
     event = kind.isin(["delivered", *DROP_KINDS])
     drop = kind.isin(DROP_KINDS)
-    broken = ~F.col("link_ok")
     # Records not expanded (expand_batches) are one line each.
-    batch_index = F.col("batch_index") if "batch_index" in linked.columns else F.lit(None)
-    return linked.groupBy(
+    batch_index = F.col("batch_index") if "batch_index" in records.columns else F.lit(None)
+    return records.groupBy(
         *BOOT,
         "kind",
         F.when(event, F.col("app")).alias("app"),
@@ -336,58 +317,72 @@ def activity(linked: DataFrame, *, bucket_ns: int, window_ns: int) -> DataFrame:
         F.when(kind == "journal_trimmed", F.col("trimmed_boot_id"))
         .when(kind == "journal_dropped", F.col("lost_boot_id"))
         .alias("about_boot"),
+        # Where a trimmed boot's chain now starts (journal_trimmed only: few rows).
+        F.when(kind == "journal_trimmed", F.col("kept_offset")).alias("kept_offset"),
+        F.when(kind == "journal_trimmed", F.col("kept_prev_hash")).alias("kept_prev_hash"),
     ).agg(
         F.count(F.lit(1)).alias("n"),
         # Journal lines: a batch record's events count once (expand_batches).
         F.sum(F.when(F.coalesce(batch_index, F.lit(0)) == 0, 1).otherwise(0)).alias("lines"),
         F.min("time_ns").alias("first_ns"),
         F.max("time_ns").alias("last_ns"),
-        F.sum(broken.cast("long")).alias("broken"),
-        F.min(F.when(broken, _pos_and_offset(F.col("pos"), F.col("offset")))).alias("first_broken"),
-        F.sum("missing_before").alias("missing"),
         # ``kind`` is a key: only journal_dropped's rows are read (boot_facts).
         F.sum("count").alias("reported"),
         F.bit_or(F.when(event, _bit(F.col("seq").bitwiseAND(F.lit(_BLOCK - 1))))).alias("seqs"),
-        # Null but on a boot's first record (link_records): one value per boot.
-        F.max("chain_start").alias("chain_start"),
         # journal_trimmed's (``kind`` is a key: only its rows are read).
         F.sum("files").alias("files"),
         F.sum("bytes").alias("bytes"),
     )
 
 
-def boot_facts(activity: DataFrame) -> DataFrame:
-    """Per boot, from :func:`activity`: what :func:`boot_integrity`,
-    :func:`boots` and the summary need.
+def trims(activity: DataFrame) -> DataFrame:
+    """The ``journal_trimmed`` records of :func:`activity` that say where a
+    trimmed boot's chain starts, as :func:`telemetry_export.chain.chain_facts`
+    takes them (``boot_id``: the trimmed boot)."""
+    return activity.where(
+        (F.col("kind") == "journal_trimmed") & F.col("kept_offset").isNotNull()
+    ).select("vehicle_id", F.col("about_boot").alias("boot_id"), "kept_offset", "kept_prev_hash")
+
+
+def boot_facts(activity: DataFrame, chain: DataFrame, not_collected: DataFrame) -> DataFrame:
+    """Per boot, from :func:`activity`, the boot's chain
+    (:func:`telemetry_export.chain.chain_facts`) and what the collector did
+    not collect of it (``not_collected``: ``vehicle_id``, ``boot_id``,
+    ``collect_gaps`` and ``not_collected``, offsets, from its distinct
+    ``collect_gap`` records): what :func:`boot_integrity`, :func:`boots` and
+    the summary need.
 
     ``records``; the hash chain: ``chain`` (``intact``; ``trimmed``: retention
-    removed its start and a ``journal_trimmed`` record says so;
+    removed its start and a ``journal_trimmed`` record says so; ``not
+    collected``: every link holds but some could not be checked, the
+    collector lost records between them (or before the first);
     ``start missing``: records are gone before its first record on disk and no
     record says why; ``broken``: a link in the middle does not hold),
     ``broken_links`` and where the first is (``first_broken_offset``);
     ``trimmed_files`` and ``trimmed_bytes`` (what ``journal_trimmed`` records
     of any boot of the vehicle say retention removed of this boot);
-    ``missing_records`` by offset, ``reported_dropped`` (what
-    ``journal_dropped`` records said about this boot: its own without
-    ``lost_boot_id``, and any boot's naming it) and ``unreported_lost`` (the
-    offsets missing that no record reports); ``first_ns``, ``last_ns`` and
+    ``missing_records`` by offset (not those a collector gap holds),
+    ``reported_dropped`` (what ``journal_dropped`` records said about this
+    boot: its own without ``lost_boot_id``, and any boot's naming it) and
+    ``unreported_lost`` (the offsets missing that no record reports);
+    ``collect_gaps`` and ``not_collected``; ``first_ns``, ``last_ns`` and
     ``clean_stop``; ``delivered`` and ``dropped`` events.
 
-    A boot that only trim or drop records name (none of its records on disk)
-    has a row with ``records`` 0 and no times.
+    A boot that only trim, drop or collector records name (none of its
+    records on disk) has a row with ``records`` 0 and no times.
     """
     kind = F.col("kind")
-    own = activity.groupBy(*BOOT).agg(
-        F.sum("lines").alias("records"),
-        F.sum("broken").alias("broken_links"),
-        F.min("first_broken").alias("_first_broken"),
-        F.max("chain_start").alias("_chain_start"),
-        F.sum("missing").alias("missing_records"),
-        F.min("first_ns").alias("first_ns"),
-        F.max("last_ns").alias("last_ns"),
-        F.max((kind == "stop").cast("int")).cast("boolean").alias("clean_stop"),
-        F.coalesce(F.sum(F.when(kind == "delivered", F.col("n"))), F.lit(0)).alias("delivered"),
-        F.coalesce(F.sum(F.when(kind.isin(DROP_KINDS), F.col("n"))), F.lit(0)).alias("dropped"),
+    own = (
+        activity.groupBy(*BOOT)
+        .agg(
+            F.sum("lines").alias("records"),
+            F.min("first_ns").alias("first_ns"),
+            F.max("last_ns").alias("last_ns"),
+            F.max((kind == "stop").cast("int")).cast("boolean").alias("clean_stop"),
+            F.coalesce(F.sum(F.when(kind == "delivered", F.col("n"))), F.lit(0)).alias("delivered"),
+            F.coalesce(F.sum(F.when(kind.isin(DROP_KINDS), F.col("n"))), F.lit(0)).alias("dropped"),
+        )
+        .join(chain, BOOT, "left")
     )
     # What journal_dropped and journal_trimmed records say, by the boot they
     # are about (a few rows per boot).
@@ -404,35 +399,45 @@ def boot_facts(activity: DataFrame) -> DataFrame:
         )
         .where(F.col("boot_id").isNotNull())
     )
-    first_pos = F.shiftright(F.col("_first_broken").bitwiseXOR(F.lit(_SIGN)), 32)
+    first_broken = F.col("first_broken")
+    first_pos = F.shiftright(first_broken.bitwiseXOR(F.lit(-(2**63))), 32)
     zero = F.lit(0).cast("long")
-    return own.join(said, BOOT, "full").select(
-        *BOOT,
-        F.coalesce("records", zero).alias("records"),
-        F.when(F.col("_first_broken").isNotNull() & (first_pos != 0), F.lit("broken"))
-        .when(
-            F.col("_first_broken").isNotNull() & (F.col("_chain_start") == "missing"),
-            F.lit("start missing"),
+    return (
+        own.join(said, BOOT, "full")
+        .join(not_collected, BOOT, "full")
+        .select(
+            *BOOT,
+            F.coalesce("records", zero).alias("records"),
+            F.when(first_broken.isNotNull() & (first_pos != 0), F.lit("broken"))
+            .when(
+                first_broken.isNotNull() & (F.col("chain_start") == "missing"),
+                F.lit("start missing"),
+            )
+            .when(first_broken.isNotNull(), F.lit("broken"))
+            .when(F.col("chain_start") == "trimmed", F.lit("trimmed"))
+            .when(F.col("records").isNull() & F.col("collect_gaps").isNull(), F.lit("trimmed"))
+            .when(
+                (F.col("unchecked_links") > 0) | F.col("records").isNull(), F.lit("not collected")
+            )
+            .otherwise(F.lit("intact"))
+            .alias("chain"),
+            F.coalesce("broken_links", zero).alias("broken_links"),
+            offset_of(first_broken).alias("first_broken_offset"),
+            F.coalesce("trimmed_files", zero).alias("trimmed_files"),
+            F.coalesce("trimmed_bytes", zero).alias("trimmed_bytes"),
+            F.coalesce("missing_records", zero).alias("missing_records"),
+            F.coalesce("reported_dropped", zero).alias("reported_dropped"),
+            F.greatest(
+                F.coalesce("missing_records", zero) - F.coalesce("reported_dropped", zero), zero
+            ).alias("unreported_lost"),
+            F.coalesce("collect_gaps", zero).alias("collect_gaps"),
+            F.coalesce("not_collected", zero).alias("not_collected"),
+            "first_ns",
+            "last_ns",
+            "clean_stop",
+            F.coalesce("delivered", zero).alias("delivered"),
+            F.coalesce("dropped", zero).alias("dropped"),
         )
-        .when(F.col("_first_broken").isNotNull(), F.lit("broken"))
-        .when(F.col("_chain_start") == "trimmed", F.lit("trimmed"))
-        .when(F.col("records").isNull(), F.lit("trimmed"))
-        .otherwise(F.lit("intact"))
-        .alias("chain"),
-        F.coalesce("broken_links", zero).alias("broken_links"),
-        _offset_of(F.col("_first_broken")).alias("first_broken_offset"),
-        F.coalesce("trimmed_files", zero).alias("trimmed_files"),
-        F.coalesce("trimmed_bytes", zero).alias("trimmed_bytes"),
-        F.coalesce("missing_records", zero).alias("missing_records"),
-        F.coalesce("reported_dropped", zero).alias("reported_dropped"),
-        F.greatest(
-            F.coalesce("missing_records", zero) - F.coalesce("reported_dropped", zero), zero
-        ).alias("unreported_lost"),
-        "first_ns",
-        "last_ns",
-        "clean_stop",
-        F.coalesce("delivered", zero).alias("delivered"),
-        F.coalesce("dropped", zero).alias("dropped"),
     )
 
 
@@ -446,6 +451,8 @@ INTEGRITY = [
     "missing_records",
     "reported_dropped",
     "unreported_lost",
+    "collect_gaps",
+    "not_collected",
 ]
 """The columns of :func:`boot_integrity`, after the boot."""
 
@@ -457,7 +464,9 @@ def boot_integrity(facts: DataFrame) -> DataFrame:
     previous record's ``hash``), what retention removed (``trimmed_files``,
     ``trimmed_bytes``), ``missing_records`` by offset (lost, or dropped by the
     journal's buffer), ``reported_dropped`` (what ``journal_dropped`` records
-    said) and ``unreported_lost`` (missing, and reported by no record).
+    said) and ``unreported_lost`` (missing, and reported by no record);
+    ``collect_gaps`` and ``not_collected``: the collector's gaps in the boot
+    and the offsets they hold (never collected: not the journal's loss).
     """
     return facts.select(*BOOT, *INTEGRITY)
 

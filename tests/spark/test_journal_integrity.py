@@ -1,14 +1,20 @@
-"""The journal's own integrity at ingest and in the per-boot facts: retention's
-trims, deletions, and losses reported by a later boot (``lost_boot_id``)."""
+"""The journal's own integrity in the per-boot facts: retention's trims,
+deletions, losses reported by a later boot (``lost_boot_id``), and the
+collector's gaps (``collect_gap``)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import random
+from collections.abc import Sequence
 from typing import Any
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
-from middleware.journal.chain import Chain, OffsetCounter
-from telemetry_export import transforms
+from middleware.journal.chain import HASH_PREFIX_LEN, OFFSET_MOD, Chain, OffsetCounter
+from telemetry_export import chain, transforms
 
 
 class _Boot:
@@ -48,12 +54,42 @@ class _Boot:
             )
 
 
-def facts(spark: SparkSession, *boots: _Boot) -> dict[str, Any]:
-    rows = [(line, "seg") for b in boots for line in b.lines]
-    parsed = transforms.parse_lines(spark.createDataFrame(rows, "value string, source string"))
-    linked = transforms.expand_batches(transforms.link_records(transforms.good_records(parsed)))
-    active = transforms.activity(linked, bucket_ns=10**9, window_ns=10**9)
-    return {(r.vehicle_id, r.boot_id): r for r in transforms.boot_facts(active).collect()}
+GAPS = "vehicle_id string, boot_id string, from_offset long, to_offset long, count long"
+
+
+def facts_of_lines(
+    spark: SparkSession,
+    batches: list[list[str]],
+    gaps: Sequence[tuple[str, str, int, int, int]] = (),
+) -> dict[tuple[str, str], Any]:
+    """Per boot, :func:`transforms.boot_facts` of journal lines ingested in
+    ``batches`` (each cut into runs apart, as ingest's batches are) and the
+    collector's ``gaps`` (vehicle, boot, from, to, count)."""
+
+    def parsed(lines: list[str]) -> Any:
+        rows = [(line, "seg") for line in lines]
+        df = spark.createDataFrame(rows, "value string, source string")
+        return transforms.good_records(transforms.parse_lines(df))
+
+    everything = parsed([line for batch in batches for line in batch])
+    active = transforms.activity(
+        transforms.expand_batches(everything), bucket_ns=10**9, window_ns=10**9
+    )
+    runs = [chain.link_runs(parsed(batch).select(*chain.LINK_COLUMNS)) for batch in batches]
+    all_runs = runs[0]
+    for more in runs[1:]:
+        all_runs = all_runs.unionByName(more)
+    g = spark.createDataFrame(list(gaps), GAPS)
+    chained = chain.chain_facts(all_runs, transforms.trims(active), g.drop("count"))
+    not_collected = g.groupBy(*transforms.BOOT).agg(
+        F.count(F.lit(1)).alias("collect_gaps"), F.sum("count").alias("not_collected")
+    )
+    by_boot = transforms.boot_facts(active, chained, not_collected).collect()
+    return {(r.vehicle_id, r.boot_id): r for r in by_boot}
+
+
+def facts(spark: SparkSession, *boots: _Boot) -> dict[tuple[str, str], Any]:
+    return facts_of_lines(spark, [[line for b in boots for line in b.lines]])
 
 
 def test_retention_trims_are_accepted_and_deletions_still_break_the_chain(
@@ -154,13 +190,135 @@ def test_batch_records_count_as_their_events_and_as_one_line_each(spark: SparkSe
     assert (o.records, o.delivered, o.chain) == (4, 3, "intact")
     rows = [(new.lines[2], "seg")]
     parsed = transforms.parse_lines(spark.createDataFrame(rows, "value string, source string"))
-    # Alone, the batch line's chain start is missing: only its first event says so.
-    linked = transforms.link_records(transforms.good_records(parsed))
-    events = transforms.expand_batches(linked).orderBy("batch_index").collect()
-    assert [(e.kind, e.key_id, e.seq, e.batch_index) for e in events] == [
+    events = transforms.expand_batches(transforms.good_records(parsed))
+    got = events.orderBy("batch_index").collect()
+    assert [(e.kind, e.key_id, e.seq, e.batch_index) for e in got] == [
         ("delivered", 1, 1, 0),
         ("delivered", 2, 1, 1),
         ("delivered", 1, 2, 2),
     ]
-    assert [e.link_ok for e in events] == [False, True, True]
-    assert {e.app for e in events} == {"a"}
+    assert {e.app for e in got} == {"a"}
+    assert {(e.offset, e.hash) for e in got} == {(got[0].offset, got[0].hash)}
+    # Alone, the batch line's chain start is missing: one broken link, not three.
+    alone = facts_of_lines(spark, [[new.lines[2]]])["car-1", "new"]
+    assert (alone.records, alone.delivered, alone.chain, alone.broken_links) == (
+        1,
+        3,
+        "start missing",
+        1,
+    )
+
+
+def ordered_pass(lines: list[str]) -> dict[tuple[str, str], tuple[int, int | None, int, str]]:
+    """Per boot, the chain as one ordered pass over its records sees it (the
+    definition :func:`chain.link_runs` and :func:`chain.chain_facts` split
+    into two steps): broken links, the first broken offset, offsets missing
+    between records, and the chain's start (trim records are not handled)."""
+    boots: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for line in lines:
+        r = json.loads(line)
+        body = "{" + line[HASH_PREFIX_LEN:]
+        r["_ok"] = hashlib.sha256(body.encode()).hexdigest() == r["hash"]
+        boots.setdefault((r["vehicle_id"], r["boot_id"]), []).append(r)
+    out = {}
+    for key, records in boots.items():
+        starts = [r["offset"] for r in records if r["kind"] == "start"]
+        first = min(starts) if starts else min(records, key=lambda r: (r["time_ns"], r["offset"]))
+        first = first if isinstance(first, int) else first["offset"]
+        records.sort(key=lambda r: (r["offset"] - first) % OFFSET_MOD)
+        broken, first_broken, missing, start = 0, None, 0, "intact"
+        for i, r in enumerate(records):
+            pos = (r["offset"] - first) % OFFSET_MOD
+            if i == 0:
+                late = pos == 0 and r["prev_hash"] != ""
+                bad = not r["_ok"] or late
+                start = "missing" if late else start
+            else:
+                prev = records[i - 1]
+                bad = not r["_ok"] or r["prev_hash"] != prev["hash"]
+                missing += max(pos - (prev["offset"] - first) % OFFSET_MOD - 1, 0)
+            if bad:
+                broken += 1
+                first_broken = first_broken if first_broken is not None else r["offset"]
+        out[key] = (broken, first_broken, missing, start)
+    return out
+
+
+def test_runs_cut_in_batches_and_chunks_link_as_one_ordered_pass(spark: SparkSession) -> None:
+    """Boots across the 2^32 wrap and a 2^20 chunk edge, with records the journal
+    lost (offsets skipped), records deleted and edited, a boot whose start is
+    gone, its lines dealt at random to three ingest batches: every boot's
+    chain facts are those of one ordered pass over all its records."""
+    rng = random.Random(16)
+    lines: list[str] = []
+    for i, start in enumerate([OFFSET_MOD - 60, 3 * 2**20 - 40, 1000, 77]):
+        boot = _Boot("car-1", f"b{i}", start)
+        boot.write("start")
+        for n in range(120):
+            if rng.random() < 0.03:
+                boot.offsets.take()  # lost by the journal: a gap, no broken link
+            boot.write("publish", key="Vehicle.Speed", key_id=1, version=n)
+        kept = list(boot.lines)
+        for _ in range(2):  # deleted: a gap and a broken link
+            del kept[rng.randrange(5, len(kept))]
+        j = rng.randrange(5, len(kept))  # edited: its hash fails
+        kept[j] = kept[j].replace('"version":', '"version":1')
+        if i == 3:
+            kept = kept[3:]  # its start is gone, nothing says why
+        lines += kept
+    batches: list[list[str]] = [[], [], []]
+    for line in lines:
+        batches[rng.randrange(3)].append(line)
+    got = facts_of_lines(spark, batches)
+    expected = ordered_pass(lines)
+    assert set(got) == set(expected)
+    for key, (broken, first_broken, missing, start) in expected.items():
+        r = got[key]
+        assert (r.broken_links, r.first_broken_offset, r.missing_records) == (
+            broken,
+            first_broken,
+            missing,
+        ), key
+        assert r.chain == ("start missing" if start == "missing" else "broken"), key
+
+
+def test_a_collector_gap_explains_the_discontinuity_it_covers(spark: SparkSession) -> None:
+    """Records the collector could not collect, in the middle of a boot and at its
+    start: the links across them are not broken, the offsets they hold are not
+    the journal's losses; a journal loss beside one still counts, and an
+    edited record is still broken."""
+    middle = _Boot("car-1", "m", OFFSET_MOD - 5).run(30)  # the gap wraps
+    middle.offsets.take()  # and one record the journal lost
+    middle.write("publish", key="Vehicle.Speed", key_id=1)
+    gap = middle.records[3:9]
+    middle.lines[3:9] = []
+    late = _Boot("car-1", "l", 500).run(10)  # the collector joined late
+    late.lines[:4] = []
+    edited = _Boot("car-2", "e", 9).run(10)
+    edited.lines[6] = edited.lines[6].replace('"key_id":1', '"key_id":2')
+    edited_gap = edited.records[2:4]
+    edited.lines[2:4] = []
+    by_boot = facts_of_lines(
+        spark,
+        [middle.lines[:10], middle.lines[10:] + late.lines + edited.lines],
+        gaps=[
+            ("car-1", "m", gap[0]["offset"], gap[-1]["offset"], len(gap)),
+            ("car-1", "l", 500, 503, 4),
+            ("car-2", "e", edited_gap[0]["offset"], edited_gap[-1]["offset"], 2),
+        ],
+    )
+    m, lt, e = by_boot["car-1", "m"], by_boot["car-1", "l"], by_boot["car-2", "e"]
+    assert (m.chain, m.broken_links, m.missing_records, m.unreported_lost) == (
+        "not collected",
+        0,
+        1,
+        1,
+    )
+    assert (m.collect_gaps, m.not_collected) == (1, 6)
+    assert (lt.chain, lt.broken_links, lt.missing_records, lt.not_collected) == (
+        "not collected",
+        0,
+        0,
+        4,
+    )
+    assert (e.chain, e.broken_links, e.first_broken_offset) == ("broken", 1, 15)

@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from middleware.journal.chain import Chain, OffsetCounter
-from telemetry_export import transforms
+from telemetry_export import chain, transforms
 from telemetry_export.schema import RECORD
 
 BOOT = {"vehicle_id": "car-1", "boot_id": "b1"}
@@ -66,48 +66,38 @@ def records(spark: SparkSession, rows: list[dict[str, object]]):
 
 
 def linked(spark: SparkSession, rows: list[dict[str, object]]):
-    """Records as ingest stores them: in order, every link holding, none missing."""
-    return (
-        records(spark, rows)
-        .withColumn("pos", F.coalesce(F.col("offset"), F.lit(0)))
-        .withColumn("link_ok", F.lit(True))
-        .withColumn("missing_before", F.lit(0).cast("long"))
-        .withColumn("chain_start", F.lit(None).cast("string"))
-    )
+    """Records as ingest stores them (the chain is apart, in the runs: see :func:`chain_of`)."""
+    return records(spark, rows)
+
+
+TRIMS = "vehicle_id string, boot_id string, kept_offset long, kept_prev_hash string"
+
+
+def chain_of(spark: SparkSession, df) -> list:
+    """Per boot, the chain of ``df``'s records (with ``hash_ok``) as one ingest
+    batch cuts it into runs and the analysis links them, and its first broken
+    offset."""
+    runs = chain.link_runs(df.select(*chain.LINK_COLUMNS))
+    facts = chain.chain_facts(runs, spark.createDataFrame([], TRIMS))
+    return facts.withColumn("first_broken_offset", chain.offset_of(F.col("first_broken"))).collect()
 
 
 def activity(df, *, bucket_ns: int = 1, window_ns: int = 1_000_000_000):
     return transforms.activity(df, bucket_ns=bucket_ns, window_ns=window_ns)
 
 
-def test_link_records_orders_a_boot_across_the_offset_wrap(spark: SparkSession) -> None:
+def test_a_boot_is_ordered_across_the_offset_wrap(spark: SparkSession) -> None:
     df = records(
         spark,
         [
-            {"kind": "start", "offset": 2**32 - 2},
-            {"kind": "publish", "offset": 2**32 - 1},
-            {"kind": "publish", "offset": 0},
-            {"kind": "publish", "offset": 3},  # 1 and 2 are missing
+            {"kind": "start", "offset": 2**32 - 2, "hash": "a", "prev_hash": ""},
+            {"kind": "publish", "offset": 2**32 - 1, "hash": "b", "prev_hash": "a"},
+            {"kind": "publish", "offset": 0, "hash": "c", "prev_hash": "b"},
+            {"kind": "publish", "offset": 3, "hash": "d", "prev_hash": "c"},  # 1, 2 lost
         ],
     )
-    ordered = transforms.link_records(df.withColumn("hash_ok", F.lit(True)))
-    assert [(r.pos, r.missing_before) for r in ordered.orderBy("pos").collect()] == [
-        (0, 0),
-        (1, 0),
-        (2, 0),
-        (5, 2),
-    ]
-    facts = transforms.boot_facts(activity(ordered))
-    gaps = transforms.boot_integrity(facts).select(
-        *transforms.BOOT, "missing_records", "reported_dropped"
-    )
-    assertDataFrameEqual(
-        gaps,
-        spark.createDataFrame(
-            [("car-1", "b1", 2, 0)],
-            "vehicle_id string, boot_id string, missing_records long, reported_dropped long",
-        ),
-    )
+    [boot] = chain_of(spark, df.withColumn("hash_ok", F.lit(True)))
+    assert (boot.first_offset, boot.missing_records, boot.broken_links) == (2**32 - 2, 2, 0)
 
 
 def test_seq_gaps_are_reconciled_with_drop_records(spark: SparkSession) -> None:
@@ -279,9 +269,8 @@ def test_chain_breaks_find_the_first_bad_link(spark: SparkSession) -> None:
             {"kind": "publish", "offset": 13, "hash": "d", "prev_hash": "c"},  # bytes edited
         ],
     )
-    df = transforms.link_records(raw.withColumn("hash_ok", F.col("offset") != 13))
-    breaks = transforms.boot_integrity(transforms.boot_facts(activity(df))).collect()
-    assert [(b.records, b.broken_links, b.first_broken_offset) for b in breaks] == [(4, 2, 12)]
+    breaks = chain_of(spark, raw.withColumn("hash_ok", F.col("offset") != 13))
+    assert [(b.broken_links, b.first_broken_offset) for b in breaks] == [(2, 12)]
 
 
 def test_the_first_broken_link_is_first_by_position_past_2_to_the_31(
@@ -297,8 +286,7 @@ def test_the_first_broken_link_is_first_by_position_past_2_to_the_31(
             {"kind": "publish", "offset": 100, "hash": "b", "prev_hash": "a"},
         ],
     )
-    df = transforms.link_records(raw.withColumn("hash_ok", F.col("offset") == 5))
-    breaks = transforms.boot_integrity(transforms.boot_facts(activity(df))).collect()
+    breaks = chain_of(spark, raw.withColumn("hash_ok", F.col("offset") == 5))
     assert [(b.broken_links, b.first_broken_offset) for b in breaks] == [(2, 100)]
 
 
