@@ -16,11 +16,13 @@
    provider, lets the apps read what is left and stops them; stops the
    collector, drains the journal with ``collect --once`` (see :func:`_stop`
    for why in this order), and stops the middleware;
-6. Spark: the analysis of the journal (``report``: ingest, then analyze)
-   writes ``OUT/dataset`` and ``OUT/report``; the demo prints what each app
-   saw beside what the journal says, whether every gap is explained, and
-   whether the landing area holds every record the journal on disk holds,
-   none twice (:mod:`middleware.demo.export`).
+6. Spark: ``ingest --stream --once`` (Structured Streaming, availableNow,
+   checkpointed in ``OUT/dataset/_checkpoint``) takes the landing area into
+   the dataset ``OUT/dataset``, and ``analyze`` writes ``OUT/report``, in one
+   Spark session (:mod:`middleware.demo.spark`); the demo prints what each
+   app saw beside what the journal says, whether every gap is explained, and
+   whether the dataset holds every record the journal on disk holds, once
+   and unaltered (:mod:`middleware.demo.export`).
 
 Everything it starts it stops, also on Ctrl-C or an error. Logs of every
 process are in ``OUT/logs``; the verdict as JSON in ``OUT/demo-summary.json``.
@@ -59,7 +61,6 @@ _OUTPUTS = (
     "apps",
     "logs",
     "landing",
-    "checkpoint",
     "dataset",
     "report",
     "demo-summary.json",
@@ -75,7 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--duration", type=float, default=20.0, help="seconds (default 20)")
     parser.add_argument("--out", type=Path, default=Path("demo-out"), help="default ./demo-out")
     parser.add_argument("--rate-scale", type=float, default=1.0, help="provider rates times this")
-    parser.add_argument("--no-analysis", action="store_true", help="skip the Spark analysis")
+    parser.add_argument("--no-analysis", action="store_true", help="skip Spark: ingest, analysis")
     return parser
 
 
@@ -237,29 +238,47 @@ def _stop(sup: Supervisor, out: Path, address: str) -> Collected:
 
 
 def _analyse(sup: Supervisor, out: Path, threshold: float) -> dict[str, Any]:
-    """Spark: the journal into the dataset, then its analysis; the summary.
-
-    Interim: it reads the journal's segments (``report``), not the landing
-    area, until ``ingest --stream`` lands (issue 16, section 3); the export
-    check then covers the landing area only.
-    """
-    print("analysis    Spark: ingest the journal, find gaps, staleness, drops, restarts...")
+    """Spark: the landing area into the dataset (the streaming ingest, once), then
+    the dataset's analysis, in one Spark session (:mod:`middleware.demo.spark`);
+    the analysis' summary."""
+    ingest = [
+        "ingest",
+        "--input", str(out / "landing"),
+        "--output", str(out / "dataset"),  # checkpointed in its _checkpoint
+        "--stream", "--once",
+    ]  # fmt: skip
+    analyze = [
+        "analyze",
+        "--input", str(out / "dataset"),
+        "--output", str(out / "report"),
+        "--stale", f"{STALLED}={threshold:g}",
+        "--stale-default", "60",
+    ]  # fmt: skip
+    print("spark       the streaming ingest, once, then the analysis, in one Spark session:")
+    for argv in (ingest, analyze):
+        print(f"              {_python()} -m telemetry_export {' '.join(argv)}")
     t = time.monotonic()
     stdout = sup.run(
-        "analysis",
+        "spark",
         [
-            sys.executable, "-m", "telemetry_export", "--master", "local[2]",
-            "--shuffle-partitions", "2",
-            "report",
-            "--input", str(out / "journal"),
-            "--output", str(out),
-            "--stale", f"{STALLED}={threshold:g}",
-            "--stale-default", "60",
+            sys.executable, "-m", "middleware.demo.spark",
+            "--master", "local[2]", "--shuffle-partitions", "2",
+            *ingest, "--", *analyze,
         ],
-        timeout=600,
+        timeout=900,
     )  # fmt: skip
-    print(f"            done in {time.monotonic() - t:.0f} s")
-    analysis: dict[str, Any] = json.loads(stdout)
+    done: dict[str, Any] = json.loads(stdout)
+    n = done["ingest"]
+    print(
+        f"ingest      {n.get('lines', 0):,} journal lines ({n.get('records', 0):,} events) in "
+        f"{n.get('batches', 0)} micro-batch(es), {n.get('duplicates', 0):,} duplicates left out: "
+        f"{done['ingest_s']:.0f} s"
+    )
+    print(
+        f"analysis    gaps, staleness, drops, restarts: {done['analysis_s']:.0f} s "
+        f"({time.monotonic() - t:.0f} s with the session's start)"
+    )
+    analysis: dict[str, Any] = done["analysis"]
     return analysis
 
 
@@ -284,7 +303,12 @@ def run(args: argparse.Namespace, sup: Supervisor) -> dict[str, Any]:
     apps = {app: read_status(out / "apps" / f"{app}.json") or {} for app in APPS}
 
     analysis = None if args.no_analysis else _analyse(sup, out, threshold)
-    export = check_export(out / "journal", out / "landing", None, collected=collected)
+    export = check_export(
+        out / "journal",
+        out / "landing",
+        None if args.no_analysis else out / "dataset",
+        collected=collected,
+    )
     verdict = judge(provider, apps, analysis, export)
     result = verdict.as_dict()
     result.update(duration=duration, address=address, out=str(out))
@@ -330,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         # middleware last, so the journal records everything until the end.
         # The collector before the middleware, so it does not retry a middleware
         # that has gone.
-        order = ["analysis", "ingest", "collector-drain", "provider", *APPS, "collector"]
+        order = ["spark", "collector-drain", "provider", *APPS, "collector"]
         sup.stop_all(order=[*order, "middleware"])
     return 0 if result["ok"] else 1
 

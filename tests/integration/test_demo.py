@@ -76,28 +76,34 @@ def test_the_demo_slow_app_loses_events_the_logger_none_and_the_journal_explains
     # The logger's file is a recording of what it read.
     recorded = (out / "apps" / "logger.jsonl").read_text().splitlines()
     assert len(recorded) == logger["received"]
-    # The export: the collector followed the middleware into the landing area;
-    # the landing area holds every record the journal on disk holds, once and
-    # unaltered, but the stop record: the middleware writes it after its
-    # journal service closed (should that change, it is exported too).
+    # The export: the collector followed the middleware into the landing area,
+    # the streaming ingest took that into the dataset, the analysis read it; the
+    # dataset holds every record the journal on disk holds, once and unaltered,
+    # but the stop record: the middleware writes it after its journal service
+    # closed (should that change, it is exported too and nothing is left out).
     export = verdict["export"]
     on_disk = sum(1 for seg in segment_files(out / "journal") for _ in lines(seg))
     assert export["journal"] == on_disk > 1000
-    landing = export["landing"]
+    dataset, landing = export["dataset"], export["landing"]
     assert export["not_exported"] == ({"stop": 1} if export["after_close"] else {})
     assert export["lost"] == 0
     exported = on_disk - export["after_close"]
+    assert dataset["held"] == dataset["copies"] == exported
+    assert dataset["duplicated"] == dataset["altered"] == dataset["foreign"] == 0
+    assert analysis["records"] == exported  # Spark counts the same records
     landed = sorted((out / "landing" / "vehicle=demo-car").glob("boot=*/part-*.jsonl"))
     assert landed
     assert sum(len(p.read_bytes().splitlines()) for p in landed) == landing["copies"]
     assert landing["held"] == landing["copies"] == exported
     assert landing["duplicated"] == landing["altered"] == landing["foreign"] == 0
     assert (out / "landing" / "_positions" / "vehicle=demo-car.json").exists()
+    assert (out / "dataset" / "_checkpoint").is_dir()  # the streaming query's
     collected = export["collected"]
     assert collected["drained"]
     assert collected["following"] + collected["drain"] == landing["copies"]
     assert collected["files"] == len(landed)
     assert export["collect_gaps"] == export["collect_restarts"] == 0
-    held = f"{exported:,} of {on_disk:,} journal records landed (not ingested)"
+    held = f"{exported:,} of {on_disk:,} journal records in the dataset"
     assert f"export      {held}, none duplicated, none altered" in stdout
-    assert "the landing area holds every journal record" in stdout
+    assert "the dataset holds every journal record" in stdout
+    assert f"{exported:,} journal lines" in stdout  # what the streaming ingest said
