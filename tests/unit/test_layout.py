@@ -44,6 +44,28 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "replica": ("vstore",),
     "middleware.client": ("grpc", "google.protobuf", "vehicle", "vss"),
 }
+_SERVER = (
+    "middleware.server",
+    "middleware.runtime",
+    "middleware.delivery",
+    "middleware.rpc",
+    "middleware.kuksa",
+    "middleware.cluster",
+    "middleware.journal",
+    "ess",
+    "vstore",
+)
+"""What clients (sample apps, providers) must not import: they are apps like any other."""
+_SERVICERS = tuple(
+    f"middleware.rpc.{m}"
+    for m in (
+        "event_service",
+        "vstore_service",
+        "actuation_service",
+        "journal_service",
+        "admin_service",
+    )
+)
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "telemetry_export": (
         "middleware.server",
@@ -54,6 +76,12 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "vstore",
     ),
     "middleware": ("telemetry_export", "pyspark", "matplotlib"),
+    "middleware.apps": _SERVER,
+    "providers": _SERVER,
+    "middleware.auth": ("grpc", "middleware.rpc", "middleware.runtime", "middleware.server"),
+    "middleware.journal": ("middleware.rpc", "middleware.runtime", "middleware.server"),
+    "middleware.metrics": _SERVICERS,
+    "middleware.kuksa": _SERVICERS,
 }
 EXEMPT = ("middleware.demo",)
 """The demo drives the whole product, the analysis included (as a process)."""
@@ -162,3 +190,47 @@ def test_the_wire_constants_are_defined_once() -> None:
                 if isinstance(node, ast.Constant) and node.value in values:
                     spelled.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
     assert not spelled, "import these from middleware.client.wire:\n" + "\n".join(spelled)
+
+
+def _layout_rows() -> dict[str, str]:
+    """The README's layout table: path -> what."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 2 and cells[0].startswith("`"):
+            rows[cells[0].strip("`")] = cells[1]
+    return rows
+
+
+def _packages() -> list[str]:
+    """Top-level packages and the middleware's subpackages (dotted)."""
+    top = sorted(p.parent.name for p in ROOT.glob("*/__init__.py") if p.parent.name != "tests")
+    sub = sorted(f"middleware.{p.parent.name}" for p in (ROOT / "middleware").glob("*/__init__.py"))
+    return [t for t in top if t != "vehicle"] + sub
+
+
+def test_the_readme_layout_table_matches_the_tree() -> None:
+    """Every package has a row (the middleware's subpackages and modules are named in
+    its row), and every row names something that exists."""
+    rows = _layout_rows()
+    for package in _packages():
+        if package.startswith("middleware."):
+            name = package.split(".", 1)[1]
+            assert f"`{name}/`" in rows["middleware/"], f"the middleware row does not name {name}/"
+        else:
+            assert f"{package}/" in rows, f"no layout row for {package}/"
+    for module in sorted((ROOT / "middleware").glob("*.py")):
+        if module.name != "__init__.py":
+            assert f"`{module.name}`" in rows["middleware/"], f"middleware/{module.name} unnamed"
+    for path in rows:
+        assert (ROOT / path).exists(), f"the layout names {path}, which does not exist"
+
+
+@pytest.mark.parametrize("package", _packages())
+def test_each_package_says_what_it_owns_and_what_it_must_not_import(package: str) -> None:
+    init = ROOT / package.replace(".", "/") / "__init__.py"
+    doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+    assert "Owns" in doc, f"{package}: the opening docstring says what it owns ('Owns ...')"
+    assert "import" in doc, f"{package}: the opening docstring says what it must not import"
