@@ -92,7 +92,11 @@ def test_the_readme_example_finds_what_the_generator_planted(
     torn = tmp_path / "fleet" / "car-0001" / "journal-99999999999999999999-torn-000001.jsonl"
     torn.write_text('{"hash":"x","kind":"lost","vehicle_id":"car-0001"\n{not json at all\n')
     counts = job.ingest(spark, [str(tmp_path / "fleet")], str(tmp_path / "dataset"))
-    assert (counts["records"], counts["bad_lines"], counts["duplicates"]) == (facts["records"], 2, 0)
+    assert (counts["records"], counts["bad_lines"], counts["duplicates"]) == (
+        facts["records"],
+        2,
+        0,
+    )
     args = parser().parse_args([*readme_command("analyze"), "--input", "x", "--output", "y"])
     options = analyze_options(args)
     # The planted silence is longer than the README's threshold for it.
