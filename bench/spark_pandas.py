@@ -3,10 +3,12 @@ alternative ``bench.spark`` times beside the Spark job.
 
 It does what ``telemetry_export analyze`` does, on the same dataset and the
 same columns, the way a pandas user would write it: sort, shift, group, merge.
-Like the Spark job, it reads what ``ingest`` stored (each record's ``pos``,
-``link_ok`` and ``missing_before``), writes the same six tables as Parquet, and
-the same ``summary.json`` and report (with the job's own report writer), so
-the two can be timed and compared whole. Default staleness threshold only.
+Like the Spark job, it reads what ``ingest`` stored (the records, and the runs
+of the hash chain in ``links``, linked here in position order), writes the
+same six tables as Parquet, and the same ``summary.json`` and report (with the
+job's own report writer), so the two can be timed and compared whole. Default
+staleness threshold only; retention's trims and the collector's gaps are not
+handled (the bench's fleet has none).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from middleware.journal.chain import OFFSET_MOD
 from telemetry_export import job, load, transforms
 from telemetry_export.transforms import ANALYSED, DROP_KINDS
 
@@ -36,21 +39,18 @@ def analyze(dataset: str, output: str, *, window_ns: int, stale_ns: int) -> dict
     ev = df[kind.isin(["delivered", *DROP_KINDS])].astype({"queue": "int64", "seq": "int64"})
     ev = ev.assign(window_start_ns=ev.time_ns - ev.time_ns % window_ns)
 
-    # Per boot: records, the chain, lost records, first and last time, clean stop.
-    broken = df[~df.link_ok]
-    first_broken = broken.sort_values("pos").groupby(BOOT, observed=True).offset.first()
+    # Per boot: records, first and last time, clean stop; the chain from its runs.
     per_boot = df.groupby(BOOT, observed=True).agg(
-        records=("kind", "size"),
-        first_ns=("time_ns", "min"),
-        last_ns=("time_ns", "max"),
-        missing_records=("missing_before", "sum"),
+        records=("kind", "size"), first_ns=("time_ns", "min"), last_ns=("time_ns", "max")
     )
 
     def per(series):  # type: ignore[no-untyped-def]
         return series.reindex(per_boot.index, fill_value=0)
 
-    per_boot["broken_links"] = per(broken.groupby(BOOT, observed=True).size())
-    per_boot["first_broken_offset"] = first_broken
+    chain = _chain(pd.read_parquet(f"{dataset}/links"))
+    per_boot["missing_records"] = per(chain.missing_records)
+    per_boot["broken_links"] = per(chain.broken_links)
+    per_boot["first_broken_offset"] = chain.first_broken_offset.reindex(per_boot.index)
     # A journal_dropped record with lost_boot_id counts for that boot.
     dropped = df[kind == "journal_dropped"]
     lost_boot = dropped.lost_boot_id.astype(object).where(
@@ -62,15 +62,14 @@ def analyze(dataset: str, output: str, *, window_ns: int, stale_ns: int) -> dict
     per_boot["unreported_lost"] = (per_boot.missing_records - per_boot.reported_dropped).clip(
         lower=0
     )
-    starts = df[df.chain_start.notna()].groupby(BOOT, observed=True).chain_start.max()
     per_boot["chain"] = "intact"
-    per_boot.loc[per(starts.eq("trimmed")).astype(bool), "chain"] = "trimmed"
-    first_pos = broken.sort_values("pos").groupby(BOOT, observed=True).pos.first()
-    at_start = per(first_pos.eq(0)).astype(bool) & per(starts.eq("missing")).astype(bool)
+    at_start = per(chain.first_broken_pos.eq(0) & chain.late_start).astype(bool)
     per_boot.loc[per_boot.broken_links > 0, "chain"] = "broken"
     per_boot.loc[(per_boot.broken_links > 0) & at_start, "chain"] = "start missing"
     per_boot["trimmed_files"] = 0
     per_boot["trimmed_bytes"] = 0
+    per_boot["collect_gaps"] = 0
+    per_boot["not_collected"] = 0
     per_boot["delivered"] = per(df[kind == "delivered"].groupby(BOOT, observed=True).size())
     per_boot["dropped"] = per(df[kind.isin(DROP_KINDS)].groupby(BOOT, observed=True).size())
     per_boot["clean_stop"] = per(df[kind == "stop"].groupby(BOOT, observed=True).size()) > 0
@@ -199,7 +198,8 @@ def analyze(dataset: str, output: str, *, window_ns: int, stale_ns: int) -> dict
     )
     stale_keys["app"] = stale_keys.app.replace("", None)
     stale_key_rows = stale_keys.to_dict("records")
-    bad = sum(sum(1 for _ in p.open()) for p in Path(dataset, "_bad").glob("*.json") if p.is_file())
+    bad_files = list(Path(dataset, "_bad").glob("*.parquet"))
+    bad = sum(len(pd.read_parquet(p, columns=["problem"])) for p in bad_files)
     summary: dict[str, Any] = {
         "records": len(df),
         "bad_lines": bad,
@@ -218,6 +218,9 @@ def analyze(dataset: str, output: str, *, window_ns: int, stale_ns: int) -> dict
         "missing_journal_records": int(per_boot.missing_records.sum()),
         "reported_journal_drops": int(per_boot.reported_dropped.sum()),
         "unreported_journal_losses": int(per_boot.unreported_lost.sum()),
+        "collect_gaps": 0,
+        "not_collected_records": 0,
+        "collector_restarts": 0,
         "apps": apps,
         "stale_keys": job.stale_keys(stale_key_rows),
     }
@@ -241,3 +244,47 @@ def analyze(dataset: str, output: str, *, window_ns: int, stale_ns: int) -> dict
         stale_png=load.plot_staleness(stale.head(job.REPORT_ROWS).to_dict("records"), out),
     )
     return summary
+
+
+def _chain(runs: Any) -> Any:
+    """Per boot, from the runs of the hash chain ingest stored: the runs in
+    position order, each run's first link against the run before it (or the
+    boot's start), the offsets missing between them."""
+    runs = runs.copy()
+    starts = runs.groupby(BOOT, observed=True).start_offset.min()
+    earliest = (
+        runs.sort_values(["first_time_ns", "first_time_offset"])
+        .groupby(BOOT, observed=True)
+        .first_time_offset.first()
+    )
+    first = starts.where(starts.notna(), earliest).rename("_first").astype("int64")
+    runs = runs.join(first, on=BOOT)
+    runs["pos"] = (runs.first_offset - runs._first) % OFFSET_MOD
+    runs["last_pos"] = (runs.last_offset - runs._first) % OFFSET_MOD
+    runs = runs.sort_values([*BOOT, "pos", "last_pos"])
+    by_boot = runs.groupby(BOOT, observed=True)
+    prev_hash, prev_pos = by_boot.last_hash.shift(), by_boot.last_pos.shift()
+    has_prev = prev_pos.notna()
+    late = ~has_prev & (runs.pos == 0) & (runs.first_prev_hash.map(len) != 0)
+    linked = runs.first_prev_hash.combine(prev_hash, lambda a, b: a == b)
+    head_broken = ~runs.first_hash_ok.astype(bool) | (has_prev & ~linked) | late
+    runs["missing"] = (runs.pos - prev_pos - 1).clip(lower=0).where(has_prev, 0)
+    runs["head_broken"] = head_broken
+    runs["late"] = late
+    inner_pos = (runs.first_broken_offset - runs._first) % OFFSET_MOD
+    # The first broken record of each run, then of each boot, by position.
+    runs["fb_pos"] = runs.pos.where(head_broken, inner_pos)
+    runs["fb_offset"] = runs.first_offset.where(head_broken, runs.first_broken_offset)
+    broken = runs[runs.fb_offset.notna()].sort_values([*BOOT, "fb_pos"])
+    firsts = broken.groupby(BOOT, observed=True).first()
+    out = runs.groupby(BOOT, observed=True).agg(
+        missing_records=("missing", "sum"),
+        inner=("broken", "sum"),
+        heads=("head_broken", "sum"),
+        late_start=("late", "any"),
+    )
+    out["broken_links"] = (out.inner + out.heads).astype("int64")
+    out["missing_records"] = out.missing_records.astype("int64")
+    out["first_broken_offset"] = firsts.fb_offset.astype("int64").reindex(out.index)
+    out["first_broken_pos"] = firsts.fb_pos.reindex(out.index)
+    return out

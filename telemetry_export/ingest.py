@@ -35,7 +35,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Final
 
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from telemetry_export import chain, extract, transforms
@@ -140,39 +140,37 @@ def ingest_batch(lines: DataFrame, ds: Dataset, tag: str) -> dict[str, int]:
     started = time.perf_counter()
     ds.begin(tag)
     rows = ds.staging(tag, "rows")
-    seen = Observation(f"staged-{tag}")
     staged = transforms.staged(transforms.parse_lines(lines))
-    table, first = F.col("table"), F.coalesce(F.col("batch_index"), F.lit(0)) == 0
-    staged.observe(
-        seen,
-        F.count(F.when(table == "records", 1)).alias("records"),
-        F.count(F.when((table == "records") & first, 1)).alias("lines"),
-        F.count(F.when(table == "collector", 1)).alias("collector"),
-        F.count(F.when(table == "bad", 1)).alias("bad"),
-    ).write.mode("overwrite").partitionBy("table", "vehicle_id", "date").parquet(rows)
-    n = {k: int(v) for k, v in seen.get.items()}
-    counts = {"records": n["records"], "lines": n["lines"], "duplicates": 0}
+    staged.write.mode("overwrite").partitionBy("table", "vehicle_id", "date").parquet(rows)
+    # Counted from the files' metadata (an Observation never completes inside
+    # a streaming query's foreachBatch).
+    n = Counter[str]()
+    if ds.has_data(rows):
+        n.update(
+            {
+                r.table: int(r["count"])
+                for r in spark.read.parquet(rows).groupBy("table").count().collect()
+            }
+        )
+    counts = {"records": n["records"], "lines": 0, "duplicates": 0}
     staged_at = time.perf_counter()
     moves: dict[str, str] = {}
     if n["records"]:
         staged_records = f"{rows}/table=records"
-        removed = _link(spark, ds, tag, staged_records)
-        if removed:
-            counts["records"] -= removed[0]
-            counts["lines"] -= removed[1]
-            counts["duplicates"] = removed[1]
-        moves[staged_records] = RECORDS
-        moves[ds.staging(tag, "links")] = LINKS
+        lines_in, removed = _link(spark, ds, tag, staged_records)
+        counts["lines"] = lines_in - removed[1]
+        counts["records"] -= removed[0]
+        counts["duplicates"] = removed[1]
+        if ds.has_data(staged_records):
+            moves[staged_records] = RECORDS
+            moves[ds.staging(tag, "links")] = LINKS
     bad: list[DataFrame] = []
     collected = 0
     if n["collector"]:
         notes = transforms.collector_records(spark.read.parquet(f"{rows}/table=collector"))
         good = notes.where(F.col("problem").isNull()).drop("problem", "value")
-        seen_notes = Observation(f"collector-{tag}")
-        good.observe(seen_notes, F.count(F.lit(1)).alias("n")).coalesce(1).write.parquet(
-            ds.staging(tag, "collector")
-        )
-        collected = int(seen_notes.get["n"])
+        good.coalesce(1).write.parquet(ds.staging(tag, "collector"))
+        collected = spark.read.parquet(ds.staging(tag, "collector")).count()
         moves[ds.staging(tag, "collector")] = COLLECTOR
         bad.append(notes.where(F.col("problem").isNotNull()).select("source", "value", "problem"))
     if n["bad"]:
@@ -197,23 +195,31 @@ def ingest_batch(lines: DataFrame, ds: Dataset, tag: str) -> dict[str, int]:
     return counts
 
 
-def _link(spark: SparkSession, ds: Dataset, tag: str, staged: str) -> tuple[int, int] | None:
+def _link(spark: SparkSession, ds: Dataset, tag: str, staged: str) -> tuple[int, tuple[int, int]]:
     """Cut the staged records into runs (``_staging/<tag>/links``); drop those
     the batch holds twice or the dataset holds already, and cut again. The
-    rows and lines dropped, or None."""
+    journal lines staged, and the rows and lines dropped."""
     links = ds.staging(tag, "links")
     runs = _runs(spark, staged, links)
+    total = runs.agg(
+        F.sum("records") + F.sum("duplicates"),
+        F.collect_set(F.when(F.col("duplicates") > 0, F.col("vehicle_id"))),
+    ).first()
+    assert total is not None
+    lines_in, vehicles = int(total[0] or 0), set(total[1])
     stored = ds.table(LINKS)
     overlaps = _overlaps(runs, spark.read.parquet(stored)) if ds.has_data(stored) else None
-    twice = runs.where(F.col("duplicates") > 0).select("vehicle_id")
-    affected = twice if overlaps is None else twice.union(overlaps.select("vehicle_id"))
-    vehicles = [r.vehicle_id for r in affected.distinct().collect()]
+    if overlaps is not None:
+        vehicles |= {r.vehicle_id for r in overlaps.select("vehicle_id").distinct().collect()}
     if not vehicles:
-        return None
+        return lines_in, (0, 0)
     log.warning("ingest: batch %s holds records already stored or twice (%s)", tag, vehicles)
-    removed = _dedup(spark, ds, tag, staged, vehicles, overlaps)
-    _runs(spark, staged, links)
-    return removed
+    removed = _dedup(spark, ds, tag, staged, sorted(vehicles), overlaps)
+    if ds.has_data(staged):
+        _runs(spark, staged, links)
+    else:  # nothing new in the batch
+        ds.delete(links)
+    return lines_in, removed
 
 
 def _runs(spark: SparkSession, staged: str, links: str) -> DataFrame:
@@ -221,7 +227,9 @@ def _runs(spark: SparkSession, staged: str, links: str) -> DataFrame:
     records = spark.read.parquet(staged)
     first = F.coalesce(F.col("batch_index"), F.lit(0)) == 0
     runs = chain.link_runs(records.where(first).select(*chain.LINK_COLUMNS))
-    runs.coalesce(1).write.mode("overwrite").parquet(links)
+    # One file, but not one task: the runs are shuffled to it (a coalesce would
+    # pull the window into a single task).
+    runs.repartition(1).write.mode("overwrite").parquet(links)
     return spark.read.parquet(links)
 
 
@@ -274,14 +282,14 @@ def _dedup(
         )
         kept = kept.join(stored, _KEY, "left_anti")
     first = F.coalesce(F.col("batch_index"), F.lit(0)) == 0
-    before = mine.agg(F.count(F.lit(1)), F.count(F.when(first, 1))).first()
-    after = Observation(f"dedup-{tag}")
+    sizes = [F.count(F.lit(1)), F.count(F.when(first, 1))]
+    before = mine.agg(*sizes).first()
     again = ds.staging(tag, "dedup")
-    kept.observe(after, F.count(F.lit(1)).alias("rows"), F.count(F.when(first, 1)).alias("lines"))
     kept.write.mode("overwrite").partitionBy("vehicle_id", "date").parquet(again)
+    after = spark.read.parquet(again).agg(*sizes).first() if ds.has_data(again) else (0, 0)
     assert before is not None
+    assert after is not None
     for v in vehicles:
         ds.delete(f"{staged}/vehicle_id={ds.escape(v)}")
     ds.move_tree(again, staged)
-    got = after.get
-    return int(before[0]) - int(got["rows"]), int(before[1]) - int(got["lines"])
+    return int(before[0]) - int(after[0]), int(before[1]) - int(after[1])
