@@ -75,7 +75,9 @@ class EventServiceServicer:
         Slow readers: gRPC flow control is the back-pressure. While the app does
         not read, its three bounded queues fill, and a new event for a key meeting
         a full queue evicts the oldest queued event of that key (or, with none
-        queued, is lost). Providers and other apps are never slowed down.
+        queued, is lost). Providers and other apps are never slowed down. What
+        the transport buffers hold comes on top of the queues, unbounded by the
+        middleware: Events (below) bounds it with a window.
 
         A second GetEvents of the same app replaces the first: the old stream ends
         with ABORTED and trailing metadata `vmw-reason: replaced` (a client should
