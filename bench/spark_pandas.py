@@ -261,12 +261,12 @@ def _chain(runs: Any) -> Any:
     runs = runs.join(first, on=BOOT)
     runs["pos"] = (runs.first_offset - runs._first) % OFFSET_MOD
     runs["last_pos"] = (runs.last_offset - runs._first) % OFFSET_MOD
-    runs = runs.sort_values([*BOOT, "pos", "last_pos"])
+    runs = runs.sort_values([*BOOT, "pos", "last_pos", "last1", "last2"])
     by_boot = runs.groupby(BOOT, observed=True)
-    prev_hash, prev_pos = by_boot.last_hash.shift(), by_boot.last_pos.shift()
+    prev1, prev2, prev_pos = by_boot.last1.shift(), by_boot.last2.shift(), by_boot.last_pos.shift()
     has_prev = prev_pos.notna()
-    late = ~has_prev & (runs.pos == 0) & (runs.first_prev_hash.map(len) != 0)
-    linked = runs.first_prev_hash.combine(prev_hash, lambda a, b: a == b)
+    late = ~has_prev & (runs.pos == 0) & ~runs.first_starts_chain.astype(bool)
+    linked = (runs.first_prev1 == prev1) & (runs.first_prev2 == prev2)
     head_broken = ~runs.first_hash_ok.astype(bool) | (has_prev & ~linked) | late
     runs["missing"] = (runs.pos - prev_pos - 1).clip(lower=0).where(has_prev, 0)
     runs["head_broken"] = head_broken

@@ -27,8 +27,9 @@ boot's first record): across a gap in the offsets (records the journal lost),
    ``collect_gap`` records, and the offsets missing between runs.
 
 The result is exactly that of one ordered pass over each boot's records
-(``link_ok = hash_ok and prev_hash == previous record's hash``), with
-identical records counted once. Two different records at one offset (an
+(``link_ok = hash_ok and prev_hash == previous record's hash``, the hashes
+compared by 128-bit digests: see :func:`link_runs`), with identical records
+counted once. Two different records at one offset (an
 edited copy landed beside the original) both stay and break the chain there.
 """
 
@@ -97,6 +98,13 @@ def _pos_of(pos_and_offset: Column) -> Column:
     return F.shiftright(pos_and_offset.bitwiseXOR(F.lit(_SIGN)), 32)
 
 
+def _digest(column: str, prefix: str) -> list[Column]:
+    """A 32-byte hash as two 64-bit hashes of it with different seeds
+    (``prefix1``, ``prefix2``): equal for equal hashes; for two different
+    ones, equal by chance once in 2^128."""
+    return [F.xxhash64(F.lit(i), column).alias(f"{prefix}{i}") for i in (1, 2)]
+
+
 def link_runs(lines: DataFrame) -> DataFrame:
     """Journal lines (:data:`LINK_COLUMNS`, one row per line: the first event of
     a batch record) -> one row per run of consecutive offsets.
@@ -106,58 +114,75 @@ def link_runs(lines: DataFrame) -> DataFrame:
     file landed twice) count once: ``duplicates`` says how many were left
     out. Columns: ``vehicle_id``, ``boot_id``; ``first_offset`` ..
     ``last_offset`` (no wrap; ``records`` is their distance + 1); the first
-    record's ``first_prev_hash`` and ``first_hash_ok`` (its link is
-    :func:`chain_facts`' to judge); the last record's ``last_hash``;
+    record's ``prev_hash`` (``first_prev1``, ``first_prev2``: see below),
+    whether it is empty (``first_starts_chain``) and ``first_hash_ok`` (its
+    link is :func:`chain_facts`' to judge); the last record's hash
+    (``last1``, ``last2``);
     ``broken``: links inside the run that do not hold (the record's hash fails
     or its ``prev_hash`` is not the hash of the record one offset before) and
     the first of them, ``first_broken_offset``; ``start_offset`` (the run's
     ``start`` record, if any); ``first_time_ns``/``first_time_offset``: the
-    earliest record of the run's chunk in this batch by (``time_ns``, offset).
+    run's earliest record by (``time_ns``, offset) if it holds one of its
+    chunk's earliest (null otherwise).
+
+    Hashes are compared as 128-bit digests of them (two 64-bit ``xxhash64``
+    of the 32 bytes, with different seeds): equal for equal hashes; two
+    different hashes pass for equal once in 2^128, and a record edited to
+    pass needs as many SHA-256 trials. (``hash_ok`` is checked on all 256
+    bits; the records keep their whole hashes.)
 
     Cost: one shuffle of these columns by (vehicle, boot, chunk) and one
     window over each chunk in offset order, which keeps only the rows where
-    something happens (a run's ends, a broken link, a copy, a start: a few
-    per run) for the aggregation.
+    something happens (a run's ends, a broken link, a copy, a start, the
+    chunk's earliest time: a few per run) for the aggregation.
     """
+    # The hashes travel and compare as 128-bit digests (two 64-bit hashes of
+    # each, with different seeds): half the bytes, and no byte array copied
+    # per comparison.
     chunked = lines.select(
         *BOOT,
         F.shiftright("offset", CHUNK_BITS).alias("_chunk"),
         "offset",
-        "hash",
-        "prev_hash",
+        *_digest("hash", "_h"),
+        *_digest("prev_hash", "_p"),
+        (F.length("prev_hash") == 0).alias("_chain_start"),
         "hash_ok",
         (F.col("kind") == "start").alias("_start"),
         "time_ns",
     )
-    w = Window.partitionBy(*BOOT, "_chunk").orderBy("offset", "hash", "hash_ok")
+    w = Window.partitionBy(*BOOT, "_chunk").orderBy("offset", "_h1", "_h2", "hash_ok")
     whole = w.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     # One window operator: the rows before and after, the rank (copies share
-    # theirs) and the chunk's earliest record.
+    # theirs) and the chunk's earliest time.
     framed = chunked.select(
         *BOOT,
         "_chunk",
         "offset",
-        "hash",
-        "prev_hash",
+        "_h1",
+        "_h2",
+        "_p1",
+        "_p2",
+        "_chain_start",
         "hash_ok",
         "_start",
         F.lag("offset").over(w).alias("_lag_offset"),
-        F.lag("hash").over(w).alias("_lag_hash"),
+        F.lag("_h1").over(w).alias("_lag_h1"),
+        F.lag("_h2").over(w).alias("_lag_h2"),
         F.lag("hash_ok").over(w).alias("_lag_ok"),
         F.lead("offset").over(w).alias("_lead_offset"),
         F.dense_rank().over(w).alias("_rank"),
-        F.min(F.struct("time_ns", "offset")).over(whole).alias("_first_time"),
+        "time_ns",
+        F.min("time_ns").over(whole).alias("_min_time"),
     )
     offset, lag_offset, lead_offset = F.col("offset"), F.col("_lag_offset"), F.col("_lead_offset")
+    same_hash = (F.col("_lag_h1") == F.col("_h1")) & (F.col("_lag_h2") == F.col("_h2"))
     dup = F.coalesce(
-        (lag_offset == offset)
-        & (F.col("_lag_hash") == F.col("hash"))
-        & (F.col("_lag_ok") == F.col("hash_ok")),
-        F.lit(False),
+        (lag_offset == offset) & same_hash & (F.col("_lag_ok") == F.col("hash_ok")), F.lit(False)
     )
     head = ~dup & (lag_offset.isNull() | (offset != lag_offset + 1))
     tail = lead_offset.isNull() | (lead_offset != offset + 1)
-    inner_broken = ~head & ~dup & (~F.col("hash_ok") | (F.col("prev_hash") != F.col("_lag_hash")))
+    linked = (F.col("_p1") == F.col("_lag_h1")) & (F.col("_p2") == F.col("_lag_h2"))
+    inner_broken = ~head & ~dup & (~F.col("hash_ok") | ~linked)
     # Consecutive offsets keep offset - rank: a run (a copy has its line's rank).
     # Two different records at one offset (both stay) start a run each; should
     # that make two runs share a number, the run has two heads and counts as
@@ -167,32 +192,52 @@ def link_runs(lines: DataFrame) -> DataFrame:
         "_chunk",
         (offset - F.col("_rank")).alias("_run"),
         "offset",
-        "hash",
-        "prev_hash",
+        "_h1",
+        "_h2",
+        "_p1",
+        "_p2",
+        "_chain_start",
         "hash_ok",
         "_start",
-        "_first_time",
+        "time_ns",
+        (F.col("time_ns") == F.col("_min_time")).alias("_earliest"),
         head.alias("_head"),
         tail.alias("_tail"),
         dup.alias("_dup"),
         inner_broken.alias("_broken"),
-    ).where(F.col("_head") | F.col("_tail") | F.col("_dup") | F.col("_broken") | F.col("_start"))
+    )
+    kept = marked.where(
+        F.col("_head")
+        | F.col("_tail")
+        | F.col("_dup")
+        | F.col("_broken")
+        | F.col("_start")
+        | F.col("_earliest")
+    )
     return (
-        marked.groupBy(*BOOT, "_chunk", "_run")
+        kept.groupBy(*BOOT, "_chunk", "_run")
         .agg(
             F.min("offset").alias("first_offset"),
             F.max("offset").alias("last_offset"),
             F.count(F.when(F.col("_dup"), 1)).alias("duplicates"),
-            F.min_by("prev_hash", F.when(F.col("_head"), offset)).alias("first_prev_hash"),
-            F.min_by("hash_ok", F.when(F.col("_head"), offset)).alias("first_hash_ok"),
-            F.max_by("hash", F.when(F.col("_tail"), offset)).alias("last_hash"),
+            *(
+                F.min_by(c, F.when(F.col("_head"), offset)).alias(name)
+                for c, name in [
+                    ("_p1", "first_prev1"),
+                    ("_p2", "first_prev2"),
+                    ("_chain_start", "first_starts_chain"),
+                    ("hash_ok", "first_hash_ok"),
+                ]
+            ),
+            F.max_by("_h1", F.when(F.col("_tail"), offset)).alias("last1"),
+            F.max_by("_h2", F.when(F.col("_tail"), offset)).alias("last2"),
             (
                 F.count(F.when(F.col("_broken"), 1))
                 + F.greatest(F.count(F.when(F.col("_head"), 1)) - 1, F.lit(0))
             ).alias("broken"),
             F.min(F.when(F.col("_broken"), offset)).alias("first_broken_offset"),
             F.min(F.when(F.col("_start"), offset)).alias("start_offset"),
-            F.first("_first_time").alias("_first_time"),
+            F.min(F.when(F.col("_earliest"), F.struct("time_ns", "offset"))).alias("_first_time"),
         )
         .select(
             *BOOT,
@@ -200,9 +245,12 @@ def link_runs(lines: DataFrame) -> DataFrame:
             "last_offset",
             (F.col("last_offset") - F.col("first_offset") + 1).alias("records"),
             "duplicates",
-            "first_prev_hash",
+            "first_prev1",
+            "first_prev2",
+            "first_starts_chain",
             "first_hash_ok",
-            "last_hash",
+            "last1",
+            "last2",
             "broken",
             "first_broken_offset",
             "start_offset",
@@ -219,7 +267,14 @@ def _first_offset() -> Column:
     boot = Window.partitionBy(*BOOT)
     return F.coalesce(
         F.min("start_offset").over(boot),
-        F.min_by("first_time_offset", F.struct("first_time_ns", "first_time_offset")).over(boot),
+        F.min_by(
+            "first_time_offset",
+            # Null (skipped) for a run that holds none of its chunk's earliest.
+            F.when(
+                F.col("first_time_ns").isNotNull(),
+                F.struct("first_time_ns", "first_time_offset"),
+            ),
+        ).over(boot),
     )
 
 
@@ -262,18 +317,22 @@ def chain_facts(runs: DataFrame, trims: DataFrame, gaps: DataFrame | None = None
         *BOOT,
         "_first",
         "first_offset",
-        "first_prev_hash",
+        "first_prev1",
+        "first_prev2",
+        "first_starts_chain",
         "first_hash_ok",
-        "last_hash",
+        "last1",
+        "last2",
         "broken",
         "first_broken_offset",
         F.pmod(F.col("first_offset") - F.col("_first"), mod).alias("_pos"),
         F.pmod(F.col("last_offset") - F.col("_first"), mod).alias("_last_pos"),
     )
-    w = Window.partitionBy(*BOOT).orderBy("_pos", "_last_pos", "last_hash")
+    w = Window.partitionBy(*BOOT).orderBy("_pos", "_last_pos", "last1", "last2")
     heads = placed.select(
         "*",
-        F.lag("last_hash").over(w).alias("_prev_hash"),
+        F.lag("last1").over(w).alias("_prev1"),
+        F.lag("last2").over(w).alias("_prev2"),
         F.lag("_last_pos").over(w).alias("_prev_pos"),
     )
     # A trim record accepts the prev_hash at the trimmed boot's first offset.
@@ -281,7 +340,7 @@ def chain_facts(runs: DataFrame, trims: DataFrame, gaps: DataFrame | None = None
         F.col("vehicle_id").alias("_tv"),
         F.col("boot_id").alias("_tb"),
         F.col("kept_offset").alias("_to"),
-        F.col("kept_prev_hash").alias("_th"),
+        *_digest("kept_prev_hash", "_th"),
         F.lit(True).alias("_accepted"),
     ).distinct()
     heads = heads.join(
@@ -289,17 +348,19 @@ def chain_facts(runs: DataFrame, trims: DataFrame, gaps: DataFrame | None = None
         (F.col("vehicle_id") == F.col("_tv"))
         & (F.col("boot_id") == F.col("_tb"))
         & (F.col("_first") == F.col("_to"))
-        & (F.col("first_prev_hash") == F.col("_th")),
+        & (F.col("first_prev1") == F.col("_th1"))
+        & (F.col("first_prev2") == F.col("_th2")),
         "left",
     )
     heads = _with_gap_cover(heads, gaps)
     covered, gap_before = F.col("_covered"), F.col("_gap_before")
     has_prev = F.col("_prev_pos").isNotNull()
-    late_start = ~has_prev & (F.col("_pos") == 0) & (F.length("first_prev_hash") != 0)
+    late_start = ~has_prev & (F.col("_pos") == 0) & ~F.col("first_starts_chain")
     accepted = F.coalesce(F.col("_accepted"), F.lit(False))
-    head_broken = ~F.col("first_hash_ok") | F.when(
-        has_prev, (F.col("first_prev_hash") != F.col("_prev_hash")) & (covered == 0)
-    ).otherwise(late_start & ~accepted & ~gap_before)
+    linked = (F.col("first_prev1") == F.col("_prev1")) & (F.col("first_prev2") == F.col("_prev2"))
+    head_broken = ~F.col("first_hash_ok") | F.when(has_prev, ~linked & (covered == 0)).otherwise(
+        late_start & ~accepted & ~gap_before
+    )
     start = F.when(
         late_start,
         F.when(accepted, F.lit("trimmed"))
