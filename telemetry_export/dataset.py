@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
 from pyspark.sql import SparkSession
@@ -46,6 +47,7 @@ BAD: Final = "_bad"
 TABLES: Final = (RECORDS, LINKS, COLLECTOR, BAD)
 _COMMITS: Final = "_commits"
 _STAGING: Final = "_staging"
+_MOVERS: Final = 8
 
 
 class Dataset:
@@ -118,13 +120,22 @@ class Dataset:
 
     def _move_files(self, src: str, dst: str, *, prefix: str) -> None:
         root = self._fs.makeQualified(self._path(src)).toUri().getPath().rstrip("/")
-        for name, _ in list(self._files(src)):
-            path = self._path(name)
-            folder, _, base = path.toUri().getPath()[len(root) + 1 :].rpartition("/")
+        moves: dict[str, list[tuple[str, str]]] = {}
+        for name, _ in self._files(src):
+            folder, _, base = self._path(name).toUri().getPath()[len(root) + 1 :].rpartition("/")
             target = dst + (f"/{folder}" if folder else "")
+            moves.setdefault(target, []).append((name, f"{target}/{prefix}{base}"))
+
+        def move(target: str) -> None:
             self._fs.mkdirs(self._path(target))
-            if not self._fs.rename(path, self._path(f"{target}/{prefix}{base}")):
-                raise OSError(f"could not move {name} to {target}")
+            for name, to in moves[target]:
+                if not self._fs.rename(self._path(name), self._path(to)):
+                    raise OSError(f"could not move {name} to {to}")
+
+        # A few hundred files a batch at fleet scale: each rename is a round
+        # trip to the JVM (and to the filesystem's name node), so several at once.
+        with ThreadPoolExecutor(max_workers=_MOVERS) as pool:
+            list(pool.map(move, moves))
 
     # -- the commit protocol -----------------------------------------------------------------
 

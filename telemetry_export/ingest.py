@@ -38,7 +38,7 @@ from typing import Final
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from telemetry_export import chain, extract, transforms
+from telemetry_export import chain, extract, jvm, transforms
 from telemetry_export.dataset import BAD, COLLECTOR, LINKS, RECORDS, Dataset
 
 __all__ = ["BATCH_TAG", "ingest", "ingest_batch", "ingest_stream", "stream_tag"]
@@ -148,7 +148,7 @@ def ingest_batch(lines: DataFrame, ds: Dataset, tag: str) -> dict[str, int]:
     started = time.perf_counter()
     ds.begin(tag)
     rows = ds.staging(tag, "rows")
-    staged = transforms.staged(transforms.parse_lines(lines))
+    staged = transforms.staged(transforms.parse_lines(lines, fast=jvm.available(spark)))
     writer = staged.write.mode("overwrite").options(**WRITE_OPTIONS)
     writer.partitionBy("table", "vehicle_id", "date").parquet(rows)
     # Counted from the files' metadata (an Observation never completes inside

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import itertools
 import random
+import shutil
 
+import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from middleware.journal.chain import Chain, OffsetCounter
-from telemetry_export import chain, transforms
+from telemetry_export import chain, jvm, transforms
 from telemetry_export.schema import RECORD
 
 BOOT = {"vehicle_id": "car-1", "boot_id": "b1"}
@@ -334,3 +336,69 @@ def test_time_windows_round_down_before_and_after_the_epoch(spark: SparkSession)
     rates = transforms.drop_rates(activity(df, window_ns=100)).orderBy("window_start_ns").collect()
     windows = [(r.window_start_ns, r.events) for r in rates]
     assert windows == [(-200, 1), (-100, 2), (0, 2), (100, 1)]
+
+
+def test_the_jvm_parse_reads_every_line_as_from_json_does(spark: SparkSession) -> None:
+    """Lines the middleware writes (each kind, batch records, escapes) and lines it
+    does not (whitespace, non-ASCII, numbers of other shapes, fields of other
+    types, unknown nested fields, duplicates, broken JSON): the fast path
+    parses the first as ``from_json`` does, and leaves the others to it."""
+    if shutil.which("javac") is None:
+        pytest.skip("no JDK: from_json reads every line")
+    assert jvm.available(spark)
+    chain_lines = [
+        {"kind": "start", "version": "synth", "settings": {"a": [1, 2.5, {"b": None}]}},
+        {"kind": "publish", "key": "Vehicle.Speed", "key_id": 1, "version": 3, "changed": True},
+        {"kind": "delivered", "app": "a", "key_id": 2, "seq": 9, "queue": 0, "sent_ns": -5},
+        {"kind": "evicted", "app": "a", "reason": 'queue "full"\n\\ \t/\u00e9'},
+        {"kind": "publish_batch", "writer": "p", "key_ids": [1, 2], "keys": ["A", None]},
+        {"kind": "delivered_batch", "seqs": [], "queues": [0, 2147483647], "changes": [False]},
+        {"kind": "journal_trimmed", "kept_offset": None, "trimmed_boot_id": "b", "files": 0},
+        {"kind": "stop", "reason": "\U0001f600", "count": -9223372036854775808},
+    ]
+    good = [value for value, _ in lines(spark, chain_lines).collect()]
+    line = good[1]
+    odd = [
+        line.replace(',"', ', "'),  # whitespace
+        line.replace('"Vehicle.Speed"', '"Véhicule"'),  # raw non-ASCII
+        line.replace('"version":3', '"version":3.0'),
+        line.replace('"version":3', '"version":3e0'),
+        line.replace('"version":3', '"version":03'),
+        line.replace('"version":3', '"version":"3"'),
+        line.replace('"version":3', '"version":9223372036854775808'),
+        line.replace('"key_id":1', '"key_id":1,"key_id":2'),  # the last wins
+        line.replace('"key":"Vehicle.Speed"', '"key":5'),
+        line.replace('"changed":true', '"changed":1'),
+        line.replace('"changed":true', '"changed":null'),
+        line.replace('"kind"', '"x":{"y":[1,{"z":"}"}]},"kind"'),
+        line.replace('"kind"', '"x":1.5e-3,"kind"'),
+        line.replace('"kind"', '"x":1.,"kind"'),
+        line.replace('"kind"', '"x":01,"kind"'),
+        good[2].replace('"queue":0', '"queue":2147483648'),
+        good[4].replace('"key_ids":[1,2]', '"key_ids":[1,"2"]'),
+        good[4].replace('"key_ids":[1,2]', '"key_ids":[1,null]'),
+        line.replace('"Vehicle.Speed"', '"Vehicle\\u0041\\ud83d"'),
+        line[:-1],
+        line + " ",
+        line + "x",
+        "{}",
+        "[]",
+        "{not json",
+        "",
+        line[:9] + line[9:73].upper() + line[73:],  # the hash in upper case: it fails
+        '{"hash":"ab","kind":"x"}',  # shorter than the hash's prefix
+        '{"hash":"' + "é" * 64 + '","kind":"x"}',  # characters of two bytes in the prefix
+    ]
+    df = spark.createDataFrame([(v, "s") for v in good + odd], "value string, source string")
+    fast = transforms.parse_lines(df, fast=True)
+    slow = transforms.parse_lines(df, fast=False)
+    assert fast.exceptAll(slow).count() == 0
+    assert slow.exceptAll(fast).count() == 0
+    # The fast path read the lines the middleware writes, but for the start
+    # record (its version is a string where the schema has a number) and the
+    # ones with non-ASCII text (written raw): from_json read those.
+    read = F.call_function(jvm.FUNCTION, F.col("value").cast("binary"), F.lit(jvm.SPEC))
+    taken = {r.value for r in df.where(read.isNotNull()).collect()}
+    expected = {good[i] for i in (1, 2, 4, 5, 6)}
+    assert taken == expected | {odd[i] for i in (7, 10, 11, 12, 17, 22, 26, 27)}
+    assert fast.where("hash_ok").count() == len(good)
