@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 KUKSA_VENV  := .venv-kuksa
 KUKSA_STAMP := $(KUKSA_VENV)/.installed
 
-.PHONY: install kuksa-venv demo serve sim dashboard proto test lint typecheck unit bench bench-core bench-e2e bench-kuksa bench-providers bench-spark bench-export bench-metrics bench-cluster clean
+.PHONY: install kuksa-venv demo serve sim dashboard proto test lint typecheck unit bench bench-core bench-e2e bench-kuksa bench-providers bench-spark bench-export bench-export-lag bench-metrics bench-cluster clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -63,7 +63,7 @@ unit: $(STAMP) $(KUKSA_STAMP)
 	$(PY) -m pytest
 
 ## Benchmarks (not part of `make test`): see BENCHMARKS.md.
-bench: bench-core bench-e2e bench-kuksa bench-providers bench-spark bench-export bench-metrics bench-cluster
+bench: bench-core bench-e2e bench-kuksa bench-providers bench-spark bench-export bench-export-lag bench-metrics bench-cluster
 
 bench-core: $(STAMP)
 	$(PY) -m bench.core
@@ -96,6 +96,12 @@ bench-spark: $(STAMP)
 ## journal writer's own rate, and the collector's into a landing area. About 20 s.
 bench-export: $(STAMP)
 	$(PY) -m bench.journal_export
+
+## The export lag, a record written -> landed -> in the dataset (p50/p99/max), with the
+## collector following and `ingest --stream --every 1` running: 500 updates/s for 30 s.
+## About a minute.
+bench-export-lag: $(STAMP)
+	$(PY) -m bench.export_lag
 
 clean:
 	rm -rf $(VENV) $(KUKSA_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info demo-out
