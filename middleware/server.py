@@ -41,6 +41,7 @@ from middleware.kuksa.common import authenticate_kuksa
 from middleware.metrics import MetricsEndpoint, MetricsListenError, StatsReader, registry_for
 from middleware.rpc.actuation_service import ActuationService
 from middleware.rpc.admin_service import AdminService
+from middleware.rpc.calls import Calls
 from middleware.rpc.decoding import DecodeGuard
 from middleware.rpc.event_service import EventService
 from middleware.rpc.identity import Identify
@@ -92,9 +93,14 @@ class RunningServer:
     """The Prometheus endpoint (``Settings.metrics_listen``); its ``address`` has the port."""
     health_watch: asyncio.Task[None] | None = None
     """Tells apps about stale keys (see :mod:`middleware.health`)."""
+    calls: Calls | None = None
+    """The calls in progress that can still write a journal record."""
+    journal_service: JournalService | None = None
 
     async def stop(self, grace: float = 2.0) -> None:
-        """Refuse new calls, end streams after ``grace`` seconds, forget every app."""
+        """Refuse new calls, end streams after ``grace`` seconds, forget every app, write
+        the journal's ``stop`` record and give its followers up to ``grace`` more seconds
+        to take it (a collector following the journal lands the whole boot)."""
         if self.metrics is not None:
             await self.metrics.stop()
         for task in (self.watch, self.health_watch):
@@ -106,11 +112,19 @@ class RunningServer:
             await self.runtime.cluster.stop()
         await self.health.enter_graceful_shutdown()
         self.runtime.begin_shutdown()
-        await self.server.stop(grace)
+        # New calls are refused from here. The calls that can still write a record
+        # end first (within grace), then the journal's last records are written,
+        # then its followers get them (within grace more).
+        stopping = asyncio.ensure_future(self.server.stop(2 * grace))
+        if self.calls is not None:
+            await self.calls.end(grace)
         self.runtime.shutdown()
         self.runtime.slow_apps.check()  # the last line of every open drop episode
         if self.runtime.journal is not None:
             self.runtime.journal.close("shutdown")
+            if self.journal_service is not None:
+                await self.journal_service.finish(grace)
+        await stopping
         log.info("middleware stopped (boot %s)", self.runtime.boot_id)
 
 
@@ -264,12 +278,24 @@ async def start_server(settings: Settings, runtime: Runtime | None = None) -> Ru
             "grpc.reflection.v1.ServerReflection": None,
         },
     )
-    server = grpc.aio.server(options=_options(settings), interceptors=[DecodeGuard(), identify])
+    # Spared: calls that write no record, ended by server.stop after the journal's stop.
+    calls = Calls(
+        (
+            journal_pb2.DESCRIPTOR.services_by_name["JournalService"].full_name,
+            health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+            reflection.SERVICE_NAME,
+            "grpc.reflection.v1.ServerReflection",
+        )
+    )
+    server = grpc.aio.server(
+        options=_options(settings), interceptors=[calls, DecodeGuard(), identify]
+    )
     ess_pb2_grpc.add_EventServiceServicer_to_server(EventService(runtime), server)
     vstore_pb2_grpc.add_VStoreServicer_to_server(VStoreService(runtime), server)
     actuation = Actuation(runtime.store, signals, runtime.access, settings.actuation_timeout_s)
     actuation_pb2_grpc.add_ActuationServicer_to_server(ActuationService(runtime, actuation), server)
-    journal_pb2_grpc.add_JournalServiceServicer_to_server(JournalService(runtime), server)
+    journal_service = JournalService(runtime)
+    journal_pb2_grpc.add_JournalServiceServicer_to_server(journal_service, server)
     add_kuksa_services(server, runtime, signals, actuation)
     stats = StatsReader(runtime, top_keys=settings.metrics_top_keys)
     admin_pb2_grpc.add_AdminServicer_to_server(AdminService(runtime, stats), server)
@@ -350,4 +376,6 @@ async def start_server(settings: Settings, runtime: Runtime | None = None) -> Ru
         signals,
         metrics,
         health_watch=health_watch,
+        calls=calls,
+        journal_service=journal_service,
     )

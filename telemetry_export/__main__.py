@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import signal
 import sys
@@ -120,6 +121,14 @@ def parser() -> argparse.ArgumentParser:
     from telemetry_export.collect import add_collect_parser
 
     add_collect_parser(sub)
+    for spark_command in (ing, ana, rep):
+        spark_command.add_argument(
+            "--log-level",
+            default="info",
+            choices=["debug", "info", "warning", "error"],
+            help="this program's log lines on stderr (default info: a line per ingest "
+            "batch and micro-batch; Spark's own log is apart)",
+        )
     syn = sub.add_parser("synth", help="write a synthetic fleet of journals")
     syn.add_argument("--output", required=True)
     syn.add_argument("--vehicles", type=int, default=3)
@@ -181,6 +190,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # a line per JVM call at INFO
     from telemetry_export import job
     from telemetry_export.session import build_session, stop_session
 

@@ -330,6 +330,8 @@ class Vehicle:
         self._notes: list[dict[str, Any]] = []  # collector records to land
         self.buffered = 0
         self.buffered_since = 0.0
+        self.boot_stopped = False
+        """A ``stop`` record is buffered: the boot is over, nothing to wait for."""
         self.counts = Counts()
         self.newest: tuple[str, int] | None = None
         self.state = "connecting"
@@ -373,6 +375,8 @@ class Vehicle:
                 )
             self._add(boot, offset, line)
             at.offset, at.hash = offset, str(rec.get("hash", ""))
+            if rec.get("kind") == "stop":
+                self.boot_stopped = True  # the boot's last record: land it now
         at.offset = records.last_offset
 
     def take_recovery(self, rec: pb.Recovery) -> None:
@@ -525,6 +529,7 @@ class Vehicle:
         self.counts.records += self.buffered
         self.counts.files += sum(1 for _, final in moves if "/boot=" in final)
         self._parts, self._notes, self.buffered = [], [], 0
+        self.boot_stopped = False
         self.landed = after
         self.at = after.copy()
 
@@ -711,8 +716,10 @@ class Collector:
         await asyncio.to_thread(vehicle.flush, self.landing, heartbeat_s=self.o.lease_s / 3)
 
     def _due(self, vehicle: Vehicle) -> bool:
-        return vehicle.buffered >= self.o.flush_records or (
-            vehicle.dirty and time.monotonic() - vehicle.buffered_since >= self.o.flush_s
+        return (
+            vehicle.buffered >= self.o.flush_records
+            or vehicle.boot_stopped
+            or (vehicle.dirty and time.monotonic() - vehicle.buffered_since >= self.o.flush_s)
         )
 
     async def _poll(self, stub: pb_grpc.JournalServiceStub, vehicle: Vehicle) -> None:

@@ -14,8 +14,8 @@
    and ``slow`` (reads one batch per second, so the middleware must drop);
 5. runs for ``--duration`` seconds with a progress line, then stops the
    provider, lets the apps read what is left and stops them; stops the
-   collector, drains the journal with ``collect --once`` (see :func:`_stop`
-   for why in this order), and stops the middleware;
+   middleware, whose journal hands the collector its last records (``stop``
+   included) before it exits, and then the collector (see :func:`_stop`);
 6. Spark: ``ingest --stream --once`` (Structured Streaming, availableNow,
    checkpointed in ``OUT/dataset/_checkpoint``) takes the landing area into
    the dataset ``OUT/dataset``, and ``analyze`` writes ``OUT/report``, in one
@@ -151,7 +151,7 @@ def _collect(address: str, out: Path, *mode: str) -> list[str]:
         "--from", address,
         "--to", str(out / "landing"),
         "--component", COMPONENT,
-        "--name", COMPONENT,  # the same holder for the follower and the drain (the lease)
+        "--name", COMPONENT,  # its holder's name in the lease
         *mode,
     ]  # fmt: skip
 
@@ -205,35 +205,29 @@ def _run_for(sup: Supervisor, out: Path, duration: float) -> None:
 
 
 def _stop(sup: Supervisor, out: Path, address: str) -> Collected:
-    """Stop everything in an order that leaves every record the journal service
-    can serve in the landing area; the collector's own counts.
+    """Stop everything in an order that leaves every record the journal wrote in
+    the landing area; the collector's own counts.
 
-    The journal service is part of the middleware: the collector reads the
-    journal only while the middleware runs. So: the provider first, then the
-    apps (they read what is still queued for them), so the journal has
-    nothing more to write; then the follower (SIGINT: it lands what it holds
-    and stores its position); then ``collect --once`` from that position,
-    which polls until the middleware answers "nothing new" (seed 003's
-    answer 2: it holds the newest record) and exits 0, drained; only then the
-    middleware. Its last record, ``stop``, is written after its journal
-    service closed: no collector can read it in this boot (a registered one
-    gets it from disk at the next start), and the export check says so.
+    The provider first, then the apps (they read what is still queued for
+    them), so the journal has little more to write; then the middleware: it
+    ends every other call, writes its last record (``stop``) and lets its
+    journal's followers take it before it exits; then the collector (SIGINT:
+    it lands what it holds and stores its position).
     """
     print(
-        "stopping    provider, then apps (they read what is left), then the collector "
-        "(it drains the journal), then middleware"
+        "stopping    provider, then apps (they read what is left), then middleware "
+        "(its journal's last records go to the collector), then the collector"
     )
     statuses = {"provider": sup.stop("provider")}
     statuses |= {app: sup.stop(app, timeout=30) for app in APPS}
-    statuses["collector"] = sup.stop("collector")
-    follow = last_json((out / "logs" / "collector.log").read_text(errors="replace"))
-    drain = last_json(sup.run("collector-drain", _collect(address, out, "--once"), timeout=120))
     statuses["middleware"] = sup.stop("middleware")
+    statuses["collector"] = sup.stop("collector")
     failed = {name: code for name, code in statuses.items() if code}
     if failed:
         raise DemoError(f"a process exited with an error ({failed}); see {out / 'logs'}")
-    collected = Collected.of(follow, drain, VEHICLE)
-    print(f"collector   drained: {collected.landed:,} journal records in {out / 'landing'}")
+    follow = last_json((out / "logs" / "collector.log").read_text(errors="replace"))
+    collected = Collected.of(follow, VEHICLE)
+    print(f"collector   landed {collected.landed:,} journal records in {out / 'landing'}")
     return collected
 
 
@@ -352,10 +346,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         # The provider first, so the apps' final reads end at once; the
         # middleware last, so the journal records everything until the end.
-        # The collector before the middleware, so it does not retry a middleware
-        # that has gone.
-        order = ["spark", "collector-drain", "provider", *APPS, "collector"]
-        sup.stop_all(order=[*order, "middleware"])
+        # The collector after it, so it takes the journal's last records.
+        sup.stop_all(order=["spark", "provider", *APPS, "middleware", "collector"])
     return 0 if result["ok"] else 1
 
 

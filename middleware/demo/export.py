@@ -10,12 +10,8 @@ dataset's ``records`` table (one row per journal line, or per event of a batch
 line: the line is the row with ``batch_index`` null or 0). :func:`compare` is
 pure: it says what each place holds of the journal, what it holds twice,
 altered, or that the journal never wrote, and which journal records did not
-get through.
-
-One tail is expected not to: a middleware writes its ``stop`` record as the
-last thing it does, after its journal service has closed, so no collector can
-read it in that boot; a registered collector gets it from disk when the
-middleware next starts. :attr:`ExportCheck.after_close` counts it apart.
+get through (none should: a middleware that stops cleanly hands its
+followers its last record, ``stop``, before it exits).
 """
 
 from __future__ import annotations
@@ -26,7 +22,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from middleware.journal.segments import lines, segment_files
 
@@ -41,9 +37,6 @@ __all__ = [
     "read_journal_records",
     "read_landing",
 ]
-
-CLOSING_KINDS: Final = frozenset({"stop"})
-"""Kinds a middleware writes after its journal service closed (see the module docstring)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,45 +72,31 @@ class Held:
 
 @dataclass(frozen=True, slots=True)
 class Collected:
-    """What the collector says of itself (its JSON summaries, one vehicle): while
-    it followed the middleware, and in its final drain (``collect --once``)."""
+    """What the collector says of itself (its JSON summary, one vehicle)."""
 
-    following: int
-    """Records it landed while following."""
-    drain: int
-    """...and in its final drain."""
+    landed: int
+    """Records it landed."""
     files: int
     bad_hashes: int
     """Records whose hash did not check (landed anyway: the analysis flags them)."""
     broken_links: int
-    drained: bool
-    """The drain ended because the middleware had nothing newer (not a failure)."""
     failed: dict[str, str] = field(default_factory=dict)
     """Sources it could not collect, with why."""
 
     @classmethod
-    def of(cls, follow: Mapping[str, Any], drain: Mapping[str, Any], vehicle: str) -> Collected:
-        """From the two summaries ``collect`` prints (``{"vehicles": {V: ...}, "failed": ...}``)."""
-        f = follow.get("vehicles", {}).get(vehicle, {})
-        d = drain.get("vehicles", {}).get(vehicle, {})
+    def of(cls, summary: Mapping[str, Any], vehicle: str) -> Collected:
+        """From the summary ``collect`` prints (``{"vehicles": {V: ...}, "failed": ...}``)."""
+        v = summary.get("vehicles", {}).get(vehicle, {})
         return cls(
-            following=int(f.get("records", 0)),
-            drain=int(d.get("records", 0)),
-            files=int(f.get("files", 0)) + int(d.get("files", 0)),
-            bad_hashes=int(f.get("bad_hash", 0)) + int(d.get("bad_hash", 0)),
-            broken_links=int(f.get("broken_links", 0)) + int(d.get("broken_links", 0)),
-            drained=bool(d.get("drained", False)),
-            failed={**follow.get("failed", {}), **drain.get("failed", {})},
+            landed=int(v.get("records", 0)),
+            files=int(v.get("files", 0)),
+            bad_hashes=int(v.get("bad_hash", 0)),
+            broken_links=int(v.get("broken_links", 0)),
+            failed=dict(summary.get("failed", {})),
         )
-
-    @property
-    def landed(self) -> int:
-        return self.following + self.drain
 
     def problems(self) -> list[str]:
         out = [f"the collector failed on {a}: {why}" for a, why in sorted(self.failed.items())]
-        if not self.drained:
-            out.append("the collector's final drain did not reach the journal's newest record")
         if self.bad_hashes:
             out.append(f"the collector received {self.bad_hashes:,} records whose hash fails")
         if self.broken_links:
@@ -135,8 +114,6 @@ class ExportCheck:
     dataset: Held | None
     not_exported: dict[str, int] = field(default_factory=dict)
     """Journal records the last place (the dataset, else the landing area) lacks, by kind."""
-    after_close: int = 0
-    """...of which the final boot's closing tail (its ``stop``): see the module docstring."""
     collect_gaps: int = 0
     """Offsets the collector recorded as not collected (``collect_gap`` records)."""
     collect_restarts: int = 0
@@ -150,17 +127,15 @@ class ExportCheck:
 
     @property
     def lost(self) -> int:
-        """Journal records that did not get through and should have."""
-        return sum(self.not_exported.values()) - self.after_close
+        """Journal records that did not get through."""
+        return sum(self.not_exported.values())
 
     def problems(self) -> list[str]:
         """What is wrong with the export, one sentence each (none: it holds every record)."""
         out: list[str] = []
         where = "the dataset" if self.dataset is not None else "the landing area"
         if self.lost:
-            lost = Counter(self.not_exported)
-            lost["stop"] -= self.after_close  # the tail is all stop records
-            kinds = ", ".join(f"{n:,} {k}" for k, n in sorted(lost.items()) if n)
+            kinds = ", ".join(f"{n:,} {k}" for k, n in sorted(self.not_exported.items()) if n)
             out.append(f"{self.lost:,} journal records are not in {where} ({kinds})")
         for name, held in (("landing area", self.landing), ("dataset", self.dataset)):
             if held is None:
@@ -196,7 +171,6 @@ class ExportCheck:
             "landing": held(self.landing),
             "dataset": held(self.dataset),
             "not_exported": dict(self.not_exported),
-            "after_close": self.after_close,
             "lost": self.lost,
             "collect_gaps": self.collect_gaps,
             "collect_restarts": self.collect_restarts,
@@ -235,10 +209,7 @@ def compare(
     """What the landing area and the dataset hold of ``journal`` (in written order).
 
     ``collector_records``: the landing area's ``collect_gap``/``collect_restart``
-    records. A journal record that the last place lacks is counted in
-    ``after_close`` when it belongs to the closing tail: the final boot's last
-    records, all of :data:`CLOSING_KINDS`, after every record of that boot the
-    place holds. Linear in the records.
+    records. Linear in the records.
     """
     ordered = list(journal)
     by_key = {(r.boot_id, r.offset): r for r in ordered}
@@ -247,24 +218,12 @@ def compare(
     last = landing_records if dataset_records is None else dataset_records
     present = {(r.boot_id, r.offset) for r in last}
     missing = [r for r in ordered if (r.boot_id, r.offset) not in present]
-    tail = 0
-    if ordered:
-        final_boot = ordered[-1].boot_id
-        for r in reversed(ordered):
-            if (
-                r.boot_id != final_boot
-                or (r.boot_id, r.offset) in present
-                or r.kind not in CLOSING_KINDS
-            ):
-                break
-            tail += 1
     notes = list(collector_records)
     return ExportCheck(
         journal=len(by_key),
         landing=_held(by_key, landing_records),
         dataset=None if dataset_records is None else _held(by_key, dataset_records),
         not_exported=dict(Counter(r.kind for r in missing)),
-        after_close=tail,
         collect_gaps=sum(int(n.get("count", 0)) for n in notes if n.get("kind") == "collect_gap"),
         collect_restarts=sum(1 for n in notes if n.get("kind") == "collect_restart"),
     )

@@ -257,15 +257,7 @@ def _render_export(check: ExportCheck) -> list[str]:
     ]
     c = check.collected
     if c is not None:
-        lines.append(
-            f"{'':<11} collector: {c.landed:,} records landed in {c.files} files "
-            f"({c.following:,} while following, {c.drain:,} in its final drain)"
-        )
-    if check.after_close:
-        lines += [
-            f"{'':<11} not exported: the stop record, written after the journal service closed",
-            f"{'':<11} (a collector reads it from the car's disk when the middleware next starts)",
-        ]
+        lines.append(f"{'':<11} collector: {c.landed:,} records landed in {c.files} files")
     return lines
 
 
@@ -329,8 +321,7 @@ def render(verdict: Verdict, *, report: str) -> str:
         exported = ""
         if verdict.export is not None:
             place = "dataset" if verdict.export.dataset is not None else "landing area"
-            but = " but its stop record" if verdict.export.after_close else ""
-            exported = f"; the {place} holds every journal record{but}, once"
+            exported = f"; the {place} holds every journal record, once"
         lines.append(
             f"demo OK: {said}"
             + (f", {' and '.join(clean)} none" if clean and lossy else "")

@@ -99,6 +99,8 @@ class Feed:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._waiters: set[asyncio.Event] = set()
         self._cut: set[tuple[str, str]] = set()  # consumers cut loose, until they read again
+        self.ended = False
+        """The journal wrote its last record (``stop``): see :meth:`end`."""
         history.on_add(self._added)
 
     # -- what is held ---------------------------------------------------------------
@@ -484,6 +486,12 @@ class Feed:
     def wake(self) -> None:
         for event in self._waiters:
             event.set()
+
+    def end(self) -> None:
+        """The journal is closed (after :meth:`Journal.close`): nothing more will be
+        added. Each Follow sends what is left, sees it acknowledged, and ends."""
+        self.ended = True
+        self.wake()
 
     # -- retention (the writer thread) --------------------------------------------------
 

@@ -149,8 +149,10 @@ class FollowSession:
             self.consumer = fresh
 
     async def run(self, send: Callable[[Group], Awaitable[None]]) -> None:
-        """Send groups until the stream ends (cancelled) or fails (raises the error, or is
-        cancelled by :meth:`fail` while it waits: then :attr:`error` says why)."""
+        """Send groups until the stream ends (cancelled), fails (raises the error, or is
+        cancelled by :meth:`fail` while it waits: then :attr:`error` says why), or the
+        journal is closed (:meth:`Feed.end`) and every group sent is acknowledged
+        (returns)."""
         feed = self._feed
         self._task = asyncio.current_task()
         self._event = event = feed.waiter()
@@ -178,6 +180,8 @@ class FollowSession:
                     self._next_live() if self.consumer is None else self._next_reliable()
                 )
                 if group is None:
+                    if feed.ended and not self._inflight:
+                        return  # the journal's last record is sent and acknowledged
                     await event.wait()
                     continue
                 await send(group)

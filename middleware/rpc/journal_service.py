@@ -39,6 +39,7 @@ class JournalService(pb_grpc.JournalServiceServicer):
         self._rt = runtime
         self._vehicle = runtime.settings.vehicle_id
         self._followers: dict[tuple[str, str], FollowSession] = {}
+        self._following: set[asyncio.Task[Any]] = set()  # every Follow call's task
         if runtime.journal_feed is not None:
             runtime.collectors.register("journal_consumers", runtime.journal_feed.figures)
 
@@ -157,6 +158,9 @@ class JournalService(pb_grpc.JournalServiceServicer):
         async def send(group: Group) -> None:
             await context.write(convert.follow_batch(group, vehicle))
 
+        task = asyncio.current_task()
+        if task is not None:
+            self._following.add(task)
         try:
             await session.run(send)
         except asyncio.CancelledError:
@@ -166,11 +170,22 @@ class JournalService(pb_grpc.JournalServiceServicer):
                 raise
             raise session.error from None
         finally:
+            self._following.discard(task)
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await reader
             if self._followers.get(key) is session:
                 del self._followers[key]
+
+    async def finish(self, timeout: float) -> None:
+        """The journal is closed (its ``stop`` record written): let every Follow send
+        what is left and see it acknowledged, for at most ``timeout`` seconds."""
+        feed = self._rt.journal_feed
+        if feed is None:
+            return
+        feed.end()
+        if self._following:
+            await asyncio.wait(set(self._following), timeout=timeout)
 
     async def _acks(
         self, session: FollowSession, requests: AsyncIterator[pb.FollowRequest]

@@ -24,13 +24,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
+
+from middleware.client import ProviderClient
 from middleware.journal.chain import succ, verify_line
 from middleware.journal.segments import lines, segment_files
 from middleware.server import start_server
 from telemetry_export.collect import Collector, Landing, Options
 from tests.conftest import eventually
 from tests.integration.conftest import TEST_SETTINGS
-from tests.integration.test_journal_faults import kill9, publish, serve
+from tests.integration.test_journal_faults import SPEED, kill9, publish, serve
 from tests.integration.test_process import stop
 
 
@@ -155,6 +158,54 @@ async def test_a_middleware_killed_and_restarted_is_followed_into_its_new_boot(
     summary = json.loads(out)
     assert summary["vehicles"]["car-f"]["restarts"] == 1
     assert summary["vehicles"]["car-f"]["broken_links"] == 0
+
+
+async def test_a_middleware_stopped_cleanly_hands_its_followers_the_stop_record(
+    tmp_path: Path,
+) -> None:
+    """The journal's last record (``stop``) is written after every other call ended;
+    the journal's followers still get it before their streams end: a collector that
+    follows a car to its clean shutdown lands the whole boot, with nothing left over for
+    the next boot. A provider still connected does not hold the stop up past its grace."""
+    journal, landing = tmp_path / "journal", tmp_path / "landing"
+    mw, address = serve(journal, "--journal-level", "full")
+    try:
+        with collector(address, landing) as coll:
+            await publish(address, 200)
+            wait_landed(journal, landing, coll)
+            still = ProviderClient(address, "still-connected")
+            try:
+                await still.add_keys([SPEED])
+                await still.publish({SPEED: b"x"})
+                began = time.monotonic()
+                code, err = stop(mw)
+                took = time.monotonic() - began
+            finally:
+                with contextlib.suppress(grpc.aio.AioRpcError):  # its stream was ended
+                    await still.close()
+            assert code == 0, err
+            assert took < 6.0, f"the middleware took {took:.1f} s to stop"
+            disk = on_disk(journal)
+            records = [json.loads(x) for x in disk]
+            assert records[-1]["kind"] == "stop"
+            # The provider's stream was ended before the stop, and journaled as such.
+            assert any(
+                (r["kind"], r.get("app"), r.get("stream"))
+                == ("disconnect", "still-connected", "publish")
+                for r in records
+            )
+            deadline = time.monotonic() + 10
+            while not set(disk) <= set(landed(landing)[0]):
+                assert time.monotonic() < deadline, "the stop record was not landed"
+                await asyncio.sleep(0.05)
+            code, _, err = end(coll)
+            assert code == 0, err
+    finally:
+        stop(mw)
+    data, notes = landed(landing)
+    assert notes == []
+    assert len(data) == len(set(data))
+    assert set(data) == set(disk)
 
 
 async def test_a_collector_killed_and_restarted_lands_no_duplicate_and_no_gap(

@@ -32,26 +32,17 @@ def test_a_dataset_holding_every_record_once_is_clean() -> None:
     journal = _journal(6)
     check = compare(journal, journal, journal)
     assert check.problems() == []
-    assert (check.journal, check.last.held, check.lost, check.after_close) == (6, 6, 0, 0)
+    assert (check.journal, check.last.held, check.lost) == (6, 6, 0)
 
 
-def test_the_stop_record_written_after_the_service_closed_is_counted_apart() -> None:
-    journal = _journal(6)
-    check = compare(journal, journal[:-1], journal[:-1])
-    assert check.problems() == []
-    assert check.not_exported == {"stop": 1}
-    assert (check.after_close, check.lost, check.last.held) == (1, 0, 5)
-
-
-def test_a_missing_record_is_a_problem_the_stop_of_an_earlier_boot_too() -> None:
+def test_a_missing_record_is_a_problem_the_final_stop_record_too() -> None:
     first, second = _journal(4, boot="b0"), _journal(4, boot="b1", start=7)
     journal = first + second
     held = [r for r in journal if r not in (first[-1], second[1], second[-1])]
     check = compare(journal, held, held)
     assert check.not_exported == {"x": 1, "stop": 2}
-    # Only the final boot's stop is the closing tail; b0's stop should have come.
-    assert (check.after_close, check.lost) == (1, 2)
-    assert check.problems() == ["2 journal records are not in the dataset (1 stop, 1 x)"]
+    assert check.lost == 3
+    assert check.problems() == ["3 journal records are not in the dataset (2 stop, 1 x)"]
 
 
 def test_records_held_twice_altered_or_never_written_are_each_named() -> None:
@@ -77,7 +68,7 @@ def test_without_a_dataset_the_landing_area_is_what_is_judged() -> None:
     journal = _journal(4)
     check = compare(journal, journal[:2], None)
     assert check.dataset is None
-    assert (check.lost, check.after_close) == (1, 1)
+    assert check.lost == 2
     assert "not in the landing area" in check.problems()[0]
 
 
@@ -88,8 +79,10 @@ def test_the_collectors_gaps_restarts_and_its_own_failures_are_problems() -> Non
         {"kind": "collect_restart", "old_boot_id": "a", "new_boot_id": "b"},
     ]
     collected = Collected.of(
-        {"vehicles": {"car": {"records": 2, "files": 1, "bad_hash": 1}}, "failed": {}},
-        {"vehicles": {"car": {"records": 1, "drained": False}}, "failed": {"x:1": "refused"}},
+        {
+            "vehicles": {"car": {"records": 3, "files": 1, "bad_hash": 1}},
+            "failed": {"x:1": "refused"},
+        },
         "car",
     )
     assert (collected.landed, collected.files, collected.bad_hashes) == (3, 1, 1)
@@ -99,7 +92,6 @@ def test_the_collectors_gaps_restarts_and_its_own_failures_are_problems() -> Non
         "the collector recorded 7 offsets as not collected",
         "the collector saw the middleware restart 1 time(s)",
         "the collector failed on x:1: refused",
-        "the collector's final drain did not reach the journal's newest record",
         "the collector received 1 records whose hash fails",
     ]
 
@@ -148,18 +140,16 @@ def test_the_dataset_counts_a_batch_line_once(tmp_path: Path) -> None:
 
 def test_the_verdict_prints_the_export_and_fails_on_its_problems() -> None:
     journal = _journal(4)
-    collected = Collected.of(
-        {"vehicles": {"car": {"records": 3, "files": 2}}},
-        {"vehicles": {"car": {"records": 0, "drained": True}}},
-        "car",
-    )
-    check = replace(compare(journal, journal[:-1], None), collected=collected)
+    collected = Collected.of({"vehicles": {"car": {"records": 4, "files": 2}}}, "car")
+    check = replace(compare(journal, journal, None), collected=collected)
     apps = {"logger": {"state": "stopped", "received": 1}}
     text = render(judge({"published": 1}, apps, None, check), report="r")
-    assert "export      3 of 4 journal records landed (not ingested), none duplicated" in text
-    assert "collector: 3 records landed in 2 files (3 while following, 0 in its final" in text
-    assert "not exported: the stop record, written after the journal service closed" in text
+    assert "export      4 of 4 journal records landed (not ingested), none duplicated" in text
+    assert "collector: 4 records landed in 2 files" in text
     assert "demo OK" in text
+    short = judge({"published": 1}, apps, None, compare(journal, journal[:-1], None))
+    assert not short.ok
+    assert "1 journal records are not in the landing area (1 stop)" in short.problems
     bad = compare(journal, journal[:-1], [*journal[:-1], journal[0]])
     verdict = judge({"published": 1}, apps, None, bad)
     assert not verdict.ok
