@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 import grpc
 
-__all__ = ["Calls"]
+from middleware.rpc.handlers import Continuation, around
 
-_KINDS = ("unary_unary", "unary_stream", "stream_unary", "stream_stream")
+__all__ = ["Calls"]
 
 
 class Calls(grpc.aio.ServerInterceptor):
@@ -36,58 +35,33 @@ class Calls(grpc.aio.ServerInterceptor):
 
     @property
     def count(self) -> int:
-        """Calls in progress, tracked. (Not ``__len__``: grpc drops an interceptor
-        that is false, and every one after it, from the chain.)"""
+        """Calls in progress, tracked. (Not ``__len__``: see :mod:`middleware.rpc.handlers`.)"""
         return len(self._tasks)
 
     async def intercept_service(
-        self,
-        continuation: Callable[
-            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]
-        ],
-        handler_call_details: grpc.HandlerCallDetails,
+        self, continuation: Continuation, handler_call_details: grpc.HandlerCallDetails
     ) -> grpc.RpcMethodHandler[Any, Any] | None:
         handler = await continuation(handler_call_details)
         if handler is None:
             return None
         if handler_call_details.method.rsplit("/", 2)[-2] in self._spared:
             return handler
-        kind = next(k for k in _KINDS if getattr(handler, k) is not None)
-        return handler._replace(**{kind: self._tracked(getattr(handler, kind))})  # type: ignore[attr-defined,no-any-return]
+        return around(handler, self._tracked)
 
-    def _enter(self) -> asyncio.Task[Any] | None:
+    @contextlib.asynccontextmanager
+    async def _tracked(self, _: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[None]:
         task = asyncio.current_task()
-        if task is not None:
-            self._tasks.add(task)
-            self._idle.clear()
-        return task
-
-    def _leave(self, task: asyncio.Task[Any] | None) -> None:
-        self._tasks.discard(task)
-        if not self._tasks:
-            self._idle.set()
-
-    def _tracked(self, behavior: Callable[..., Any]) -> Callable[..., Any]:
-        if inspect.isasyncgenfunction(behavior):
-
-            async def stream(request: Any, context: Any) -> AsyncIterator[Any]:
-                task = self._enter()
-                try:
-                    async for item in behavior(request, context):
-                        yield item
-                finally:
-                    self._leave(task)
-
-            return stream
-
-        async def call(request: Any, context: Any) -> Any:
-            task = self._enter()
-            try:
-                return await behavior(request, context)
-            finally:
-                self._leave(task)
-
-        return call
+        if task is None:
+            yield
+            return
+        self._tasks.add(task)
+        self._idle.clear()
+        try:
+            yield
+        finally:
+            self._tasks.discard(task)
+            if not self._tasks:
+                self._idle.set()
 
     async def end(self, grace: float) -> None:
         """Wait up to ``grace`` seconds for the tracked calls to end, then cancel those

@@ -10,12 +10,13 @@ INVALID_ARGUMENT naming the message type.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import grpc
 from google.protobuf.message import DecodeError
+
+from middleware.rpc.handlers import Continuation
 
 __all__ = ["DecodeGuard", "Malformed"]
 
@@ -30,11 +31,7 @@ class Malformed:
 
 class DecodeGuard(grpc.aio.ServerInterceptor):
     async def intercept_service(
-        self,
-        continuation: Callable[
-            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]
-        ],
-        handler_call_details: grpc.HandlerCallDetails,
+        self, continuation: Continuation, handler_call_details: grpc.HandlerCallDetails
     ) -> grpc.RpcMethodHandler[Any, Any] | None:
         handler = await continuation(handler_call_details)
         decode = getattr(handler, "request_deserializer", None)

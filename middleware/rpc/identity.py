@@ -12,14 +12,15 @@ reflection) have no caller.
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+import contextlib
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextvars import ContextVar
 from typing import Any, TypeAlias
 
 import grpc
 
 from middleware.access import Access, Caller
+from middleware.rpc.handlers import Continuation, around
 from middleware.rpc.status import status_for
 from middleware.tls import certificate_names
 
@@ -74,11 +75,7 @@ class Identify(grpc.aio.ServerInterceptor):
         self._rules = dict(rules)
 
     async def intercept_service(
-        self,
-        continuation: Callable[
-            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]
-        ],
-        handler_call_details: grpc.HandlerCallDetails,
+        self, continuation: Continuation, handler_call_details: grpc.HandlerCallDetails
     ) -> grpc.RpcMethodHandler[Any, Any] | None:
         handler = await continuation(handler_call_details)
         if handler is None:
@@ -87,39 +84,15 @@ class Identify(grpc.aio.ServerInterceptor):
         rule = self._rules.get(service, authenticate)
         if rule is None:
             return handler
-        kind = next(
-            k
-            for k in ("unary_unary", "unary_stream", "stream_unary", "stream_stream")
-            if getattr(handler, k) is not None
-        )
-        wrapped = _identified(getattr(handler, kind), rule, self._access)
-        return handler._replace(**{kind: wrapped})  # type: ignore[attr-defined,no-any-return]
+        access = self._access
 
+        @contextlib.asynccontextmanager
+        async def established(context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[None]:
+            try:
+                _CALLER.set(rule(context, access))
+            except Exception as e:
+                code, message = status_for(e)
+                await context.abort(code, message)
+            yield
 
-async def _establish(
-    context: grpc.aio.ServicerContext[Any, Any], rule: Rule, access: Access
-) -> None:
-    try:
-        _CALLER.set(rule(context, access))
-    except Exception as e:
-        code, message = status_for(e)
-        await context.abort(code, message)
-
-
-def _identified(behavior: Callable[..., Any], rule: Rule, access: Access) -> Callable[..., Any]:
-    if inspect.isasyncgenfunction(behavior):
-
-        async def stream(
-            request: Any, context: grpc.aio.ServicerContext[Any, Any]
-        ) -> AsyncIterator[Any]:
-            await _establish(context, rule, access)
-            async for item in behavior(request, context):
-                yield item
-
-        return stream
-
-    async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-        await _establish(context, rule, access)
-        return await behavior(request, context)
-
-    return call
+        return around(handler, established)
