@@ -74,7 +74,7 @@ from vehicle.journal.v1 import journal_pb2_grpc as pb_grpc
 KEYS = [f"Vehicle.Bench.ExportLag{i}" for i in range(10)]
 POLL_S = 0.05
 LANDED_FILES = "vehicle=*/boot=*/part-*.jsonl"
-"""The landing contract's journal data files (/work/notes/landing_contract.md)."""
+"""The landing contract's journal data files (see telemetry_export.collect)."""
 COMMITS = "_commits"
 """telemetry_export.dataset's commit markers: ``DATASET/_commits/<tag>.json``."""
 STOP_S = 30.0
