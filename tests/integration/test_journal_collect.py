@@ -194,10 +194,11 @@ async def test_a_middleware_stopped_cleanly_hands_its_followers_the_stop_record(
                 == ("disconnect", "still-connected", "publish")
                 for r in records
             )
-            deadline = time.monotonic() + 10
-            while not set(disk) <= set(landed(landing)[0]):
-                assert time.monotonic() < deadline, "the stop record was not landed"
-                await asyncio.sleep(0.05)
+            await eventually(
+                lambda: set(disk) <= set(landed(landing)[0]),
+                timeout=10,
+                what="every line on disk, the stop record too, landed",
+            )
             code, _, err = end(coll)
             assert code == 0, err
     finally:
