@@ -19,8 +19,12 @@ certificate and follow the mode's rules alone.
 
 Write claims (both modes): a provider may claim keys when it adds them; while
 the claim holds, nobody else may write them. A claim holds while its app has
-an open stream (``Publish`` or ``GetEvents``); a claim made with no stream open
-is released after ``claim_grace_s`` unless one opens.
+an open stream (``Publish`` or ``GetEvents``). A claim made with no stream
+open, or whose app's last stream ended to flush (a provider that ended its
+``Publish`` stream saying ``flushing``: ``ProviderClient.flush()``), is
+released after ``claim_grace_s`` unless a stream opens; a stream that ends
+otherwise (``close()``, the process died, the connection dropped) releases
+the claims at once.
 
 Rate limits (both modes): a token bucket per app for calls and stream opens,
 and one per ``Publish`` stream for its messages.
@@ -424,8 +428,9 @@ class Access:
         """Open Publish streams, all apps together (for the metrics)."""
         return sum(self._publish_streams.values())
 
-    def stream_closed(self, app: str, *, publish: bool = False) -> None:
-        """Uncount a stream; the app's last stream ending ends its claims."""
+    def stream_closed(self, app: str, *, publish: bool = False, clean: bool = False) -> None:
+        """Uncount a stream; the app's last stream ending ends its claims: at once,
+        or after ``claim_grace_s`` when it ended ``clean`` (to flush, going on)."""
         if publish:
             self._publish_streams[app] -= 1
             if self._publish_streams[app] <= 0:
@@ -433,7 +438,10 @@ class Access:
         self._streams[app] -= 1
         if self._streams[app] <= 0:
             del self._streams[app]
-            self.release(app)
+            if clean:
+                self._release_later(app)
+            else:
+                self.release(app)
 
     def shutdown(self) -> None:
         for timer in self._pending_release.values():

@@ -137,7 +137,7 @@ class ProviderClient:
             for stream in self._actuators:
                 await stream.close()
             if self._call is not None:
-                await self.flush()
+                await self._end_stream(going_on=False)  # leaving: the claims end now
         finally:
             await self._channel.close()
 
@@ -284,14 +284,24 @@ class ProviderClient:
     async def flush(self) -> vstore_pb2.PublishSummary:
         """End the current Publish stream and wait for the middleware's summary.
 
+        The provider's claims stay (for the middleware's ``claim_grace_s``, within
+        which the next write opens a new stream): its apps hear nothing.
+
         Raises:
             grpc.aio.AioRpcError: the middleware refused a batch of this stream.
         """
+        return await self._end_stream(going_on=True)
+
+    async def _end_stream(self, *, going_on: bool) -> vstore_pb2.PublishSummary:
+        """End the current Publish stream, saying ``flushing`` when the provider goes
+        on (its claims then outlive the stream by the grace); its summary."""
         call, self._call = self._call, None
         if call is None:
             return vstore_pb2.PublishSummary()
-        await call.done_writing()
         try:
+            if going_on:
+                await call.write(vstore_pb2.PublishRequest(flushing=True))
+            await call.done_writing()
             summary: vstore_pb2.PublishSummary = await call
         except grpc.aio.AioRpcError as e:
             if e.code() is not grpc.StatusCode.FAILED_PRECONDITION or not self._reconnect_enabled:
@@ -299,7 +309,7 @@ class ProviderClient:
             # Key ids changed under the stream: write its values again with the new ids.
             await self._recover()
             await self._resend()
-            return await self.flush()
+            return await self._end_stream(going_on=going_on)
         self._stream_values.clear()
         self.head = summary.head
         return summary

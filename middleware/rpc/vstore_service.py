@@ -142,8 +142,10 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
 
             loop = asyncio.get_running_loop()
             expiry = loop.call_later(max(0.0, who.expires_at - time.time()), expire)
+        flushed = False
         try:
-            return await self._publish(who, request_iterator, context)
+            summary, flushed = await self._publish(who, request_iterator, context)
+            return summary
         except asyncio.CancelledError:
             if not expired or context.cancelled():
                 raise
@@ -154,7 +156,7 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         finally:
             if expiry is not None:
                 expiry.cancel()
-            access.stream_closed(who.app, publish=True)
+            access.stream_closed(who.app, publish=True, clean=flushed)
             self._rt.record("disconnect", app=who.app, stream="publish", details={})
 
     async def _publish(
@@ -162,7 +164,9 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         who: Caller,
         request_iterator: AsyncIterator[vstore_pb2.PublishRequest],
         context: grpc.aio.ServicerContext[Any, Any],
-    ) -> vstore_pb2.PublishSummary:
+    ) -> tuple[vstore_pb2.PublishSummary, bool]:
+        """The stream's summary, and whether its last message said ``flushing`` (the
+        provider ends the stream itself: a dead one's stream also ends, silently)."""
         store = self._rt.store
         access = self._rt.access
         bucket = access.publish_bucket()
@@ -171,8 +175,12 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         md = dict(context.invocation_metadata() or ())
         version = md.get(KEYS_VERSION_HEADER)
         batches = updates = 0
+        flushing = False
         async for request in request_iterator:
             check_decoded(request)
+            flushing = request.flushing
+            if flushing and not request.updates:
+                continue  # only says the stream ends
             if version is not None and version != rt.keys_version:
                 raise StreamConflictError(
                     f"key ids changed since this provider added its keys (keys-version "
@@ -218,7 +226,8 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
             # Yield to the delivery tasks: a provider whose next message is
             # already buffered would otherwise never let the loop run them.
             await asyncio.sleep(0)
-        return vstore_pb2.PublishSummary(batches=batches, updates=updates, head=rt.head())
+        summary = vstore_pb2.PublishSummary(batches=batches, updates=updates, head=rt.head())
+        return summary, flushing
 
     @maps_errors(field="names")
     async def Get(

@@ -311,9 +311,16 @@ async def test_apps_hear_a_killed_provider_went_away_and_came_back(tmp_path: Pat
             assert [type(e) for e in subscriber.health()] == [ProviderGoneEvent, ProviderBackEvent]
             await subscriber.close()
             await bystander.close()
-        finally:
-            proc.kill()
+            proc.kill()  # again, after the apps left
             await proc.wait()
+            await eventually(
+                lambda: server.runtime.access.claimed_by(CLAIMED[0]) is None,
+                what="the killed provider's claims to end",
+            )
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
             await other.close()
     records = journal_health(tmp_path)
     assert [(r["kind"], r["app"], r["keys"], r["apps"]) for r in records] == [
@@ -326,14 +333,15 @@ async def test_apps_hear_a_killed_provider_went_away_and_came_back(tmp_path: Pat
 async def test_a_provider_that_closes_is_gone_and_another_may_take_over(
     tmp_path: Path,
 ) -> None:
-    async with serving(tmp_path) as server:
+    # The grace a flush gets is long here: close() must not wait for it.
+    async with serving(tmp_path, claim_grace_s=30.0) as server:
         first = ProviderClient(server.address, "first-provider")
         await first.add_keys(CLAIMED, claim=True)
         subscriber = await app(server.address, "subscriber", *CLAIMED)
         ids = tuple(sorted(first.ids[n] for n in CLAIMED))
         try:
             await first.close()
-            _, gone = await subscriber.wait_for(ProviderGoneEvent)
+            _, gone = await subscriber.wait_for(ProviderGoneEvent, timeout=5.0)
             assert (gone.provider, gone.keys) == ("first-provider", ids)
             second = ProviderClient(server.address, "second-provider")
             await second.add_keys(CLAIMED, claim=True)
@@ -343,6 +351,31 @@ async def test_a_provider_that_closes_is_gone_and_another_may_take_over(
             await subscriber.wait_for(ProviderGoneEvent, 2)
         finally:
             await subscriber.close()
+
+
+async def test_a_provider_that_flushes_and_writes_on_keeps_its_claims(tmp_path: Path) -> None:
+    """flush() ends the Publish stream (to get its summary); the next write opens
+    another within the grace: the apps hear nothing, nobody else may take the keys."""
+    async with serving(tmp_path, claim_grace_s=1.0) as server:
+        provider = ProviderClient(server.address, "flusher")
+        await provider.add_keys(CLAIMED, claim=True)
+        subscriber = await app(server.address, "subscriber", *CLAIMED)
+        other = ProviderClient(server.address, "other-provider")
+        try:
+            for i in range(3):
+                await provider.publish({CLAIMED[0]: bytes([i])})
+                await provider.flush()
+            await provider.publish({CLAIMED[0]: b"after"})
+            await asyncio.sleep(1.5)  # past the grace: what a flush would have released
+            assert subscriber.health() == []
+            assert server.runtime.access.claimed_by(CLAIMED[0]) == "flusher"
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await other.add_keys(CLAIMED[:1], claim=True)
+            assert refused.value.code() is grpc.StatusCode.PERMISSION_DENIED
+        finally:
+            await subscriber.close()
+            await provider.close()
+            await other.close()
 
 
 async def test_a_kuksa_subscription_ignores_health_events(tmp_path: Path) -> None:

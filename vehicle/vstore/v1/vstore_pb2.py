@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1evehicle/vstore/v1/vstore.proto\x12\x11vehicle.vstore.v1\".\n\x0e\x41\x64\x64KeysRequest\x12\r\n\x05names\x18\x01 \x03(\t\x12\r\n\x05\x63laim\x18\x02 \x01(\x08\"!\n\x05KeyId\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\r\"]\n\x0f\x41\x64\x64KeysResponse\x12&\n\x04keys\x18\x01 \x03(\x0b\x32\x18.vehicle.vstore.v1.KeyId\x12\x14\n\x0ckeys_version\x18\x02 \x01(\t\x12\x0c\n\x04head\x18\x03 \x01(\t\"\"\n\x11RemoveKeysRequest\x12\r\n\x05names\x18\x01 \x03(\t\"`\n\x12RemoveKeysResponse\x12)\n\x07removed\x18\x01 \x03(\x0b\x32\x18.vehicle.vstore.v1.KeyId\x12\x11\n\tnot_found\x18\x02 \x03(\t\x12\x0c\n\x04head\x18\x03 \x01(\t\"\x85\x01\n\x06Update\x12\x0e\n\x04name\x18\x01 \x01(\tH\x00\x12\x0c\n\x02id\x18\x02 \x01(\rH\x00\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\x12\x14\n\x07time_ns\x18\x04 \x01(\x04H\x01\x88\x01\x01\x12\x17\n\nif_version\x18\x05 \x01(\x04H\x02\x88\x01\x01\x42\x05\n\x03keyB\n\n\x08_time_nsB\r\n\x0b_if_version\"Z\n\nSetRequest\x12*\n\x07updates\x18\x01 \x03(\x0b\x32\x19.vehicle.vstore.v1.Update\x12\x14\n\x07if_head\x18\x02 \x01(\tH\x00\x88\x01\x01\x42\n\n\x08_if_head\"c\n\tSetResult\x12\x0e\n\x06key_id\x18\x01 \x01(\r\x12\x0f\n\x07version\x18\x02 \x01(\x04\x12\x10\n\x08\x63onflict\x18\x03 \x01(\x08\x12\x15\n\rhead_conflict\x18\x04 \x01(\x08\x12\x0c\n\x04head\x18\x05 \x01(\t\"J\n\x0bSetResponse\x12-\n\x07results\x18\x01 \x03(\x0b\x32\x1c.vehicle.vstore.v1.SetResult\x12\x0c\n\x04head\x18\x02 \x01(\t\"F\n\x08IdUpdate\x12\n\n\x02id\x18\x01 \x01(\r\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\x12\x14\n\x07time_ns\x18\x03 \x01(\x04H\x00\x88\x01\x01\x42\n\n\x08_time_ns\">\n\x0ePublishRequest\x12,\n\x07updates\x18\x01 \x03(\x0b\x32\x1b.vehicle.vstore.v1.IdUpdate\"@\n\x0ePublishSummary\x12\x0f\n\x07\x62\x61tches\x18\x01 \x01(\x04\x12\x0f\n\x07updates\x18\x02 \x01(\x04\x12\x0c\n\x04head\x18\x03 \x01(\t\"\x1b\n\nGetRequest\x12\r\n\x05names\x18\x01 \x03(\t\"t\n\x05Value\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\r\x12\x11\n\x04\x64\x61ta\x18\x03 \x01(\x0cH\x00\x88\x01\x01\x12\x0f\n\x07version\x18\x04 \x01(\x04\x12\x0f\n\x07time_ns\x18\x05 \x01(\x04\x12\x13\n\x0bno_provider\x18\x06 \x01(\x08\x42\x07\n\x05_data\"X\n\x0bGetResponse\x12(\n\x06values\x18\x01 \x03(\x0b\x32\x18.vehicle.vstore.v1.Value\x12\x11\n\tnot_found\x18\x02 \x03(\t\x12\x0c\n\x04head\x18\x03 \x01(\t\"E\n\x0fListKeysRequest\x12\x0e\n\x06prefix\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\r\x12\x13\n\x0bstart_after\x18\x03 \x01(\t\"T\n\x10ListKeysResponse\x12&\n\x04keys\x18\x01 \x03(\x0b\x32\x18.vehicle.vstore.v1.KeyId\x12\x18\n\x10next_start_after\x18\x02 \x01(\t2\xe9\x03\n\x06VStore\x12P\n\x07\x41\x64\x64Keys\x12!.vehicle.vstore.v1.AddKeysRequest\x1a\".vehicle.vstore.v1.AddKeysResponse\x12Y\n\nRemoveKeys\x12$.vehicle.vstore.v1.RemoveKeysRequest\x1a%.vehicle.vstore.v1.RemoveKeysResponse\x12\x44\n\x03Set\x12\x1d.vehicle.vstore.v1.SetRequest\x1a\x1e.vehicle.vstore.v1.SetResponse\x12Q\n\x07Publish\x12!.vehicle.vstore.v1.PublishRequest\x1a!.vehicle.vstore.v1.PublishSummary(\x01\x12\x44\n\x03Get\x12\x1d.vehicle.vstore.v1.GetRequest\x1a\x1e.vehicle.vstore.v1.GetResponse\x12S\n\x08ListKeys\x12\".vehicle.vstore.v1.ListKeysRequest\x1a#.vehicle.vstore.v1.ListKeysResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1evehicle/vstore/v1/vstore.proto\x12\x11vehicle.vstore.v1\".\n\x0e\x41\x64\x64KeysRequest\x12\r\n\x05names\x18\x01 \x03(\t\x12\r\n\x05\x63laim\x18\x02 \x01(\x08\"!\n\x05KeyId\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\r\"]\n\x0f\x41\x64\x64KeysResponse\x12&\n\x04keys\x18\x01 \x03(\x0b\x32\x18.vehicle.vstore.v1.KeyId\x12\x14\n\x0ckeys_version\x18\x02 \x01(\t\x12\x0c\n\x04head\x18\x03 \x01(\t\"\"\n\x11RemoveKeysRequest\x12\r\n\x05names\x18\x01 \x03(\t\"`\n\x12RemoveKeysResponse\x12)\n\x07removed\x18\x01 \x03(\x0b\x32\x18.vehicle.vstore.v1.KeyId\x12\x11\n\tnot_found\x18\x02 \x03(\t\x12\x0c\n\x04head\x18\x03 \x01(\t\"\x85\x01\n\x06Update\x12\x0e\n\x04name\x18\x01 \x01(\tH\x00\x12\x0c\n\x02id\x18\x02 \x01(\rH\x00\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\x12\x14\n\x07time_ns\x18\x04 \x01(\x04H\x01\x88\x01\x01\x12\x17\n\nif_version\x18\x05 \x01(\x04H\x02\x88\x01\x01\x42\x05\n\x03keyB\n\n\x08_time_nsB\r\n\x0b_if_version\"Z\n\nSetRequest\x12*\n\x07updates\x18\x01 \x03(\x0b\x32\x19.vehicle.vstore.v1.Update\x12\x14\n\x07if_head\x18\x02 \x01(\tH\x00\x88\x01\x01\x42\n\n\x08_if_head\"c\n\tSetResult\x12\x0e\n\x06key_id\x18\x01 \x01(\r\x12\x0f\n\x07version\x18\x02 \x01(\x04\x12\x10\n\x08\x63onflict\x18\x03 \x01(\x08\x12\x15\n\rhead_conflict\x18\x04 \x01(\x08\x12\x0c\n\x04head\x18\x05 \x01(\t\"J\n\x0bSetResponse\x12-\n\x07results\x18\x01 \x03(\x0b\x32\x1c.vehicle.vstore.v1.SetResult\x12\x0c\n\x04head\x18\x02 \x01(\t\"F\n\x08IdUpdate\x12\n\n\x02id\x18\x01 \x01(\r\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\x12\x14\n\x07time_ns\x18\x03 \x01(\x04H\x00\x88\x01\x01\x42\n\n\x08_time_ns\"P\n\x0ePublishRequest\x12,\n\x07updates\x18\x01 \x03(\x0b\x32\x1b.vehicle.vstore.v1.IdUpdate\x12\x10\n\x08\x66lushing\x18\x02 \x01(\x08\"@\n\x0ePublishSummary\x12\x0f\n\x07\x62\x61tches\x18\x01 \x01(\x04\x12\x0f\n\x07updates\x18\x02 \x01(\x04\x12\x0c\n\x04head\x18\x03 \x01(\t\"\x1b\n\nGetRequest\x12\r\n\x05names\x18\x01 \x03(\t\"t\n\x05Value\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\r\x12\x11\n\x04\x64\x61ta\x18\x03 \x01(\x0cH\x00\x88\x01\x01\x12\x0f\n\x07version\x18\x04 \x01(\x04\x12\x0f\n\x07time_ns\x18\x05 \x01(\x04\x12\x13\n\x0bno_provider\x18\x06 \x01(\x08\x42\x07\n\x05_data\"X\n\x0bGetResponse\x12(\n\x06values\x18\x01 \x03(\x0b\x32\x18.vehicle.vstore.v1.Value\x12\x11\n\tnot_found\x18\x02 \x03(\t\x12\x0c\n\x04head\x18\x03 \x01(\t\"E\n\x0fListKeysRequest\x12\x0e\n\x06prefix\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\r\x12\x13\n\x0bstart_after\x18\x03 \x01(\t\"T\n\x10ListKeysResponse\x12&\n\x04keys\x18\x01 \x03(\x0b\x32\x18.vehicle.vstore.v1.KeyId\x12\x18\n\x10next_start_after\x18\x02 \x01(\t2\xe9\x03\n\x06VStore\x12P\n\x07\x41\x64\x64Keys\x12!.vehicle.vstore.v1.AddKeysRequest\x1a\".vehicle.vstore.v1.AddKeysResponse\x12Y\n\nRemoveKeys\x12$.vehicle.vstore.v1.RemoveKeysRequest\x1a%.vehicle.vstore.v1.RemoveKeysResponse\x12\x44\n\x03Set\x12\x1d.vehicle.vstore.v1.SetRequest\x1a\x1e.vehicle.vstore.v1.SetResponse\x12Q\n\x07Publish\x12!.vehicle.vstore.v1.PublishRequest\x1a!.vehicle.vstore.v1.PublishSummary(\x01\x12\x44\n\x03Get\x12\x1d.vehicle.vstore.v1.GetRequest\x1a\x1e.vehicle.vstore.v1.GetResponse\x12S\n\x08ListKeys\x12\".vehicle.vstore.v1.ListKeysRequest\x1a#.vehicle.vstore.v1.ListKeysResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -52,19 +52,19 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_IDUPDATE']._serialized_start=770
   _globals['_IDUPDATE']._serialized_end=840
   _globals['_PUBLISHREQUEST']._serialized_start=842
-  _globals['_PUBLISHREQUEST']._serialized_end=904
-  _globals['_PUBLISHSUMMARY']._serialized_start=906
-  _globals['_PUBLISHSUMMARY']._serialized_end=970
-  _globals['_GETREQUEST']._serialized_start=972
-  _globals['_GETREQUEST']._serialized_end=999
-  _globals['_VALUE']._serialized_start=1001
-  _globals['_VALUE']._serialized_end=1117
-  _globals['_GETRESPONSE']._serialized_start=1119
-  _globals['_GETRESPONSE']._serialized_end=1207
-  _globals['_LISTKEYSREQUEST']._serialized_start=1209
-  _globals['_LISTKEYSREQUEST']._serialized_end=1278
-  _globals['_LISTKEYSRESPONSE']._serialized_start=1280
-  _globals['_LISTKEYSRESPONSE']._serialized_end=1364
-  _globals['_VSTORE']._serialized_start=1367
-  _globals['_VSTORE']._serialized_end=1856
+  _globals['_PUBLISHREQUEST']._serialized_end=922
+  _globals['_PUBLISHSUMMARY']._serialized_start=924
+  _globals['_PUBLISHSUMMARY']._serialized_end=988
+  _globals['_GETREQUEST']._serialized_start=990
+  _globals['_GETREQUEST']._serialized_end=1017
+  _globals['_VALUE']._serialized_start=1019
+  _globals['_VALUE']._serialized_end=1135
+  _globals['_GETRESPONSE']._serialized_start=1137
+  _globals['_GETRESPONSE']._serialized_end=1225
+  _globals['_LISTKEYSREQUEST']._serialized_start=1227
+  _globals['_LISTKEYSREQUEST']._serialized_end=1296
+  _globals['_LISTKEYSRESPONSE']._serialized_start=1298
+  _globals['_LISTKEYSRESPONSE']._serialized_end=1382
+  _globals['_VSTORE']._serialized_start=1385
+  _globals['_VSTORE']._serialized_end=1874
 # @@protoc_insertion_point(module_scope)

@@ -103,10 +103,12 @@ class IdUpdate(_message.Message):
     def __init__(self, id: _Optional[int] = ..., data: _Optional[bytes] = ..., time_ns: _Optional[int] = ...) -> None: ...
 
 class PublishRequest(_message.Message):
-    __slots__ = ("updates",)
+    __slots__ = ("updates", "flushing")
     UPDATES_FIELD_NUMBER: _ClassVar[int]
+    FLUSHING_FIELD_NUMBER: _ClassVar[int]
     updates: _containers.RepeatedCompositeFieldContainer[IdUpdate]
-    def __init__(self, updates: _Optional[_Iterable[_Union[IdUpdate, _Mapping]]] = ...) -> None: ...
+    flushing: bool
+    def __init__(self, updates: _Optional[_Iterable[_Union[IdUpdate, _Mapping]]] = ..., flushing: _Optional[bool] = ...) -> None: ...
 
 class PublishSummary(_message.Message):
     __slots__ = ("batches", "updates", "head")
