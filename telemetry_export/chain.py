@@ -67,6 +67,8 @@ LINK_COLUMNS: Final = [
     "hash_ok",
 ]
 """What :func:`link_runs` reads of each journal line."""
+_CARRIED: Final = ("offset", "_h1", "_h2", "_p1", "_p2", "_chain_start", "hash_ok", "_start")
+"""The per-line columns :func:`link_runs` carries through its window steps."""
 CHAIN: Final = [
     "broken_links",
     "first_broken",
@@ -157,14 +159,7 @@ def link_runs(lines: DataFrame) -> DataFrame:
     framed = chunked.select(
         *BOOT,
         "_chunk",
-        "offset",
-        "_h1",
-        "_h2",
-        "_p1",
-        "_p2",
-        "_chain_start",
-        "hash_ok",
-        "_start",
+        *_CARRIED,
         F.lag("offset").over(w).alias("_lag_offset"),
         F.lag("_h1").over(w).alias("_lag_h1"),
         F.lag("_h2").over(w).alias("_lag_h2"),
@@ -191,14 +186,7 @@ def link_runs(lines: DataFrame) -> DataFrame:
         *BOOT,
         "_chunk",
         (offset - F.col("_rank")).alias("_run"),
-        "offset",
-        "_h1",
-        "_h2",
-        "_p1",
-        "_p2",
-        "_chain_start",
-        "hash_ok",
-        "_start",
+        *_CARRIED,
         "time_ns",
         (F.col("time_ns") == F.col("_min_time")).alias("_earliest"),
         head.alias("_head"),

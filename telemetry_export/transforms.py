@@ -55,6 +55,17 @@ __all__ = [
     "with_key_names",
 ]
 
+OPTIONAL = (
+    "trimmed_boot_id",
+    "files",
+    "bytes",
+    "kept_offset",
+    "kept_prev_hash",
+    "lost_boot_id",
+    "batch_index",
+)
+"""Columns of :data:`ANALYSED` a dataset ingested before they existed lacks:
+read as nulls (no trimmed chains, every loss the writer's own)."""
 ANALYSED = [
     "vehicle_id",
     "boot_id",
@@ -67,27 +78,10 @@ ANALYSED = [
     "queue",
     "seq",
     "count",
-    "trimmed_boot_id",
-    "files",
-    "bytes",
-    "kept_offset",
-    "kept_prev_hash",
-    "lost_boot_id",
-    "batch_index",
+    *OPTIONAL,
 ]
 """The columns the analysis reads of the records; the rest stay in the dataset
 for people. (The chain is read from the ``links`` table: :mod:`telemetry_export.chain`.)"""
-OPTIONAL = (
-    "trimmed_boot_id",
-    "files",
-    "bytes",
-    "kept_offset",
-    "kept_prev_hash",
-    "lost_boot_id",
-    "batch_index",
-)
-"""Columns of :data:`ANALYSED` a dataset ingested before they existed lacks:
-read as nulls (no trimmed chains, every loss the writer's own)."""
 DROP_KINDS = ["evicted", "lost"]
 TABLES: Final = ("records", "collector", "bad")
 """Where :func:`parse_lines` sends each line (its ``table``)."""
