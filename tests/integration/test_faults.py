@@ -301,7 +301,9 @@ async def test_a_provider_stopped_for_2_s_then_continued_keeps_its_signals_sprea
     before = busiest_slot(times, before_ns, before_ns + 3_000_000_000)
     after = busiest_slot(times, after_ns, after_ns + 3_000_000_000)
     # Before the fix the 1 Hz signals lined up: about 230 updates in one slot every second.
-    assert 0 < after <= before * 1.5 + 10, (before, after)
+    # Spread, the busiest slot holds 15-25; a loaded machine's scheduling jitter has put
+    # 40 in one (the full suite, once), so the bound leaves room for that, far below 230.
+    assert 0 < after <= before * 2 + 30, (before, after)
 
 
 # -- a stuck app ------------------------------------------------------------------------
