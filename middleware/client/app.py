@@ -295,11 +295,17 @@ class AppClient:
             call = self._call
             assert call is not None
             unacked = 0  # batches read by the app, not yet acknowledged
+            ack_refused = False  # the call had ended when the app asked for more
             try:
                 while True:
+                    if self._closed:
+                        return  # close() while the app held the last batch
                     try:
                         if unacked >= self._ack_every:
-                            await call.write(ess_pb2.EventsRequest(read=unacked))
+                            try:
+                                await call.write(ess_pb2.EventsRequest(read=unacked))
+                            except (asyncio.InvalidStateError, grpc.aio.AioRpcError):
+                                ack_refused = True  # read() says how the call ended
                             unacked = 0
                         batch = await call.read()
                     except asyncio.CancelledError:
@@ -325,7 +331,17 @@ class AppClient:
                     # Another instance of this app took over: fighting it back would
                     # make the two replace each other forever.
                     raise StreamReplacedError(self.app_id) from e
-                if not self._reconnect_enabled or code not in RETRYABLE:
+                if ack_refused and code == grpc.StatusCode.INTERNAL:
+                    # The middleware ended the stream while the app held a batch:
+                    # grpc then answers the acknowledgement with an INTERNAL of its
+                    # own, which replaces the middleware's status (and its reason).
+                    if not self._reconnect_enabled:
+                        raise RuntimeError(
+                            "the middleware ended the event stream while the app held a "
+                            "batch (grpc keeps no status then)"
+                        ) from e
+                    code = grpc.StatusCode.UNAVAILABLE
+                elif not self._reconnect_enabled or code not in RETRYABLE:
                     raise
             if self._closed:
                 return

@@ -139,3 +139,34 @@ async def test_a_provider_never_writes_a_removed_keys_id_reused_by_a_new_key() -
         await p.close()
         await admin.close()
         await server.stop(0)
+
+
+async def test_an_app_holding_a_batch_when_the_middleware_restarts_reconnects() -> None:
+    """The app is working on a batch when the middleware stops; when it asks for
+    the next, its acknowledgement meets the ended call (grpc answers with an
+    INTERNAL of its own): the app reconnects, as at any other moment, instead of
+    dying of it."""
+    first = await start_server(TEST_SETTINGS)
+    second = None
+    app = AppClient(first.address, "dash", window=2)  # acknowledges every batch
+    try:
+        async with ProviderClient(first.address, "sim") as provider:
+            await provider.add_keys([SPEED])
+            await app.connect()
+            await app.subscribe([Sub(SPEED, on_update=True)])
+            await provider.publish({SPEED: b"1"})
+            await provider.flush()
+        batches = app.batches()
+        (held,) = await asyncio.wait_for(anext(batches), 5)
+        assert isinstance(held, DataEvent)
+        await first.stop(0)
+        settings = dataclasses.replace(TEST_SETTINGS, listen=f"127.0.0.1:{first.port}")
+        second = await start_server(settings)
+        (back,) = await asyncio.wait_for(anext(batches), 10)
+        assert isinstance(back, ReconnectedEvent)
+        assert back.middleware_restarted
+    finally:
+        await app.close()
+        await first.stop(0)
+        if second is not None:
+            await second.stop(0)

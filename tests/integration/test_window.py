@@ -9,12 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
 import pytest
 
-from middleware.client import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
+from middleware.client import (
+    AppClient,
+    DataEvent,
+    ProviderClient,
+    QueueSpec,
+    StreamReplacedError,
+    Sub,
+)
 from middleware.server import RunningServer
 from tests.integration.test_bad_input import check
 from vehicle.ess.v1 import ess_pb2
@@ -205,3 +213,46 @@ async def test_a_slow_app_never_receives_events_older_than_its_queue_and_window_
     assert max(late) < 1.0, max(late)
     # What the app did not read was dropped in the queue, visible as seq gaps.
     assert missed > written / 2, (missed, written)
+
+
+async def _holding_a_batch(address: str, app: AppClient) -> AsyncIterator[list[Any]]:
+    """``app``'s batches, once one has arrived and is held (not yet acknowledged)."""
+    async with ProviderClient(address, "writer") as provider:
+        await provider.add_keys(KEYS[:1])
+        await app.subscribe([Sub(KEYS[0], on_update=True)])
+        await provider.publish({KEYS[0]: b"\x01"})
+        await provider.flush()
+    batches = app.batches()
+    await asyncio.wait_for(anext(batches), 5)
+    return batches
+
+
+async def test_closing_while_the_app_holds_a_batch_ends_its_iteration(
+    server: RunningServer,
+) -> None:
+    """window=2 acknowledges every batch when the app asks for the next: after
+    close() there is nothing to acknowledge on, and asking ends the iteration."""
+    app = AppClient(server.address, "holder", window=2, reconnect=False)
+    await app.connect()
+    batches = await _holding_a_batch(server.address, app)
+    await app.close()
+    with pytest.raises(StopAsyncIteration):
+        await asyncio.wait_for(anext(batches), 5)
+
+
+async def test_a_stream_ended_while_the_app_holds_a_batch_says_why(
+    server: RunningServer,
+) -> None:
+    """The middleware ends the stream (another instance takes the app over) while
+    the app holds a batch: asking for the next says the stream ended, not grpc's
+    'RPC already finished' or INTERNAL. (Whether the reason survives depends on
+    whether the end reached the app before its acknowledgement left: grpc answers
+    a write to an ended call with an INTERNAL of its own, which replaces the
+    middleware's status.)"""
+    app = AppClient(server.address, "holder", window=2, reconnect=False)
+    await app.connect()
+    batches = await _holding_a_batch(server.address, app)
+    async with AppClient(server.address, "holder", reconnect=False):
+        with pytest.raises((StreamReplacedError, RuntimeError), match=r"replaced|ended"):
+            await asyncio.wait_for(anext(batches), 5)
+    await app.close()
