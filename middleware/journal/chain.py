@@ -9,6 +9,12 @@ The chain: each record carries the ``hash`` of the record written before it
 in the same boot as ``prev_hash`` (empty for the first), and its own ``hash``
 is SHA-256 over its canonical JSON without the ``hash`` field. Editing,
 reordering or deleting a written record breaks a link.
+
+Canonical JSON: sorted keys, no spaces, UTF-8 rather than escapes for non-ASCII, encoded
+by orjson. Journals written before orjson were encoded by ``json.dumps``,
+which writes the same bytes except a float's exponent (``1e-07``, not
+``1e-7``) and a NaN (``NaN``, not ``null``); a record whose hash does not
+check in one form is checked in the other (:func:`hash_checks`).
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ import json
 import secrets
 from typing import Any, Final
 
+import orjson
+
 __all__ = [
     "HASH_PREFIX_LEN",
     "OFFSET_MOD",
@@ -26,6 +34,7 @@ __all__ = [
     "OffsetCounter",
     "canonical",
     "distance",
+    "hash_checks",
     "line_of",
     "pred",
     "record_hash",
@@ -76,12 +85,30 @@ class OffsetCounter:
 def canonical(record: dict[str, Any]) -> bytes:
     """The bytes a record's hash is computed over: sorted keys, no spaces, no ``hash``."""
     body = {k: v for k, v in record.items() if k != "hash"} if "hash" in record else record
+    try:
+        return orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # what orjson does not encode (an int beyond 64 bits, a non-str key)
+        return _json_dumps(body)
+
+
+def _json_dumps(body: dict[str, Any]) -> bytes:
+    """The canonical form of journals written before orjson (see the module's doc)."""
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def record_hash(record: dict[str, Any]) -> str:
     """SHA-256 hex of :func:`canonical`."""
     return hashlib.sha256(canonical(record)).hexdigest()
+
+
+def hash_checks(record: dict[str, Any]) -> bool:
+    """Whether the record's ``hash`` is that of its canonical form, as written
+    today or (a journal of an older version) by ``json.dumps``."""
+    expected = record.get("hash")
+    if expected == record_hash(record):
+        return True
+    body = {k: v for k, v in record.items() if k != "hash"}
+    return expected == hashlib.sha256(_json_dumps(body)).hexdigest()
 
 
 HASH_PREFIX_LEN: Final = len('{"hash":"",') + 64
@@ -117,20 +144,23 @@ def verify_line(line: bytes) -> dict[str, Any]:
     if not line.endswith(b"\n"):
         raise ValueError("not a whole line (no newline)")
     try:
-        record = json.loads(line)
-    except ValueError as e:
-        raise ValueError(f"not JSON ({e})") from None
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        try:  # NaN, which older journals could hold
+            record = json.loads(line)
+        except ValueError as e:
+            raise ValueError(f"not JSON ({e})") from None
     if not isinstance(record, dict) or not isinstance(record.get("hash"), str):
         raise ValueError("not a journal record (no hash)")
     expected = record["hash"]
     if line.startswith(b'{"hash":"') and line[HASH_PREFIX_LEN - 2 : HASH_PREFIX_LEN] == b'",':
         body = b"{" + line[HASH_PREFIX_LEN:-1]
-        actual = hashlib.sha256(body).hexdigest()
-        if actual != expected:
-            actual = record_hash(record)  # a hash-first line not in canonical form
+        ok = hashlib.sha256(body).hexdigest() == expected
+        if not ok:
+            ok = hash_checks(record)  # a hash-first line not in canonical form
     else:
-        actual = record_hash(record)
-    if actual != expected:
+        ok = hash_checks(record)
+    if not ok:
         raise ValueError("hash does not match the record (edited?)")
     return record
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from middleware.journal.chain import OFFSET_MOD, record_hash
+from middleware.journal.chain import OFFSET_MOD, hash_checks
 from middleware.journal.segments import lines, segment_files
 
 __all__ = ["BootReport", "JournalReport", "read_journal", "trim_anchors", "verify"]
@@ -154,7 +154,7 @@ def verify(records: Iterable[dict[str, Any]], report: JournalReport | None = Non
                         "and no journal_trimmed record says retention did it)"
                     ),
                 )
-            elif rec.get("hash") != record_hash(rec):
+            elif not hash_checks(rec):
                 b.first_broken_link, b.broken_reason = offset, "hash does not match the record"
         last_offset[boot] = offset
         last_hash[boot] = str(rec.get("hash", ""))

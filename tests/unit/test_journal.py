@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import errno
+import hashlib
 import itertools
+import json
 from pathlib import Path
 
 import pytest
 
 from middleware.journal import Journal, JournalReport, Level, OffsetCounter, read_journal, verify
-from middleware.journal.chain import Chain
+from middleware.journal.chain import Chain, verify_line
 from middleware.journal.writer import segment_files
 from tests.conftest import wait_until
 
@@ -54,6 +56,34 @@ def test_a_deleted_record_shows_as_a_broken_link_and_an_offset_gap() -> None:
     b = verify(records).boots["b"]
     assert b.first_broken_link == 3
     assert b.offset_gaps == 1
+
+
+def _json_dumps_line(record: dict[str, object], prev: str) -> bytes:
+    """A line as journals before orjson wrote it: ``json.dumps``, the hash last."""
+    body = {**record, "prev_hash": prev}
+    encoded = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    body["hash"] = hashlib.sha256(encoded.encode()).hexdigest()
+    return json.dumps(body, ensure_ascii=False).encode() + b"\n"
+
+
+def test_journals_written_by_json_dumps_still_verify() -> None:
+    """Floats are where the two encoders differ (``1e-07`` and ``1e-7``): a record
+    written by either checks, by the line and in the chain; an edit still fails."""
+    old = {"kind": "slow_app", "boot_id": "b", "offset": 0, "lag_s": 1.5e-7, "x": float("nan")}
+    line = _json_dumps_line(old, "")
+    assert b"1.5e-07" in line
+    record = verify_line(line)
+    assert record["lag_s"] == 1.5e-7
+    new = Chain()
+    new.last = record["hash"]
+    written = new.line({"kind": "slow_app", "boot_id": "b", "offset": 1, "lag_s": 2.5e-7})
+    assert b"2.5e-7" in written  # today's encoder
+    assert verify([json.loads(line), json.loads(written)]).intact
+    with pytest.raises(ValueError, match="hash does not match"):
+        verify_line(line.replace(b"1.5e-07", b"2.5e-07"))
+    edited = json.loads(written)
+    edited["lag_s"] = 3.5e-7
+    assert not verify([json.loads(line), edited]).intact
 
 
 def test_reordered_records_break_the_chain() -> None:
