@@ -19,7 +19,6 @@ the reason for ``down``; retries while down are not logged again.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from typing import TYPE_CHECKING, Any, Final
@@ -152,19 +151,30 @@ class PeerLink:
         model = self.node.model
         encoder = self.node.encoder
         wake = self.wake
-        while True:
-            if call.done():
-                raise LinkError("the peer ended the link")
-            wake.clear()
-            # Let the writes of this loop iteration gather into fewer, larger messages.
-            await asyncio.sleep(0)
-            out = model.next_message(self.name, MESSAGE_BUDGET)
-            if out is None:
-                hint = model.wait_hint(self.name)
-                if hint is None:
+        loop = asyncio.get_running_loop()
+        # Confirmations held back to go together are due at a time: one timer
+        # rings the link then, however often it is woken before (each message
+        # a peer sends wakes every link, mostly for nothing).
+        timer: asyncio.TimerHandle | None = None
+        try:
+            while True:
+                if call.done():
+                    raise LinkError("the peer ended the link")
+                wake.clear()
+                # Let the writes of this loop iteration gather into fewer, larger messages.
+                await asyncio.sleep(0)
+                out = model.next_message(self.name, MESSAGE_BUDGET)
+                if out is None:
+                    hint = model.wait_hint(self.name)
+                    if hint is not None:
+                        due = loop.time() + hint
+                        if timer is None or not loop.time() < timer.when() <= due:
+                            if timer is not None:
+                                timer.cancel()
+                            timer = loop.call_at(due, wake.set)
                     await wake.wait()
-                else:  # confirmations held back to go together
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(wake.wait(), hint)
-                continue
-            await call.write(encoder.message(out))
+                    continue
+                await call.write(encoder.message(out))
+        finally:
+            if timer is not None:
+                timer.cancel()
