@@ -17,7 +17,7 @@ It prints, beside figures measured in the same run:
   KUKSA databroker's published load (one subscriber, 100 signals, 84,000
   updates/s);
 * with ``--journal-compare``: throughput with the journal at ``drops`` and at
-  ``full``;
+  ``full``, two windows each in the order drops, full, full, drops;
 * with ``--stuck-seconds S``: the middleware's RSS while one app reads nothing
   for S seconds and the provider publishes as fast as it can;
 * with ``--lag-seconds S``: the age of what an app that reads one batch per
@@ -38,6 +38,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from typing import Final
 
 import grpc
 
@@ -419,28 +420,36 @@ async def compare_sync(args: argparse.Namespace) -> None:
         print(f"{apps:5d} {rates[0]:12,.0f} {rates[1]:12,.0f}", flush=True)
 
 
+JOURNAL_ORDER: Final = ("drops", "full", "full", "drops")
+"""The journal comparison's windows: in ABBA order, so that a machine that
+drifts (faster or slower over the half minute) biases neither level."""
+
+
 async def journal_compare(args: argparse.Namespace, targets: Targets) -> None:
     """Delivered events/s with 10 apps, journal at ``drops`` and at ``full``, same run."""
-    rates = {}
-    for level in ("drops", "full"):
+    rates: dict[str, list[float]] = {"drops": [], "full": []}
+    for level in JOURNAL_ORDER:
         directory = tempfile.mkdtemp(prefix="vmw-bench-journal-")
         _JOURNAL_DIRS.append(directory)
         mw, address = middleware("--journal-dir", directory, "--journal-level", level)
         try:
-            _, rates[level] = await measure(
+            _, rate = await measure(
                 address, 10, provider_rate=0, seconds=args.seconds, latency=False, subscribe=True
             )
         finally:
             stop(mw)
-    cost = 1 - rates["full"] / rates["drops"]
+        rates[level].append(rate)
+    drops, full = (sum(rates[k]) / len(rates[k]) for k in ("drops", "full"))
+    cost = 1 - full / drops
     print(
-        f"\njournal, 10 apps: drops {rates['drops']:,.0f}/s, full {rates['full']:,.0f}/s "
-        f"(full costs {cost:.0%})",
+        f"\njournal, 10 apps ({', '.join(JOURNAL_ORDER)}): drops "
+        f"{' / '.join(f'{r:,.0f}' for r in rates['drops'])}/s, full "
+        f"{' / '.join(f'{r:,.0f}' for r in rates['full'])}/s (full costs {cost:.0%} of the means)",
         flush=True,
     )
     targets.add(
         "journal full costs <= 20% of drops",
-        f"{rates['full']:,.0f} against {rates['drops']:,.0f}/s: {cost:.0%}",
+        f"{full:,.0f} against {drops:,.0f}/s (means of 2 windows each): {cost:.0%}",
         cost <= 0.20,
     )
 
