@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import signal
 import threading
 import time
@@ -257,6 +258,9 @@ async def _main(args: argparse.Namespace) -> None:
         ess_pb2_grpc.add_EventServiceServicer_to_server(service, server)
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
+    # As the middleware does (``serve``): start-up's objects out of the collector's sight.
+    gc.collect()
+    gc.freeze()
     print(f"listening on 127.0.0.1:{port}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
