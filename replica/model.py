@@ -399,8 +399,8 @@ class Model:
                 self.gaps += 1
                 continue
             if event.seq <= chain.held:
-                kept = chain.events.get(event.seq)
-                if kept is not None and kept.event.hash != event.hash:
+                kept = chain.events.meta(event.seq)[0] if event.seq in chain.events else None
+                if kept is not None and kept != event.hash:
                     self.forks += 1
                     refused.append(
                         self._refuse(p, event, Refusal.BROKEN_LINK, "differs from the one held")
@@ -443,8 +443,8 @@ class Model:
             chain = self._chains.get(cid)
             if chain is None:
                 continue
-            kept = chain.events.get(leaf.seq)
-            if kept is not None and kept.event.hash != leaf.hash:
+            kept = chain.events.meta(leaf.seq)[0] if leaf.seq in chain.events else None
+            if kept is not None and kept != leaf.hash:
                 self.forks += 1
             if chain is not self._own:
                 touched.append(chain)
@@ -661,13 +661,13 @@ class Model:
 
     # -- time ------------------------------------------------------------------------
 
-    def tick(self) -> list[Event]:
+    def tick(self) -> int:
         """Retention, forgotten chains, guarded writes past their timeout.
 
-        Call a few times per second. Returns the events retention forgot.
+        Call a few times per second. Returns how many events retention forgot.
         """
         now_ns = self._wall()
-        gone = self._retention.trim(now_ns)
+        gone = self._retention.trim(now_ns, self._chains)
         oldest = now_ns - self._max_age_ns
         for cid, chain in list(self._chains.items()):
             if (
@@ -782,7 +782,7 @@ class Model:
         retention = self._retention
         retention.add(chain, event)
         if len(retention) > retention.max_events or retention.bytes > retention.max_bytes:
-            retention.trim(self._wall())
+            retention.trim(self._wall(), self._chains)
         self._clock.observe(event.stamp)
         cid = chain.id
         for p in self._peers.values():
@@ -909,8 +909,8 @@ class Model:
         chain = self._chains[cid]
         if seq < chain.first:
             if chain.first > 1:
-                base = chain.events.get(chain.first)
-                stamp = chain.last_stamp if base is None else base.event.stamp
+                retained = chain.first in chain.events
+                stamp = chain.events.meta(chain.first)[1] if retained else chain.last_stamp
                 p.horizons[cid] = Horizon(cid[0], cid[1], chain.first - 1, chain.base_hash, stamp)
                 p.state_due = True
             p.cursor[cid] = chain.first - 1

@@ -8,6 +8,7 @@ deliveries and partitions and checks that the nodes converge.
 from __future__ import annotations
 
 import dataclasses
+import gc
 from collections.abc import Sequence
 
 import pytest
@@ -25,6 +26,7 @@ from replica import (
     Write,
     make_event,
 )
+from replica.chains import RECENT
 
 SECOND = 1_000_000_000
 
@@ -339,6 +341,44 @@ def test_a_partitioned_node_catches_up_through_sync() -> None:
     assert len(digests(net)) == 1
     assert net["b"].values == net["a"].values == net["c"].values
     net.check()
+
+
+def test_a_partitioned_node_catches_up_from_events_retained_packed() -> None:
+    """More than RECENT events while b is cut off: most are retained packed, and
+    b gets every one of them (unpacked, each checked by its hash) in order."""
+    net = Net(["a", "b"])
+    net.cut("a", "b")
+    count = 3 * RECENT + 7
+    for i in range(count):
+        net["a"].write(f"Vehicle.K{i % 11}", i.to_bytes(2, "big"))
+    net.heal()
+    net.sync()
+    mine = [(k, d) for o, k, d in net["b"].applied if o == "a"]
+    assert mine == [(f"Vehicle.K{i % 11}", i.to_bytes(2, "big")) for i in range(count)]
+    assert len(digests(net)) == 1
+    for name in "ab":  # none refused (a copy crossing another is no fault)
+        assert set(net[name].model.status().refused) <= {Refusal.DUPLICATE}
+    net.check()  # every retained event, packed or not, links to the one before
+
+
+def test_retained_events_beyond_the_recent_ones_are_not_tracked_by_the_collector() -> None:
+    """A full collection scans every object the collector tracks: retaining
+    10 x RECENT more events adds about as many tracked objects as RECENT do."""
+    net = Net(["a", "b"], max_events=100_000)
+    net.cut("a", "b")  # retained, not settled by b: nothing leaves
+
+    def tracked_after(writes: int) -> int:
+        for i in range(writes):
+            net["a"].write(f"Vehicle.K{i % 5}", b"v")
+        gc.collect()  # tuples of bytes and numbers are untracked by a collection
+        return len(gc.get_objects())
+
+    base = tracked_after(0)
+    first = tracked_after(RECENT) - base  # the recent ones, as objects
+    more = tracked_after(10 * RECENT) - base - first
+    assert net["a"].model.status().retained == 11 * RECENT
+    assert first > 3 * RECENT  # an event is several objects
+    assert more < first / 4, (first, more)
 
 
 def test_beyond_retention_a_node_catches_up_through_states_and_a_horizon() -> None:
