@@ -118,6 +118,14 @@ class Retained(Mapping[int, Held]):
         packed = self._packed[seq]
         return packed[4], packed[2], packed[3]
 
+    def hash_of(self, seq: int) -> bytes | None:
+        """The hash of event ``seq``, or None if it is not retained."""
+        held = self._recent.get(seq)
+        if held is not None:
+            return held.event.hash
+        packed = self._packed.get(seq)
+        return None if packed is None else packed[4]
+
     def remove(self, seq: int) -> None:
         """Forget event ``seq``.
 

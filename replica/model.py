@@ -399,7 +399,7 @@ class Model:
                 self.gaps += 1
                 continue
             if event.seq <= chain.held:
-                kept = chain.events.meta(event.seq)[0] if event.seq in chain.events else None
+                kept = chain.events.hash_of(event.seq)
                 if kept is not None and kept != event.hash:
                     self.forks += 1
                     refused.append(
@@ -443,7 +443,7 @@ class Model:
             chain = self._chains.get(cid)
             if chain is None:
                 continue
-            kept = chain.events.meta(leaf.seq)[0] if leaf.seq in chain.events else None
+            kept = chain.events.hash_of(leaf.seq)
             if kept is not None and kept != leaf.hash:
                 self.forks += 1
             if chain is not self._own:

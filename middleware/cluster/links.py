@@ -167,8 +167,10 @@ class PeerLink:
                 if out is None:
                     hint = model.wait_hint(self.name)
                     if hint is not None:
-                        due = loop.time() + hint
-                        if timer is None or not loop.time() < timer.when() <= due:
+                        now = loop.time()
+                        due = now + hint
+                        # A pending timer that rings by then serves; else ring at due.
+                        if timer is None or not now < timer.when() <= due:
                             if timer is not None:
                                 timer.cancel()
                             timer = loop.call_at(due, wake.set)

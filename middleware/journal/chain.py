@@ -84,7 +84,14 @@ class OffsetCounter:
 
 def canonical(record: dict[str, Any]) -> bytes:
     """The bytes a record's hash is computed over: sorted keys, no spaces, no ``hash``."""
-    body = {k: v for k, v in record.items() if k != "hash"} if "hash" in record else record
+    return _encode(_body(record))
+
+
+def _body(record: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in record.items() if k != "hash"} if "hash" in record else record
+
+
+def _encode(body: dict[str, Any]) -> bytes:
     try:
         return orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
     except TypeError:  # what orjson does not encode (an int beyond 64 bits, a non-str key)
@@ -104,11 +111,10 @@ def record_hash(record: dict[str, Any]) -> str:
 def hash_checks(record: dict[str, Any]) -> bool:
     """Whether the record's ``hash`` is that of its canonical form, as written
     today or (a journal of an older version) by ``json.dumps``."""
-    expected = record.get("hash")
-    if expected == record_hash(record):
-        return True
-    body = {k: v for k, v in record.items() if k != "hash"}
-    return expected == hashlib.sha256(_json_dumps(body)).hexdigest()
+    expected, body = record.get("hash"), _body(record)
+    return any(
+        expected == hashlib.sha256(encode(body)).hexdigest() for encode in (_encode, _json_dumps)
+    )
 
 
 HASH_PREFIX_LEN: Final = len('{"hash":"",') + 64
@@ -152,15 +158,17 @@ def verify_line(line: bytes) -> dict[str, Any]:
             raise ValueError(f"not JSON ({e})") from None
     if not isinstance(record, dict) or not isinstance(record.get("hash"), str):
         raise ValueError("not a journal record (no hash)")
-    expected = record["hash"]
-    if line.startswith(b'{"hash":"') and line[HASH_PREFIX_LEN - 2 : HASH_PREFIX_LEN] == b'",':
-        body = b"{" + line[HASH_PREFIX_LEN:-1]
-        ok = hashlib.sha256(body).hexdigest() == expected
-        if not ok:
-            ok = hash_checks(record)  # a hash-first line not in canonical form
-    else:
-        ok = hash_checks(record)
-    if not ok:
+    prefix = line[:HASH_PREFIX_LEN]
+    hash_first = (
+        len(prefix) == HASH_PREFIX_LEN
+        and prefix.startswith(b'{"hash":"')
+        and prefix.endswith(b'",')
+    )
+    own_bytes = hash_first and (
+        hashlib.sha256(b"{" + line[HASH_PREFIX_LEN:-1]).hexdigest() == record["hash"]
+    )
+    # Else: an older line (the hash last), or a hash-first line not in canonical form.
+    if not own_bytes and not hash_checks(record):
         raise ValueError("hash does not match the record (edited?)")
     return record
 

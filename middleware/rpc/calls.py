@@ -18,7 +18,7 @@ from typing import Any
 
 import grpc
 
-from middleware.rpc.handlers import Continuation, around
+from middleware.rpc.handlers import Continuation, around, service_of
 
 __all__ = ["Calls"]
 
@@ -44,7 +44,7 @@ class Calls(grpc.aio.ServerInterceptor):
         handler = await continuation(handler_call_details)
         if handler is None:
             return None
-        if handler_call_details.method.rsplit("/", 2)[-2] in self._spared:
+        if service_of(handler_call_details) in self._spared:
             return handler
         return around(handler, self._tracked)
 

@@ -15,7 +15,7 @@ from typing import Any, TypeAlias
 
 import grpc
 
-__all__ = ["Around", "Continuation", "around"]
+__all__ = ["Around", "Continuation", "around", "service_of"]
 
 Continuation: TypeAlias = Callable[
     [grpc.HandlerCallDetails], Awaitable["grpc.RpcMethodHandler[Any, Any] | None"]
@@ -56,3 +56,8 @@ def around(
 
         wrapped = call
     return handler._replace(**{kind: wrapped})  # type: ignore[attr-defined,no-any-return]
+
+
+def service_of(details: grpc.HandlerCallDetails) -> str:
+    """The full name of the service a call is for (``vehicle.ess.v1.EventService``)."""
+    return details.method.rsplit("/", 2)[-2]

@@ -20,7 +20,7 @@ from typing import Any, TypeAlias
 import grpc
 
 from middleware.access import Access, Caller
-from middleware.rpc.handlers import Continuation, around
+from middleware.rpc.handlers import Continuation, around, service_of
 from middleware.rpc.status import status_for
 from middleware.tls import certificate_names
 
@@ -80,7 +80,7 @@ class Identify(grpc.aio.ServerInterceptor):
         handler = await continuation(handler_call_details)
         if handler is None:
             return None
-        service = handler_call_details.method.rsplit("/", 2)[-2]
+        service = service_of(handler_call_details)
         rule = self._rules.get(service, authenticate)
         if rule is None:
             return handler
