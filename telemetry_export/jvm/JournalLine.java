@@ -4,9 +4,8 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
-import java.util.HashMap;
+import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
 
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
@@ -33,7 +32,9 @@ public final class JournalLine implements UDF2<byte[], String, Row> {
   private static final long serialVersionUID = 1L;
 
   private transient String spec;
-  private transient Map<String, Integer> index;
+  /** Open addressing by a name's hash (String.hashCode of its bytes): the field's index, or -1. */
+  private transient int[] slots;
+  private transient byte[][] names;
   private transient char[] types;
   private transient char[] elements;
 
@@ -102,12 +103,20 @@ public final class JournalLine implements UDF2<byte[], String, Row> {
 
   private void load(String schema) {
     String[] fields = schema.split(",");
-    index = new HashMap<>(4 * fields.length);
+    int size = Integer.highestOneBit(4 * fields.length) * 2;
+    slots = new int[size];
+    Arrays.fill(slots, -1);
+    names = new byte[fields.length][];
     types = new char[fields.length];
     elements = new char[fields.length];
     for (int i = 0; i < fields.length; i++) {
       String[] f = fields[i].split(":");
-      index.put(f[0], i);
+      names[i] = f[0].getBytes(StandardCharsets.ISO_8859_1);
+      int s = f[0].hashCode() & (size - 1);
+      while (slots[s] >= 0) {
+        s = (s + 1) & (size - 1);
+      }
+      slots[s] = i;
       String t = f[1];
       types[i] = t.charAt(0);
       elements[i] = t.length() > 1 ? t.charAt(1) : ' ';
@@ -154,10 +163,9 @@ public final class JournalLine implements UDF2<byte[], String, Row> {
         return i == b.length;
       }
       while (true) {
-        String key = key();
+        int at = field();
         expect(':');
-        Integer at = index.get(key);
-        if (at == null) {
+        if (at < 0) {
           skip();
         } else {
           values[at] = value(types[at], elements[at]);
@@ -173,7 +181,8 @@ public final class JournalLine implements UDF2<byte[], String, Row> {
       }
     }
 
-    private String key() {
+    /** A key, skipped; its start in b (its end is i - 1). */
+    private int key() {
       expect('"');
       int start = i;
       while (peek() != '"') {
@@ -183,9 +192,26 @@ public final class JournalLine implements UDF2<byte[], String, Row> {
         }
         i++;
       }
-      String key = new String(b, start, i - start, StandardCharsets.ISO_8859_1);
       i++;
-      return key;
+      return start;
+    }
+
+    /** A key: the index of the schema's field of that name, or -1. No copy of it. */
+    private int field() {
+      int start = key();
+      int end = i - 1;
+      int h = 0;
+      for (int k = start; k < end; k++) {
+        h = 31 * h + b[k];
+      }
+      int mask = slots.length - 1;
+      for (int s = h & mask; slots[s] >= 0; s = (s + 1) & mask) {
+        byte[] name = names[slots[s]];
+        if (Arrays.equals(name, 0, name.length, b, start, end)) {
+          return slots[s];
+        }
+      }
+      return -1;
     }
 
     /** A value of a known field: null, or exactly its type (else from_json decides). */
@@ -234,7 +260,8 @@ public final class JournalLine implements UDF2<byte[], String, Row> {
       }
     }
 
-    private String string() {
+    /** A string, as Spark holds one (the row converter takes it as it is). */
+    private UTF8String string() {
       expect('"');
       int start = i;
       StringBuilder escaped = null;
@@ -258,9 +285,13 @@ public final class JournalLine implements UDF2<byte[], String, Row> {
           i++;
         }
       }
-      String tail = new String(b, start, i - start, StandardCharsets.ISO_8859_1);
+      if (escaped == null) {
+        i++;
+        return UTF8String.fromBytes(Arrays.copyOfRange(b, start, i - 1));
+      }
+      escaped.append(new String(b, start, i - start, StandardCharsets.ISO_8859_1));
       i++;
-      return escaped == null ? tail : escaped.append(tail).toString();
+      return UTF8String.fromString(escaped.toString());
     }
 
     private char escape() {
@@ -316,7 +347,8 @@ public final class JournalLine implements UDF2<byte[], String, Row> {
       long v = 0;
       while (i < b.length && b[i] >= '0' && b[i] <= '9') {
         int d = b[i] - '0';
-        if (v < (Long.MIN_VALUE + d) / 10) {
+        // Up to 18 digits always fit; past them, check before each step.
+        if (i - start >= 18 && v < (Long.MIN_VALUE + d) / 10) {
           throw NotCanonical.INSTANCE; // beyond a long
         }
         v = v * 10 - d; // negative, so that Long.MIN_VALUE fits
