@@ -29,7 +29,7 @@ import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Final, NamedTuple, Protocol
 
 from vstore.errors import (
     InvalidKeyNameError,
@@ -97,9 +97,11 @@ class Entry:
     time_ns: int
 
 
-@dataclass(frozen=True, slots=True)
-class Update:
-    """One write of a batch: by name or id, optionally conditional on ``if_version``."""
+class Update(NamedTuple):
+    """One write of a batch: by name or id, optionally conditional on ``if_version``.
+
+    A NamedTuple, not a frozen dataclass: one is made per published update, and
+    a tuple is made in C (about 0.23 us against 0.51 us)."""
 
     key: str | int
     data: bytes | bytearray | memoryview
@@ -107,9 +109,8 @@ class Update:
     time_ns: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class SetResult:
-    """Outcome of one write of a batch.
+class SetResult(NamedTuple):
+    """Outcome of one write of a batch (a NamedTuple, as :class:`Update`: one per write).
 
     ``conflict`` False: written, ``version`` is the new version.
     ``conflict`` True: refused by compare-and-set, ``version`` is the current one.
@@ -351,16 +352,13 @@ class VStore:
         return version + 1
 
     def _write(self, key_id: int, data: bytes, if_version: int | None, time_ns: int | None) -> int:
-        """:meth:`set` of a write already checked (a live id, its size and its value check)."""
+        """:meth:`set` of a write already checked by :meth:`check_many` (a live
+        id, its size, its value check, its ``if_version`` and ``time_ns``)."""
         version = self._versions[key_id]
-        if if_version is not None:
-            _check_u64("if_version", if_version)
-            if if_version != version:
-                raise VersionConflictError(self._name(key_id), if_version, version)
+        if if_version is not None and if_version != version:
+            raise VersionConflictError(self._name(key_id), if_version, version)
         if time_ns is None:
             time_ns = self._clock()
-        else:
-            _check_u64("time_ns", time_ns)
         old = self._values[key_id]
         self._values[key_id] = data
         self._versions[key_id] = version + 1
@@ -385,7 +383,7 @@ class VStore:
         for key_id, data, u in checked:
             try:
                 # Checked above: written without checking again.
-                version = self._write(key_id, data, u.if_version, u.time_ns)
+                version = self._write(key_id, data, u[2], u[3])
             except VersionConflictError as e:
                 results.append(SetResult(key_id, e.current, conflict=True))
             else:
@@ -410,12 +408,21 @@ class VStore:
                 update's ``index``), TypeError, ValueError.
         """
         checked: list[tuple[int, bytes, Update]] = []
+        versions = self._versions
+        checks = self._checks
+        max_size = self._max_value_size
+        # The common case costs a few comparisons per update (a Publish batch
+        # runs this for every update); the slow calls run only to say what is
+        # wrong.
         for i, u in enumerate(updates):
+            key, data, if_version, time_ns = u
             try:
-                key_id = u.key if type(u.key) is int else self._resolve(u.key)
-                data = u.data if type(u.data) is bytes else _as_bytes(u.data)
-                self._check_write(key_id, data)
-                check = self._checks[key_id]
+                key_id = key if type(key) is int else self._resolve(key)
+                if type(data) is not bytes:
+                    data = _as_bytes(data)
+                if not 0 < key_id < len(versions) or versions[key_id] < 0 or len(data) > max_size:
+                    self._check_write(key_id, data)
+                check = checks[key_id]
                 if check is not None:
                     problem = check(data)
                     if problem is not None:
@@ -423,10 +430,10 @@ class VStore:
             except VStoreError as e:
                 e.index = i
                 raise
-            if u.time_ns is not None:
-                _check_u64(f"updates[{i}].time_ns", u.time_ns)
-            if u.if_version is not None:
-                _check_u64(f"updates[{i}].if_version", u.if_version)
+            if time_ns is not None and (type(time_ns) is not int or not 0 <= time_ns < _U64):
+                _check_u64(f"updates[{i}].time_ns", time_ns)
+            if if_version is not None:
+                _check_u64(f"updates[{i}].if_version", if_version)
             checked.append((key_id, data, u))
         return checked
 

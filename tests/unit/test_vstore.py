@@ -346,6 +346,30 @@ def test_check_many_validates_like_set_many_and_writes_nothing(rec: Recorder) ->
     assert rec.events == [("key_added", a, "Vehicle.A")]
 
 
+def test_a_batch_refuses_every_bad_update_by_its_index_and_writes_nothing(
+    store: VStore, rec: Recorder
+) -> None:
+    """The batch path's fast checks (one comparison per update) let no bad id,
+    size, time or version through, and name the update."""
+    a = store.add_key("Vehicle.A")
+    gone = store.add_key("Vehicle.Gone")
+    store.remove_key("Vehicle.Gone")
+    n = len(rec.events)
+    for bad in (0, -1, gone, a + 1000):
+        with pytest.raises(UnknownKeyError) as err:
+            store.set_many([Update(a, b"1"), Update(bad, b"2")])
+        assert err.value.index == 1
+    for field, update in (
+        ("time_ns", Update(a, b"2", time_ns=2**64)),
+        ("time_ns", Update(a, b"2", time_ns=True)),
+        ("if_version", Update(a, b"2", if_version=-1)),
+    ):
+        with pytest.raises(ValueError, match=rf"updates\[1\]\.{field} must be an integer"):
+            store.set_many([Update(a, b"1"), update])
+    assert store.get(a).version == 0
+    assert len(rec.events) == n
+
+
 def test_the_listener_can_be_read_to_wrap_it(rec: Recorder) -> None:
     store = VStore()
     assert store.listener is None
