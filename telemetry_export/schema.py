@@ -12,6 +12,7 @@ from typing import Final
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
+    DataType,
     IntegerType,
     LongType,
     StringType,
@@ -20,6 +21,7 @@ from pyspark.sql.types import (
 )
 
 from middleware.journal.chain import HASH_PREFIX_LEN
+from middleware.journal.records import FIELDS as JOURNAL_FIELDS
 
 __all__ = [
     "COLLECTOR",
@@ -38,54 +40,27 @@ INPUT_FILES: Final = "*.{jsonl,jsonl.gz}"
 segments (``journal-*.jsonl``, ``.jsonl.gz``) and a landing area's files
 (``part-*.jsonl``, ``collector-*.jsonl``)."""
 
-_FIELDS: Final = [
-    ("kind", StringType()),
-    ("vehicle_id", StringType()),
-    ("boot_id", StringType()),
-    ("offset", LongType()),
-    ("time_ns", LongType()),
-    ("prev_hash", StringType()),
-    ("hash", StringType()),
-    ("app", StringType()),
-    ("key", StringType()),
-    ("key_id", LongType()),
-    ("queue", IntegerType()),
-    ("seq", LongType()),
-    ("reason", StringType()),
-    ("version", LongType()),
-    ("changed", BooleanType()),
-    ("size", LongType()),
-    ("writer", StringType()),
-    ("write_time_ns", LongType()),
-    ("sent_ns", LongType()),
-    ("count", LongType()),
-    ("cause", StringType()),
-    ("stream", StringType()),
-    ("trigger", StringType()),
-    ("status", StringType()),
-    ("details", StringType()),  # nested JSON kept as its text
-    # journal_trimmed: what retention removed of one boot, and where that boot's
-    # chain now starts on disk (kept_offset null: none of its records remain).
-    ("trimmed_boot_id", StringType()),
-    ("files", LongType()),
-    ("bytes", LongType()),
-    ("kept_offset", LongType()),
-    ("kept_prev_hash", StringType()),
-    # journal_dropped: the boot the count belongs to, when not the writer's own
-    # (a later boot reporting what a crashed or disk-full one could not).
-    ("lost_boot_id", StringType()),
-    # publish_batch and delivered_batch: one entry per event (middleware.journal.records
-    # BATCH_FIELDS names them); ingest expands them into the per-event kinds' columns.
-    ("key_ids", ArrayType(LongType())),
-    ("keys", ArrayType(StringType())),
-    ("versions", ArrayType(LongType())),
-    ("changes", ArrayType(BooleanType())),
-    ("sizes", ArrayType(LongType())),
-    ("seqs", ArrayType(LongType())),
-    ("queues", ArrayType(IntegerType())),
-    ("write_times_ns", ArrayType(LongType())),
-]
-RECORD: Final = StructType([StructField(n, t, nullable=True) for n, t in _FIELDS])
+_TYPES: Final[dict[str, DataType]] = {
+    "string": StringType(),
+    "json": StringType(),  # a nested JSON value, kept as its text
+    "long": LongType(),
+    "int": IntegerType(),
+    "boolean": BooleanType(),
+}
+
+
+def _spark_type(name: str) -> DataType:
+    if name.startswith("array<") and name.endswith(">"):
+        return ArrayType(_TYPES[name[len("array<") : -1]])
+    return _TYPES[name]
+
+
+RECORD: Final = StructType(
+    [StructField(n, _spark_type(t), nullable=True) for n, t in JOURNAL_FIELDS.items()]
+)
+"""A journal record: every field of :data:`middleware.journal.records.FIELDS`, the
+journal's one definition of them (batch records' arrays are expanded by
+:func:`telemetry_export.transforms.expand_batches`)."""
 HASH_FIELDS: Final = ("hash", "prev_hash", "kept_prev_hash")
 """Hex SHA-256 fields, stored as 32 bytes."""
 REQUIRED: Final = ("kind", "vehicle_id", "boot_id", "offset", "time_ns", "hash", "prev_hash")

@@ -204,7 +204,7 @@ def _run_boot(
     trim: bool,
 ) -> dict[str, Any] | None:
     """One boot's records; what it lost that the next boot must report (a crash)."""
-    boot.write("start", version="synth", address="127.0.0.1:50051", level="full")
+    boot.write("start", address="127.0.0.1:50051", level="full", settings={"batch_max": 64})
     if report_lost:
         # What the boot before lost and could not report (it crashed).
         for cause, count in report_lost["counts"].items():

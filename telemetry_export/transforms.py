@@ -210,7 +210,11 @@ def collector_records(staged_rows: DataFrame) -> DataFrame:
 
 
 BATCH_ARRAYS: Final = sorted({a for _, arrays in BATCH_FIELDS.values() for a in arrays})
-"""The array columns of batch records: dropped once :func:`expand_batches` has read them."""
+"""The array columns of batch records: dropped once :func:`expand_batches` has
+read them, but for :data:`KEPT_ARRAYS`."""
+KEPT_ARRAYS: Final = ("key_ids", "keys")
+"""Batch arrays that other kinds carry too (``provider_gone``, ``provider_back``):
+kept as columns, null on a batch's events (each holds its entry as a scalar)."""
 
 
 def expand_batches(records: DataFrame) -> DataFrame:
@@ -221,7 +225,8 @@ def expand_batches(records: DataFrame) -> DataFrame:
     ``batch_index`` is the event's place in its batch (null for other
     records): the line's other columns (offset, hashes) are on every event,
     and the line is its event 0. A batch with no entries stays one row of its
-    own kind. The array columns are dropped. A narrow transformation.
+    own kind. The batches' array columns are dropped, but those other kinds
+    carry too (:data:`KEPT_ARRAYS`). A narrow transformation.
     """
     kind = F.col("kind")
     # Scalar column -> the array that holds it in a batch record.
@@ -248,10 +253,11 @@ def expand_batches(records: DataFrame) -> DataFrame:
     return rows.withColumns(
         {
             **{s: F.when(event, F.col("_e")[a]).otherwise(F.col(s)) for s, a in arrays.items()},
+            **{a: F.when(~event, F.col(a)) for a in KEPT_ARRAYS},
             "kind": F.when(event, event_kind).otherwise(kind),
             "batch_index": F.col("_i"),
         }
-    ).drop("_i", "_e", *BATCH_ARRAYS)
+    ).drop("_i", "_e", *(a for a in BATCH_ARRAYS if a not in KEPT_ARRAYS))
 
 
 def stale_bucket_ns(thresholds: Sequence[tuple[str, int]], default_ns: int) -> int:

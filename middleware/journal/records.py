@@ -8,7 +8,7 @@ lost: the buffer dropped them or the disk refused them),
 ``journal_trimmed`` or a ``write failed`` count, carries the time of the record
 written before it, so times never go back in offset order), ``prev_hash`` and ``hash`` (the chain).
 
-- lifecycle: ``start`` (``version``, ``settings``) and ``stop`` (``reason``);
+- lifecycle: ``start`` (``address``, ``level``, ``settings``) and ``stop`` (``reason``);
   ``key_added`` / ``key_removed`` (``app``, ``key``, ``key_id``); ``connect`` /
   ``disconnect`` (``app``, ``stream``: ``events`` or ``publish``,
   ``details``); ``register`` / ``deregister`` (``app``, ``key``, ``key_id``,
@@ -28,9 +28,11 @@ written before it, so times never go back in offset order), ``prev_hash`` and ``
   of that boot; written before the segments go, beside ``journal_trimmed``;
   signal health (see ``ess.health``, ``ess.presence``): ``key_stale``
   (``key``, ``key_id``, ``write_time_ns``: its last write, 0 if never,
-  ``period_ns``, ``apps``: the subscribers told) when a watched key goes
-  unwritten for longer than its expected period; ``key_fresh`` (``key``,
-  ``key_id``, ``write_time_ns``: the write that ended the silence, ``apps``)
+  ``period_ns``, ``apps``: the subscribers told, ``transition``: false when
+  only told to a new subscriber of a key already stale) when a watched key
+  goes unwritten for longer than its expected period; ``key_fresh`` (``key``,
+  ``key_id``, ``write_time_ns``: the write that ended the silence, ``apps``,
+  ``transition``)
   when it is written again; ``provider_gone`` (``app``: the provider,
   ``keys``, ``key_ids``: every key whose claim ended as it went away,
   ``apps``: the subscribers told) and ``provider_back`` (``app``: the
@@ -68,7 +70,7 @@ import enum
 from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
-__all__ = ["BATCH_FIELDS", "KINDS", "LEVEL_OF", "Level", "expand"]
+__all__ = ["BATCH_FIELDS", "FIELDS", "KINDS", "LEVEL_OF", "Level", "expand", "unknown_fields"]
 
 
 class Level(enum.IntEnum):
@@ -120,6 +122,77 @@ LEVEL_OF: Final[dict[str, Level]] = {
     "delivered": Level.FULL,
 }
 KINDS: Final = tuple(LEVEL_OF)
+
+FIELDS: Final[dict[str, str]] = {
+    # every record
+    "kind": "string",
+    "vehicle_id": "string",
+    "boot_id": "string",
+    "offset": "long",
+    "time_ns": "long",
+    "prev_hash": "string",
+    "hash": "string",
+    # by kind (see above)
+    "app": "string",
+    "key": "string",
+    "key_id": "long",
+    "queue": "int",
+    "seq": "long",
+    "reason": "string",
+    "version": "long",
+    "changed": "boolean",
+    "size": "long",
+    "writer": "string",
+    "write_time_ns": "long",
+    "sent_ns": "long",
+    "count": "long",
+    "cause": "string",
+    "stream": "string",
+    "trigger": "string",
+    "status": "string",
+    "details": "json",
+    "trimmed_boot_id": "string",
+    "files": "long",
+    "bytes": "long",
+    "kept_offset": "long",
+    "kept_prev_hash": "string",
+    "lost_boot_id": "string",
+    "key_ids": "array<long>",
+    "keys": "array<string>",
+    "versions": "array<long>",
+    "changes": "array<boolean>",
+    "sizes": "array<long>",
+    "seqs": "array<long>",
+    "queues": "array<int>",
+    "write_times_ns": "array<long>",
+    "address": "string",
+    "level": "string",
+    "settings": "json",
+    "component": "string",
+    "from_offset": "long",
+    "to_offset": "long",
+    "period_ns": "long",
+    "apps": "array<string>",
+    "transition": "boolean",
+    "peer": "string",
+    "boot": "string",
+    "error": "string",
+    "origin": "string",
+    "event_hash": "string",
+    "detail": "string",
+}
+"""Every field a record may carry, with its type: the one definition of the
+journal's fields (``telemetry_export.schema`` reads journals by it; the
+writer asserts each record it takes keeps to it). ``long`` and ``int`` are
+JSON integers (64 and 32 bits), ``json`` a nested JSON value (readers keep its
+text). A field added to a record is added here first."""
+
+
+def unknown_fields(fields: Iterable[str]) -> list[str]:
+    """The names among ``fields`` that :data:`FIELDS` lacks (none, for a record
+    that keeps to the journal's format)."""
+    return sorted(f for f in fields if f not in FIELDS)
+
 
 BATCH_FIELDS: Final[dict[str, tuple[str, dict[str, str]]]] = {
     "publish_batch": (

@@ -54,7 +54,7 @@ from typing import Any, Final, Protocol
 from middleware.journal.chain import OFFSET_MOD, Chain
 from middleware.journal.history import History
 from middleware.journal.pinning import Cut, Plan
-from middleware.journal.records import LEVEL_OF, Level
+from middleware.journal.records import FIELDS, LEVEL_OF, Level, unknown_fields
 from middleware.journal.reserve import LOCK_NAME, LossMarker, MarkerState, Reserve
 from middleware.journal.segments import (
     first_record,
@@ -272,6 +272,8 @@ class Journal:
         """Stamp and buffer one record (if its level is on). Never blocks."""
         if LEVEL_OF[kind] > self.level:
             return
+        # The journal's format is records.FIELDS: a field it lacks would reach no reader.
+        assert FIELDS.keys() >= fields.keys(), (kind, unknown_fields(fields))
         self._accepted += 1
         buffer = self._buffer
         if len(buffer) >= self._bound:
@@ -307,6 +309,7 @@ class Journal:
         It carries the time of the record written before it, so that times never
         go back in offset order (readers that lost a boot's ``start`` order by time).
         """
+        assert FIELDS.keys() >= fields.keys(), (kind, unknown_fields(fields))
         rec = self._stamp(kind, **fields)
         rec["time_ns"] = self._last_time_ns or rec["time_ns"]
         return rec

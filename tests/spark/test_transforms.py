@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import random
 import shutil
 
@@ -402,3 +403,82 @@ def test_the_jvm_parse_reads_every_line_as_from_json_does(spark: SparkSession) -
     expected = {good[i] for i in (1, 2, 4, 5, 6)}
     assert taken == expected | {odd[i] for i in (7, 10, 11, 12, 17, 22, 26, 27)}
     assert fast.where("hash_ok").count() == len(good)
+
+
+def test_every_field_of_the_journals_records_reaches_the_dataset(spark: SparkSession) -> None:
+    """The fields of records the analysis does not read (a consumer cut loose,
+    a peer link, a refused cluster event, a stale key, a provider gone, the
+    start's settings) are columns of the records, not dropped on the way: the
+    journal's fields have one definition, and ingest reads by it."""
+    written = [
+        {"kind": "start", "address": "127.0.0.1:1", "level": "full", "settings": {"window": 16}},
+        {
+            "kind": "consumer_cut",
+            "app": "collector",
+            "component": "fleet",
+            "lost_boot_id": "b0",
+            "from_offset": 4294967290,
+            "to_offset": 3,
+            "count": 10,
+            "reason": "bound",
+        },
+        {"kind": "peer_up", "peer": "b", "address": "127.0.0.1:2", "boot": "x1"},
+        {"kind": "peer_down", "peer": "b", "address": "127.0.0.1:2", "error": "reset"},
+        {
+            "kind": "cluster_refused",
+            "peer": "b",
+            "reason": "tampered",
+            "count": 2,
+            "origin": "c",
+            "seq": 7,
+            "event_hash": "ab" * 32,
+            "detail": "hash",
+        },
+        {
+            "kind": "key_stale",
+            "key": "Vehicle.Speed",
+            "key_id": 1,
+            "write_time_ns": 5,
+            "period_ns": 100,
+            "apps": ["dash", "log"],
+            "transition": True,
+        },
+        {
+            "kind": "provider_gone",
+            "app": "p",
+            "key_ids": [1],
+            "keys": ["Vehicle.Speed"],
+            "apps": [],
+        },
+    ]
+    for fast in (True, False):
+        parsed = transforms.good_records(transforms.parse_lines(lines(spark, written), fast=fast))
+        got = {r.kind: r for r in parsed.collect()}
+        assert json.loads(got["start"].settings) == {"window": 16}
+        assert (got["start"].address, got["start"].level) == ("127.0.0.1:1", "full")
+        cut = got["consumer_cut"]
+        assert (cut.component, cut.from_offset, cut.to_offset, cut["count"]) == (
+            "fleet",
+            4294967290,
+            3,
+            10,
+        )
+        assert (got["peer_up"].peer, got["peer_up"].boot) == ("b", "x1")
+        assert got["peer_down"].error == "reset"
+        refused = got["cluster_refused"]
+        assert (refused.origin, refused.seq, refused.event_hash, refused.detail) == (
+            "c",
+            7,
+            "ab" * 32,
+            "hash",
+        )
+        stale = got["key_stale"]
+        assert (stale.period_ns, stale.apps, stale.transition) == (100, ["dash", "log"], True)
+        assert got["provider_gone"].apps == []
+    # Past the batches' expansion too, which keeps the arrays other kinds carry.
+    events = transforms.expand_batches(
+        transforms.good_records(transforms.parse_lines(lines(spark, written), fast=True))
+    )
+    gone = events.where("kind = 'provider_gone'").first()
+    assert gone is not None
+    assert (gone.key_ids, gone["keys"], gone.apps) == ([1], ["Vehicle.Speed"], [])

@@ -244,7 +244,7 @@ def test_each_line_carries_its_hash_first_over_its_own_bytes(tmp_path: Path) -> 
     from middleware.journal.chain import HASH_PREFIX_LEN
 
     j = make(tmp_path, level=Level.FULL)
-    j.start(note='ünïcödé and "quotes"')
+    j.start(address='ünïcödé and "quotes"')
     j.record("queued", app="a", key_id=1, queue=0, seq=1)
     j.close()
     [segment] = segment_files(tmp_path)
@@ -252,6 +252,21 @@ def test_each_line_carries_its_hash_first_over_its_own_bytes(tmp_path: Path) -> 
         assert line.startswith(b'{"hash":"')
         body = b"{" + line[HASH_PREFIX_LEN:]
         assert hashlib.sha256(body).hexdigest().encode() == line[9:73]
+
+
+def test_a_record_with_a_field_outside_the_format_is_refused(tmp_path: Path) -> None:
+    """records.FIELDS is the journal's format: a field it lacks would be in the
+    journal and in no reader's schema (dropped on the way to the dataset)."""
+    j = make(tmp_path, level=Level.FULL)
+    j.start(address="a")
+    with pytest.raises(AssertionError, match="colour"):
+        j.record("key_added", app="a", key="Vehicle.Speed", key_id=1, colour="red")
+    j.record("key_added", app="a", key="Vehicle.Speed", key_id=1)
+    j.close()
+    kinds = [
+        json.loads(line)["kind"] for line in segment_files(tmp_path)[0].read_text().splitlines()
+    ]
+    assert kinds == ["start", "key_added", "stop"]
 
 
 class FullDisk:
