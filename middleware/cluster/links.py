@@ -134,8 +134,8 @@ class PeerLink:
                 await self._send(call)
             except asyncio.CancelledError:
                 raise
-            except grpc.aio.AioRpcError as e:
-                self._set("down", f"{e.code().name}: {e.details()}")
+            except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
+                self._set("down", await _ended_with(call))
             except (LinkError, TimeoutError, OSError) as e:
                 self._set("down", str(e) or type(e).__name__)
             except Exception as e:  # a bug must not end the link for good
@@ -180,3 +180,19 @@ class PeerLink:
         finally:
             if timer is not None:
                 timer.cancel()
+
+
+async def _ended_with(call: Any) -> str:
+    """The status the peer ended ``call`` with, as ``CODE: details``.
+
+    A write that races the peer's end of the call fails with grpc's own
+    ``INTERNAL`` ("Internal error from Core") or ``InvalidStateError``, which
+    hide why the peer refused (e.g. a token without the ``peer`` scope); the
+    call itself still holds the peer's status.
+    """
+    try:
+        code = await asyncio.wait_for(call.code(), _WELCOME_TIMEOUT_S)
+        details = await call.details()
+    except TimeoutError:
+        return "the call failed and the peer sent no status"
+    return f"{code.name}: {details}"

@@ -135,16 +135,47 @@ async def test_in_token_mode_a_peer_link_needs_the_peer_scope_and_its_own_name(
         assert (await status_token(nodes["b"].address, admin)).peers[0].link == "up"
 
 
+async def test_a_link_refused_for_its_token_says_why_in_cluster_status(tmp_path: Path) -> None:
+    """The operator sees the peer's reason (here a token without the ``peer``
+    scope), not grpc's own error for a hello written as the peer hung up."""
+    private, public = generate_key_pair("ES256")
+    (tmp_path / "vmw.pub").write_bytes(public)
+    scopes = {"a": "read:**", "b": "peer"}  # a's token may not speak for a node
+    for node, scope in scopes.items():
+        (tmp_path / f"{node}.token").write_text(mint(private, subject=node, scope=scope, ttl_s=600))
+    common = ("--auth-mode", "token", "--token-public-key", str(tmp_path / "vmw.pub"))
+    extra = {n: ("--peer-token-file", str(tmp_path / f"{n}.token")) for n in scopes}
+    admin = mint(private, subject="ops", scope="admin", ttl_s=600)
+    with Nodes(["a", "b"], tmp_path, *common, "--sync-interval-s", "0.5", extra=extra) as nodes:
+        deadline = time.monotonic() + 10
+        while True:
+            peer = (await status_token(nodes["a"].address, admin)).peers[0]
+            if peer.link == "down" and peer.error:
+                break
+            assert time.monotonic() < deadline, peer
+            await asyncio.sleep(0.05)
+        assert peer.error.startswith("PERMISSION_DENIED: "), peer.error
+        assert "no 'peer' scope" in peer.error
+
+
 async def refused_link(
     stub: cluster_pb2_grpc.PeerStub, md: tuple[tuple[str, str], ...], node: str
 ) -> grpc.aio.AioRpcError:
-    """Open a Link saying hello as ``node``; the error that ends it."""
+    """Open a Link saying hello as ``node``; the status that ends it.
+
+    The call's own status: a write racing the node's refusal fails with grpc's
+    ``INTERNAL`` or ``InvalidStateError`` instead (what the links handle too)."""
     call = stub.Link(metadata=md)
     try:
         await call.write(cluster_pb2.PeerMessage(hello=cluster_pb2.Hello(node_id=node, boot=1)))
         await call.read()
-    except grpc.aio.AioRpcError as e:
-        return e
+    except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
+        return grpc.aio.AioRpcError(
+            await call.code(),
+            await call.initial_metadata(),
+            await call.trailing_metadata(),
+            await call.details(),
+        )
     raise AssertionError("the link was not refused")
 
 

@@ -311,6 +311,10 @@ async def test_apps_hear_a_killed_provider_went_away_and_came_back(tmp_path: Pat
             assert [type(e) for e in subscriber.health()] == [ProviderGoneEvent, ProviderBackEvent]
             await subscriber.close()
             await bystander.close()
+            await eventually(
+                lambda: not server.runtime.ess.has_stream("subscriber"),
+                what="the subscriber's stream to end in the middleware",
+            )
             proc.kill()  # again, after the apps left
             await proc.wait()
             await eventually(
