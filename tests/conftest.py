@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 
 async def eventually(
@@ -20,6 +20,17 @@ async def eventually(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         await asyncio.sleep(0.005)
+
+
+async def eventually_async(
+    probe: Callable[[], Awaitable[object]], expected: object, timeout: float = 10.0
+) -> None:
+    """Wait until ``await probe()`` equals ``expected`` (e.g. a status read over
+    gRPC from another process), polling, or fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while (got := await probe()) != expected:
+        assert time.monotonic() < deadline, f"got {got!r}, waited for {expected!r}"
+        await asyncio.sleep(0.05)
 
 
 def wait_until(

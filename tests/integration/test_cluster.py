@@ -19,7 +19,7 @@ import json
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -31,7 +31,7 @@ from middleware.client import AppClient, ProviderClient, QueueSpec, Sub
 from middleware.client.events import DataEvent
 from middleware.cluster.convert import EventBytes
 from replica import Event, Kind, Outgoing, Write, make_event
-from tests.conftest import eventually
+from tests.conftest import eventually, eventually_async
 from vehicle.cluster.v1 import cluster_pb2
 from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
@@ -472,12 +472,3 @@ async def _value(address: str, name: str) -> bytes | None:
 
 async def _refused(address: str) -> dict[str, int]:
     return dict((await status(address)).refused)
-
-
-async def eventually_async(
-    probe: Callable[[], Awaitable[object]], expected: object, timeout: float = 10.0
-) -> None:
-    deadline = time.monotonic() + timeout
-    while (got := await probe()) != expected:
-        assert time.monotonic() < deadline, f"got {got!r}, waited for {expected!r}"
-        await asyncio.sleep(0.05)
