@@ -10,9 +10,13 @@ KUKSA_STAMP := $(KUKSA_VENV)/.installed
 
 .PHONY: install kuksa-venv demo serve sim dashboard proto test lint typecheck unit bench bench-core bench-e2e bench-kuksa bench-providers bench-spark bench-export bench-export-lag bench-metrics bench-cluster clean
 
-$(STAMP): pyproject.toml
+# The distributions under packages/, each editable, and the checks' own tools.
+DISTS := packages/contract[grpc] packages/sdk packages/server packages/fleet[spark] \
+	packages/tools packages/samples[demo]
+$(STAMP): $(wildcard packages/*/pyproject.toml) requirements-dev.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]' \
+	$(PY) -m pip install --quiet --disable-pip-version-check \
+		$(foreach d,$(DISTS),-e '$(d)') -r requirements-dev.txt \
 		--config-settings editable_mode=compat
 	@touch $(STAMP)
 
@@ -31,22 +35,21 @@ kuksa-venv: $(KUKSA_STAMP)
 ## Spark gap analysis of the journal. About a minute. DURATION=60 runs longer.
 DURATION ?= 20
 demo: $(STAMP)
-	$(PY) -m middleware.demo --duration $(DURATION) --out demo-out
+	$(PY) -m vmw.demo --duration $(DURATION) --out demo-out
 
 ## Run the middleware on 127.0.0.1:50051 (Ctrl-C stops it).
 serve: $(STAMP)
-	$(PY) -m middleware serve
+	$(PY) -m vmw.server serve
 
 ## The simulated car and a live dashboard, against `make serve` (each in its own terminal).
 sim: $(STAMP)
-	$(PY) -m providers sim
+	$(PY) -m vmw.providers sim
 
 dashboard: $(STAMP)
-	$(PY) -m middleware.apps dashboard
+	$(PY) -m vmw.apps dashboard
 
-## Regenerate vehicle/ (the Python code of the gRPC contract) from proto/.
+## Regenerate packages/contract/vmw/proto/ (the Python code of the gRPC contract) from proto/.
 proto: $(STAMP)
-	rm -rf vehicle
 	$(PY) proto/generate.py
 
 ## Everything CI checks: lint, types of the pure cores, every test.
@@ -104,7 +107,8 @@ bench-export-lag: $(STAMP)
 	$(PY) -m bench.export_lag
 
 clean:
-	rm -rf $(VENV) $(KUKSA_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info demo-out
+	rm -rf $(VENV) $(KUKSA_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis demo-out
+	find packages -name '*.egg-info' -prune -exec rm -rf {} +
 
 ## What the metrics cost: delivered events/s with nothing reading the figures, a
 ## Prometheus scraper every second, and `top` refreshing every second; 3 runs.

@@ -35,9 +35,8 @@ import time
 from typing import Any
 
 import grpc
-
-from vehicle.ess.v1 import ess_pb2, ess_pb2_grpc
-from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+from vmw.proto.ess.v1 import ess_pb2, ess_pb2_grpc
+from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
 _Event = ess_pb2.Event
 _Data = ess_pb2.DataUpdated

@@ -18,9 +18,8 @@ import time
 from collections.abc import Callable
 
 from bitarray.util import zeros
-
-from ess import EventSubSystem, QueueConfig, SubscriptionRequest, Trigger
-from vstore import VStore
+from vmw.ess import EventSubSystem, QueueConfig, SubscriptionRequest, Trigger
+from vmw.vstore import VStore
 
 KEYS = 500
 BATCH = 100  # sets per timed batch: fits in a 200-event queue, so no drop path

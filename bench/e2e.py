@@ -41,9 +41,8 @@ from dataclasses import dataclass, field
 from typing import Final
 
 import grpc
-
-from vehicle.ess.v1 import ess_pb2, ess_pb2_grpc
-from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+from vmw.proto.ess.v1 import ess_pb2, ess_pb2_grpc
+from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
 KEYS = [f"Vehicle.Bench.Signal{i}" for i in range(100)]
 BATCH = 64  # the provider's batches, and the ceilings'

@@ -6,7 +6,7 @@ Run: ``make bench-export-lag`` (or ``python -m bench.export_lag``). All on
 SIGKILL after a bound):
 
 1. one middleware, journal ``full`` in a temporary directory (bench.e2e's);
-2. the collector, ``python -m telemetry_export collect --follow`` into a
+2. the collector, ``python -m vmw.fleet collect --follow`` into a
    landing area, with its defaults: it lands what it holds every
    ``--flush-s`` (1 s), or sooner once ``--window`` (64) Follow groups are
    unacknowledged (at a few hundred records/s the groups are small and that
@@ -17,7 +17,7 @@ SIGKILL after a bound):
    start records: the query runs, and its cold first batch, several seconds
    of compiling, is behind it; at its default log level the ingest logs no
    line of its own when the query starts, only Spark warnings), a provider
-   (``middleware.client.ProviderClient``, in this process) writes ``--rate``
+   (``vmw.sdk.ProviderClient``, in this process) writes ``--rate``
    updates/s for ``--seconds``, one update per Publish message, so the
    journal writes about one ``publish_batch`` record per update, its
    ``time_ns`` the time of the write;
@@ -25,7 +25,7 @@ SIGKILL after a bound):
    data files (the landing contract's ``vehicle=V/boot=B/part-*.jsonl``) and
    the dataset's committed batches (a batch is visible once
    ``_commits/<tag>.json`` is written, after its files were moved into the
-   tables under names that start with its tag: see telemetry_export.dataset;
+   tables under names that start with its tag: see vmw.fleet.dataset;
    its ``records/**/<tag>-*.parquet`` are read with pyarrow). Per record
    ``(boot_id, offset)`` written during the load: lag = when this process
    first saw it there (``time.time_ns``) minus its ``time_ns``; the polling
@@ -61,22 +61,22 @@ from pathlib import Path
 
 import grpc
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
+from vmw.contract.journal.chain import distance
+from vmw.fleet.__main__ import parser as export_parser
+from vmw.fleet.dataset import RECORDS
+from vmw.proto.journal.v1 import journal_pb2_grpc as pb_grpc
+from vmw.sdk import ProviderClient
+from vmw.server.journal.segments import lines
 
 from bench.e2e import middleware, pct, stop
 from bench.journal_export import newest
-from middleware.client import ProviderClient
-from middleware.journal.chain import distance
-from middleware.journal.segments import lines
-from telemetry_export.__main__ import parser as export_parser
-from telemetry_export.dataset import RECORDS
-from vehicle.journal.v1 import journal_pb2_grpc as pb_grpc
 
 KEYS = [f"Vehicle.Bench.ExportLag{i}" for i in range(10)]
 POLL_S = 0.05
 LANDED_FILES = "vehicle=*/boot=*/part-*.jsonl"
-"""The landing contract's journal data files (see telemetry_export.collect)."""
+"""The landing contract's journal data files (see vmw.fleet.collect)."""
 COMMITS = "_commits"
-"""telemetry_export.dataset's commit markers: ``DATASET/_commits/<tag>.json``."""
+"""vmw.fleet.dataset's commit markers: ``DATASET/_commits/<tag>.json``."""
 STOP_S = 30.0
 """How long a process may take to stop after SIGTERM before it is killed."""
 
@@ -152,11 +152,11 @@ def micro_batches(checkpoint: Path, since_ns: int) -> list[int]:
 
 
 def start(args: list[str], log: Path, **env: str) -> subprocess.Popen[str]:
-    """``python -m telemetry_export ARGS`` in its own process group (a Spark JVM
+    """``python -m vmw.fleet ARGS`` in its own process group (a Spark JVM
     is its child), its output to ``log``."""
     with log.open("w") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "telemetry_export", *args],
+            [sys.executable, "-m", "vmw.fleet", *args],
             stdout=out,
             stderr=subprocess.STDOUT,
             text=True,

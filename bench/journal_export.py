@@ -13,7 +13,7 @@ in the same window (by its newest offset), beside:
    provider writes;
 3. Follow: the same with one Follow stream (groups of 1000, a window of 64,
    every group acknowledged);
-4. the collector: ``python -m telemetry_export collect --once`` draining the
+4. the collector: ``python -m vmw.fleet collect --once`` draining the
    whole journal into a landing area (a temporary directory), records landed
    per second of its run (process start included).
 
@@ -35,11 +35,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import grpc
+from vmw.contract.journal.chain import distance, pred
+from vmw.proto.journal.v1 import journal_pb2 as pb
+from vmw.proto.journal.v1 import journal_pb2_grpc as pb_grpc
 
 from bench.e2e import middleware, stop
-from middleware.journal.chain import distance
-from vehicle.journal.v1 import journal_pb2 as pb
-from vehicle.journal.v1 import journal_pb2_grpc as pb_grpc
 
 MD = (("app-id", "bench-export"),)
 
@@ -114,7 +114,7 @@ async def poll_until(stub: pb_grpc.JournalServiceStub, component: str, deadline:
             got += len(answer.records.lines)
             boot, offset = answer.records.boot_id, answer.records.last_offset
         elif kind == "recovery":
-            boot, offset = answer.recovery.boot_id, (answer.recovery.n0 - 1) % 2**32
+            boot, offset = answer.recovery.boot_id, pred(answer.recovery.n0)
         else:
             await asyncio.sleep(0.001)
     return got
@@ -158,7 +158,7 @@ def collect_once(address: str, landing: Path) -> tuple[int, float]:
         [
             sys.executable,
             "-m",
-            "telemetry_export",
+            "vmw.fleet",
             "collect",
             "--from",
             address,

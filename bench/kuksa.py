@@ -42,11 +42,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
+from vmw.proto.kuksa.val.v2 import types_pb2 as t2
+from vmw.proto.kuksa.val.v2 import val_pb2 as v2
+from vmw.proto.kuksa.val.v2 import val_pb2_grpc as v2_grpc
 
 from bench.e2e import BATCH, KEYS, Tally, measure, middleware, pct, stop, timed_window
-from vehicle.kuksa.val.v2 import types_pb2 as t2
-from vehicle.kuksa.val.v2 import val_pb2 as v2
-from vehicle.kuksa.val.v2 import val_pb2_grpc as v2_grpc
 
 KUKSA_PUBLISHED = (83_935, 1.2)
 """The KUKSA databroker's published figures: signals/s and p99 ms

@@ -24,9 +24,8 @@ from pathlib import Path
 from types import TracebackType
 
 import grpc
-
-from middleware.client.wire import APP_ID_HEADER
-from vehicle.cluster.v1 import cluster_pb2, cluster_pb2_grpc
+from vmw.contract.wire import APP_ID_HEADER
+from vmw.proto.cluster.v1 import cluster_pb2, cluster_pb2_grpc
 
 __all__ = ["Node", "Nodes", "free_port", "status"]
 
@@ -63,7 +62,7 @@ class Node:
                 [
                     sys.executable,
                     "-m",
-                    "middleware",
+                    "vmw.server",
                     "serve",
                     "--listen",
                     self.address,

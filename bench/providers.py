@@ -21,10 +21,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from middleware.client.values import encode
-from providers.catalog import default_catalog
-from providers.recording import read_recording
-from providers.simulation import Simulation
+from vmw.contract.values import encode
+from vmw.providers.catalog import default_catalog
+from vmw.providers.recording import read_recording
+from vmw.providers.simulation import Simulation
 
 
 def sim_ns(seconds: float, repeats: int) -> tuple[float, float, int]:

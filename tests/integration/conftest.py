@@ -8,11 +8,10 @@ from typing import Any
 
 import grpc
 import pytest
-
-from middleware.config import Settings
-from middleware.server import RunningServer, start_server
-from vehicle.ess.v1 import ess_pb2_grpc
-from vehicle.vstore.v1 import vstore_pb2_grpc
+from vmw.proto.ess.v1 import ess_pb2_grpc
+from vmw.proto.vstore.v1 import vstore_pb2_grpc
+from vmw.server.config import Settings
+from vmw.server.server import RunningServer, start_server
 
 TEST_SETTINGS = Settings(listen="127.0.0.1:0", keepalive_time_s=1.0, keepalive_timeout_s=1.0)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from middleware.client import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
+from vmw.sdk import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
 
 SPEED = "Vehicle.Speed"
 

@@ -15,23 +15,23 @@ from pathlib import Path
 
 import grpc
 import pytest
-
-from middleware.auth.tokens import generate_key_pair, mint
-from middleware.client import (
+from vmw.contract.values import decode_value, encode
+from vmw.proto.kuksa.val.v2 import types_pb2 as t2
+from vmw.proto.kuksa.val.v2 import val_pb2 as v2
+from vmw.proto.kuksa.val.v2 import val_pb2_grpc as v2_grpc
+from vmw.sdk import (
     ActuationRefusedError,
     ActuationRequest,
     AppClient,
     ProviderClient,
 )
-from middleware.client.values import decode_value, encode
-from middleware.config import Settings
-from middleware.server import RunningServer, start_server
+from vmw.server.auth.tokens import generate_key_pair, mint
+from vmw.server.config import Settings
+from vmw.server.server import RunningServer, start_server
+
 from tests.conftest import eventually
 from tests.integration.conftest import TEST_SETTINGS
 from tests.integration.test_kuksa_api import Provider as KuksaProvider
-from vehicle.kuksa.val.v2 import types_pb2 as t2
-from vehicle.kuksa.val.v2 import val_pb2 as v2
-from vehicle.kuksa.val.v2 import val_pb2_grpc as v2_grpc
 
 CATALOG = Path(__file__).with_name("kuksa_catalog.json")
 VOLUME = "Vehicle.Cabin.Infotainment.Volume"

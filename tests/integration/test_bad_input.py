@@ -10,10 +10,9 @@ from typing import Any
 
 import grpc
 import pytest
-
-from middleware.server import RunningServer
-from vehicle.ess.v1 import ess_pb2
-from vehicle.vstore.v1 import vstore_pb2
+from vmw.proto.ess.v1 import ess_pb2
+from vmw.proto.vstore.v1 import vstore_pb2
+from vmw.server.server import RunningServer
 
 Code = grpc.StatusCode
 

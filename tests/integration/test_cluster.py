@@ -1,6 +1,6 @@
 """Several middleware nodes as real processes on loopback ports (issue 14).
 
-Each test starts its nodes with ``python -m middleware serve --node-id ...
+Each test starts its nodes with ``python -m vmw.server serve --node-id ...
 --peer ...`` (bench.nodes), bounded in time and always stopped; partitions
 are real TCP relays (bench.relay) cut and healed, a killed node is SIGKILLed,
 a node that stops reading is SIGSTOPped. What they check is what an
@@ -24,16 +24,16 @@ from pathlib import Path
 
 import grpc
 import pytest
+from vmw.proto.cluster.v1 import cluster_pb2
+from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+from vmw.replica import Event, Kind, Outgoing, Write, make_event
+from vmw.sdk import AppClient, ProviderClient, QueueSpec, Sub
+from vmw.sdk.events import DataEvent
+from vmw.server.cluster.convert import EventBytes
 
 from bench.nodes import Node, Nodes, free_port, status
 from bench.relay import Relay
-from middleware.client import AppClient, ProviderClient, QueueSpec, Sub
-from middleware.client.events import DataEvent
-from middleware.cluster.convert import EventBytes
-from replica import Event, Kind, Outgoing, Write, make_event
 from tests.conftest import eventually, eventually_async
-from vehicle.cluster.v1 import cluster_pb2
-from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
 SYNC = 0.5
 FAST = ("--sync-interval-s", str(SYNC), "--send-unread-interval-s", "0.2")
@@ -219,9 +219,8 @@ async def test_cluster_status_shows_links_and_equal_digests(three: Nodes) -> Non
             [
                 sys.executable,
                 "-m",
-                "middleware",
-                "cluster",
-                "status",
+                "vmw.tools",
+                "cluster-status",
                 "--target",
                 three["b"].address,
             ]

@@ -8,13 +8,14 @@ import signal
 import sys
 import textwrap
 
-from middleware.client import ProviderClient
-from middleware.server import RunningServer
+from vmw.sdk import ProviderClient
+from vmw.server.server import RunningServer
+
 from tests.conftest import eventually
 
 FROZEN_APP = textwrap.dedent("""
     import asyncio, sys
-    from middleware.client import AppClient, Sub
+    from vmw.sdk import AppClient, Sub
 
     async def main():
         app = AppClient(sys.argv[1], "frozen")

@@ -7,11 +7,11 @@ from typing import Any
 
 import grpc
 import pytest
+from vmw.proto.ess.v1 import ess_pb2
+from vmw.sdk import AppClient, DataEvent, KeyAddedEvent, ProviderClient, QueueSpec, Sub
+from vmw.server.server import RunningServer
 
-from middleware.client import AppClient, DataEvent, KeyAddedEvent, ProviderClient, QueueSpec, Sub
-from middleware.server import RunningServer
 from tests.conftest import eventually
-from vehicle.ess.v1 import ess_pb2
 
 SPEED = "Vehicle.Speed"
 TEMP = "Vehicle.Cabin.HVAC.AmbientAirTemperature"

@@ -21,10 +21,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from vmw.sdk import AppClient, DataEvent, QueueSpec, Sub
+from vmw.sdk.status_file import read_status
+from vmw.server.auth.tokens import generate_key_pair, mint
 
-from middleware.auth.tokens import generate_key_pair, mint
-from middleware.client import AppClient, DataEvent, QueueSpec, Sub
-from middleware.status_file import read_status
 from tests.conftest import eventually
 from tests.integration.test_providers import free_port
 
@@ -32,13 +32,13 @@ PY = sys.executable
 
 
 def serve_expecting_failure(*args: str, timeout: float = 30.0) -> tuple[int, str, str]:
-    """Run ``python -m middleware serve ARGS``, which must exit on its own.
+    """Run ``python -m vmw.server serve ARGS``, which must exit on its own.
 
     A middleware that starts instead (prints its ``listening on`` line) is
     stopped and the test fails at once, rather than after a timeout.
     """
     proc = subprocess.Popen(
-        [PY, "-m", "middleware", "serve", *args],
+        [PY, "-m", "vmw.server", "serve", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -63,7 +63,7 @@ class Middleware:
     def __init__(self, *args: str, cwd: Path | None = None) -> None:
         # Unbuffered, so reading the first line leaves the rest for communicate().
         self.proc = subprocess.Popen(
-            [PY, "-m", "middleware", "serve", *args],
+            [PY, "-m", "vmw.server", "serve", *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             bufsize=0,
@@ -152,7 +152,7 @@ def test_a_second_middleware_on_a_live_unix_socket_exits_naming_the_path(tmp_pat
         assert "another server is listening" in err
         # The first one still serves on it: the second did not take the path over.
         again = subprocess.run(
-            [PY, "-m", "middleware", "serve", "--listen", "", "--unix-socket", str(sock)],
+            [PY, "-m", "vmw.server", "serve", "--listen", "", "--unix-socket", str(sock)],
             capture_output=True,
             text=True,
             timeout=30,
@@ -253,7 +253,7 @@ async def test_a_provider_stopped_for_2_s_then_continued_keeps_its_signals_sprea
     with (
         middleware("--listen", "127.0.0.1:0") as m,
         process(
-            "providers", "sim", "--target", m.address, "--status", str(status),
+            "vmw.providers", "sim", "--target", m.address, "--status", str(status),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         ) as provider,
     ):  # fmt: skip
@@ -315,7 +315,7 @@ async def test_an_app_that_stops_reading_is_reported_while_stuck_every_period_an
     with (
         middleware("--listen", "127.0.0.1:0", "--slow-app-report-s", "1") as m,
         process(
-            "providers", "sim", "--target", m.address, "--rate-scale", "3",
+            "vmw.providers", "sim", "--target", m.address, "--rate-scale", "3",
             "--status", str(tmp_path / "sim.json"),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         ),
@@ -400,7 +400,7 @@ async def test_an_app_stops_within_its_drain_bound_while_a_provider_floods(
     with (
         middleware("--listen", "127.0.0.1:0") as m,
         process(
-            "providers", "sim", "--target", m.address, "--rate-scale", "3",
+            "vmw.providers", "sim", "--target", m.address, "--rate-scale", "3",
             "--status", str(sim_status),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         ),
@@ -412,7 +412,7 @@ async def test_an_app_stops_within_its_drain_bound_while_a_provider_floods(
         )
         duration = ["--duration", "2"] if how == "duration" else []
         with process(
-            "middleware.apps", "logger", "--target", m.address, "--out", str(tmp_path / "x.jsonl"),
+            "vmw.apps", "logger", "--target", m.address, "--out", str(tmp_path / "x.jsonl"),
             "--status", str(app_status), *duration,
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         ) as app:  # fmt: skip
@@ -468,12 +468,12 @@ async def test_the_readme_token_example_works_as_written(tmp_path: Path) -> None
     --status file to wait on, and a --duration for the logger."""
     commands = readme_token_commands()
     assert [w[1:4] for _, w in commands] == [
-        ["-m", "middleware", "token"],
-        ["-m", "middleware", "serve"],
-        ["-m", "middleware", "token"],
-        ["-m", "providers", "sim"],
-        ["-m", "middleware", "token"],
-        ["-m", "middleware.apps", "logger"],
+        ["-m", "vmw.server", "token"],
+        ["-m", "vmw.server", "serve"],
+        ["-m", "vmw.server", "token"],
+        ["-m", "vmw.providers", "sim"],
+        ["-m", "vmw.server", "token"],
+        ["-m", "vmw.apps", "logger"],
     ]
     variables: dict[str, str] = {}
 
@@ -531,28 +531,28 @@ async def test_a_refused_token_ends_an_app_and_a_provider_with_one_line(tmp_path
     ) as m:  # fmt: skip
         cases = {
             # the README's original mistake: a token for 'dashboard' used by the logger
-            ("middleware.apps", "logger", "--app-id", "logger", "--token", reader): (
-                "python -m middleware.apps logger: app 'logger': the middleware refused it "
+            ("vmw.apps", "logger", "--app-id", "logger", "--token", reader): (
+                "python -m vmw.apps logger: app 'logger': the middleware refused it "
                 "(UNAUTHENTICATED): 'app-id' 'logger' does not match the token's subject "
                 "'dashboard'"
             ),
-            ("middleware.apps", "slow", "--token", expired): (
-                "python -m middleware.apps slow: app 'dashboard': the middleware refused it "
+            ("vmw.apps", "slow", "--token", expired): (
+                "python -m vmw.apps slow: app 'dashboard': the middleware refused it "
                 "(UNAUTHENTICATED): token refused: token expired"
             ),
-            ("middleware.apps", "dashboard", "--token", "not-a-token"): (
-                "python -m middleware.apps dashboard: --token: not a JWT"
+            ("vmw.apps", "dashboard", "--token", "not-a-token"): (
+                "python -m vmw.apps dashboard: --token: not a JWT"
             ),
-            ("providers", "sim", "--token", reader): (
-                "python -m providers sim: provider 'dashboard': the middleware refused it "
+            ("vmw.providers", "sim", "--token", reader): (
+                "python -m vmw.providers sim: provider 'dashboard': the middleware refused it "
                 "(PERMISSION_DENIED): names[0]: app 'dashboard' may not add or remove key"
             ),
             (
-                "providers",
+                "vmw.providers",
                 "replay",
-                str(README.parent / "providers/recordings/short-drive.jsonl"),
+                str(README.parent / "packages/samples/vmw/providers/recordings/short-drive.jsonl"),
             ): (
-                "python -m providers replay: provider 'replay': the middleware refused it "
+                "python -m vmw.providers replay: provider 'replay': the middleware refused it "
                 "(UNAUTHENTICATED): missing 'authorization' metadata"
             ),
         }
@@ -577,7 +577,7 @@ def test_an_app_with_no_middleware_at_its_target_says_so_in_one_line(tmp_path: P
         port = s.getsockname()[1]
     started = time.monotonic()
     result = subprocess.run(
-        [PY, "-m", "middleware.apps", "logger", "--target", f"127.0.0.1:{port}",
+        [PY, "-m", "vmw.apps", "logger", "--target", f"127.0.0.1:{port}",
          "--duration", "2", "--out", str(tmp_path / "x.jsonl")],
         capture_output=True, text=True, timeout=60, cwd=tmp_path,
     )  # fmt: skip
@@ -594,7 +594,7 @@ def test_a_host_name_whose_first_address_is_taken_is_refused(tmp_path: Path) -> 
         holder.listen()
         port = holder.getsockname()[1]
         result = subprocess.run(
-            [PY, "-m", "middleware", "serve", "--listen", f"localhost:{port}"],
+            [PY, "-m", "vmw.server", "serve", "--listen", f"localhost:{port}"],
             capture_output=True, text=True, timeout=60, cwd=tmp_path,
         )  # fmt: skip
     assert result.returncode == 1, result.stderr

@@ -20,12 +20,11 @@ import textwrap
 import time
 
 import grpc
-
-from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
 FLOODER = textwrap.dedent("""
     import asyncio, sys, time, grpc
-    from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+    from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
     async def main(address, seconds):
         ok = refused = 0
@@ -56,7 +55,7 @@ def start_middleware() -> tuple[subprocess.Popen[str], str]:
         [
             sys.executable,
             "-m",
-            "middleware",
+            "vmw.server",
             "serve",
             "--listen",
             "127.0.0.1:0",

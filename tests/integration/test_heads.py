@@ -15,16 +15,16 @@ from typing import Any
 
 import grpc
 import pytest
+from vmw.proto.cluster.v1 import cluster_pb2, cluster_pb2_grpc
+from vmw.proto.ess.v1 import ess_pb2
+from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+from vmw.sdk import HeadConflictError, ProviderClient
+from vmw.server.auth.tokens import generate_key_pair, mint
+from vmw.server.server import RunningServer
 
 from bench.nodes import Nodes
-from middleware.auth.tokens import generate_key_pair, mint
-from middleware.client import HeadConflictError, ProviderClient
-from middleware.server import RunningServer
 from tests.conftest import eventually_async
 from tests.integration.pki import Authority
-from vehicle.cluster.v1 import cluster_pb2, cluster_pb2_grpc
-from vehicle.ess.v1 import ess_pb2
-from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
 NAME = "Vehicle.Cabin.Lock"
 

@@ -23,8 +23,11 @@ from typing import Any
 
 import grpc
 import pytest
-
-from middleware.client import (
+from vmw.contract.values import encode
+from vmw.proto.kuksa.val.v2 import val_pb2 as v2
+from vmw.proto.kuksa.val.v2 import val_pb2_grpc as v2_grpc
+from vmw.proto.vstore.v1 import vstore_pb2
+from vmw.sdk import (
     AppClient,
     ClientEvent,
     DataEvent,
@@ -36,15 +39,12 @@ from middleware.client import (
     QueueSpec,
     Sub,
 )
-from middleware.client.values import encode
-from middleware.health import TICK_S
-from middleware.journal import read_journal
-from middleware.server import RunningServer, start_server
+from vmw.server.health import TICK_S
+from vmw.server.journal import read_journal
+from vmw.server.server import RunningServer, start_server
+
 from tests.conftest import eventually
 from tests.integration.conftest import TEST_SETTINGS
-from vehicle.kuksa.val.v2 import val_pb2 as v2
-from vehicle.kuksa.val.v2 import val_pb2_grpc as v2_grpc
-from vehicle.vstore.v1 import vstore_pb2
 
 PERIOD = 0.5
 DELIVERY = 0.4
@@ -247,7 +247,7 @@ async def test_a_stale_key_is_told_to_an_app_that_subscribes_later(tmp_path: Pat
 
 PROVIDER = textwrap.dedent("""
     import asyncio, sys
-    from middleware.client import ProviderClient
+    from vmw.sdk import ProviderClient
 
     async def main():
         provider = ProviderClient(sys.argv[1], "claimer")

@@ -10,17 +10,16 @@ from typing import Any
 
 import grpc
 import pytest
-
-from middleware.access import Access
-from middleware.client.wire import APP_ID_HEADER
-from middleware.config import Settings
-from middleware.rpc.identity import Identify, caller
-from middleware.server import RunningServer
-from vehicle.actuation.v1 import actuation_pb2
-from vehicle.admin.v1 import admin_pb2
-from vehicle.ess.v1 import ess_pb2
-from vehicle.journal.v1 import journal_pb2
-from vehicle.vstore.v1 import vstore_pb2
+from vmw.contract.wire import APP_ID_HEADER
+from vmw.proto.actuation.v1 import actuation_pb2
+from vmw.proto.admin.v1 import admin_pb2
+from vmw.proto.ess.v1 import ess_pb2
+from vmw.proto.journal.v1 import journal_pb2
+from vmw.proto.vstore.v1 import vstore_pb2
+from vmw.server.access import Access
+from vmw.server.config import Settings
+from vmw.server.rpc.identity import Identify, caller
+from vmw.server.server import RunningServer
 
 SERVICES = [
     ess_pb2.DESCRIPTOR.services_by_name["EventService"],

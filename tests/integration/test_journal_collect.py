@@ -1,4 +1,4 @@
-"""``python -m telemetry_export collect`` against real middleware processes, killed.
+"""``python -m vmw.fleet collect`` against real middleware processes, killed.
 
 - the middleware is killed (SIGKILL) while the collector follows it, and
   restarted on the same journal: the collector records exactly one restart,
@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from vmw.contract.journal.chain import succ, verify_line
+from vmw.fleet.collect import Collector, Landing, Options
+from vmw.sdk import ProviderClient
+from vmw.server.journal.segments import lines, segment_files
+from vmw.server.server import start_server
 
-from middleware.client import ProviderClient
-from middleware.journal.chain import succ, verify_line
-from middleware.journal.segments import lines, segment_files
-from middleware.server import start_server
-from telemetry_export.collect import Collector, Landing, Options
 from tests.conftest import eventually
 from tests.integration.conftest import TEST_SETTINGS
 from tests.integration.test_journal_faults import SPEED, kill9, publish, serve
@@ -54,7 +54,7 @@ def collector(
         [
             sys.executable,
             "-m",
-            "telemetry_export",
+            "vmw.fleet",
             "collect",
             "--from",
             address,

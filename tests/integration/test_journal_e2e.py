@@ -6,9 +6,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from middleware.journal import JournalReport, read_journal, verify
-from middleware.journal.records import expand
-from middleware.server import start_server
+from vmw.contract.journal.records import expand
+from vmw.server.journal import JournalReport, read_journal, verify
+from vmw.server.server import start_server
+
 from tests.integration.conftest import TEST_SETTINGS
 from tests.integration.scenarios import slow_app
 

@@ -1,7 +1,7 @@
 """The journal of a real middleware process under faults: retention, kill -9, a full disk.
 
-Each case runs ``python -m middleware serve`` as a process and checks what
-``python -m middleware journal verify`` then says. The full-disk cases mount a
+Each case runs ``python -m vmw.server serve`` as a process and checks what
+``python -m vmw.server journal verify`` then says. The full-disk cases mount a
 small tmpfs (root only; skipped where mounting is not allowed: the same
 losses are covered by the unit tests' injected write errors).
 """
@@ -19,10 +19,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from vmw.sdk import ProviderClient
+from vmw.server.journal import JournalReport, read_journal, verify
+from vmw.server.journal.reserve import LossMarker
 
-from middleware.client import ProviderClient
-from middleware.journal import JournalReport, read_journal, verify
-from middleware.journal.reserve import LossMarker
 from tests.conftest import eventually
 from tests.integration.test_process import start, stop
 
@@ -31,7 +31,7 @@ SPEED = "Vehicle.Speed"
 
 def verify_cli(directory: Path) -> tuple[int, str]:
     done = subprocess.run(
-        [sys.executable, "-m", "middleware", "journal", "verify", str(directory)],
+        [sys.executable, "-m", "vmw.server", "journal", "verify", str(directory)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -211,7 +211,7 @@ async def test_a_second_middleware_on_the_same_journal_directory_is_refused(
     proc, _ = serve(journal)
     try:
         second = subprocess.run(
-            [sys.executable, "-m", "middleware", "serve", "--listen", "127.0.0.1:0",
+            [sys.executable, "-m", "vmw.server", "serve", "--listen", "127.0.0.1:0",
              "--journal-dir", str(journal)],
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip

@@ -16,18 +16,18 @@ from typing import Any
 
 import grpc
 import pytest
+from vmw.contract.journal.chain import OFFSET_MOD, pred, succ, verify_line
+from vmw.proto.journal.v1 import journal_pb2 as pb
+from vmw.proto.journal.v1 import journal_pb2_grpc as pb_grpc
+from vmw.sdk import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
+from vmw.server.auth.tokens import generate_key_pair, mint
+from vmw.server.config import Settings
+from vmw.server.journal.consumers import CONSUMERS_NAME
+from vmw.server.journal.segments import segment_files
+from vmw.server.server import RunningServer, start_server
 
-from middleware.auth.tokens import generate_key_pair, mint
-from middleware.client import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
-from middleware.config import Settings
-from middleware.journal.chain import OFFSET_MOD, pred, succ, verify_line
-from middleware.journal.consumers import CONSUMERS_NAME
-from middleware.journal.segments import segment_files
-from middleware.server import RunningServer, start_server
 from tests.conftest import eventually
 from tests.integration.conftest import TEST_SETTINGS
-from vehicle.journal.v1 import journal_pb2 as pb
-from vehicle.journal.v1 import journal_pb2_grpc as pb_grpc
 
 Code = grpc.StatusCode
 MD = (("app-id", "collector"),)

@@ -13,18 +13,18 @@ from pathlib import Path
 
 import grpc
 import pytest
+from vmw.contract.values import decode, encode
+from vmw.proto.kuksa.val.v1 import types_pb2 as t1
+from vmw.proto.kuksa.val.v1 import val_pb2 as v1
+from vmw.proto.kuksa.val.v1 import val_pb2_grpc as v1_grpc
+from vmw.proto.kuksa.val.v2 import types_pb2 as t2
+from vmw.proto.kuksa.val.v2 import val_pb2 as v2
+from vmw.proto.kuksa.val.v2 import val_pb2_grpc as v2_grpc
+from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+from vmw.sdk import ProviderClient
+from vmw.server.server import RunningServer, start_server
 
-from middleware.client import ProviderClient
-from middleware.client.values import decode, encode
-from middleware.server import RunningServer, start_server
 from tests.integration.conftest import TEST_SETTINGS
-from vehicle.kuksa.val.v1 import types_pb2 as t1
-from vehicle.kuksa.val.v1 import val_pb2 as v1
-from vehicle.kuksa.val.v1 import val_pb2_grpc as v1_grpc
-from vehicle.kuksa.val.v2 import types_pb2 as t2
-from vehicle.kuksa.val.v2 import val_pb2 as v2
-from vehicle.kuksa.val.v2 import val_pb2_grpc as v2_grpc
-from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
 CATALOG = Path(__file__).with_name("kuksa_catalog.json")
 

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from vmw.contract.values import decode_value, encode
+from vmw.sdk import ProviderClient
+from vmw.server.auth.tokens import generate_key_pair, mint
+from vmw.server.server import RunningServer, start_server
 
-from middleware.auth.tokens import generate_key_pair, mint
-from middleware.client import ProviderClient
-from middleware.client.values import decode_value, encode
-from middleware.server import RunningServer, start_server
 from tests.integration.conftest import TEST_SETTINGS
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,15 +18,15 @@ from pathlib import Path
 import grpc
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from vmw.ess import DEFAULT_MIN_LENGTH
+from vmw.proto.admin.v1 import admin_pb2, admin_pb2_grpc
+from vmw.sdk import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
+from vmw.server.auth.tokens import generate_key_pair, mint
+from vmw.server.config import Settings
+from vmw.server.metrics import SERIES, Figure, MetricsListenError
+from vmw.server.server import RunningServer, start_server
 
-from ess import DEFAULT_MIN_LENGTH
-from middleware.auth.tokens import generate_key_pair, mint
-from middleware.client import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
-from middleware.config import Settings
-from middleware.metrics import SERIES, Figure, MetricsListenError
-from middleware.server import RunningServer, start_server
 from tests.conftest import eventually
-from vehicle.admin.v1 import admin_pb2, admin_pb2_grpc
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = Settings(
@@ -157,7 +157,7 @@ async def test_an_app_that_does_not_read_shows_a_full_queue_and_evictions(
 
         # top prints the app with its full queue, beside the busiest keys.
         top = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "middleware", "top", "--target", server.address, "--once",
+            sys.executable, "-m", "vmw.tools", "top", "--target", server.address, "--once",
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )  # fmt: skip
         out, err = await asyncio.wait_for(top.communicate(), 30)
@@ -261,7 +261,7 @@ def test_every_series_is_in_the_readme() -> None:
 
 def test_serve_prints_the_metrics_address_and_serves_there() -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "middleware", "serve", "--listen", "127.0.0.1:0",
+        [sys.executable, "-m", "vmw.server", "serve", "--listen", "127.0.0.1:0",
          "--metrics-listen", "127.0.0.1:0"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )  # fmt: skip

@@ -1,4 +1,4 @@
-"""`python -m middleware serve` as a real process: flags, env, TOML, signals, Unix socket."""
+"""`python -m vmw.server serve` as a real process: flags, env, TOML, signals, Unix socket."""
 
 from __future__ import annotations
 
@@ -11,13 +11,12 @@ from pathlib import Path
 
 import grpc
 import pytest
-
-from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
 
 def start(*args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "middleware", "serve", *args],
+        [sys.executable, "-m", "vmw.server", "serve", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -93,7 +92,7 @@ def test_bad_settings_exit_with_a_message_naming_the_setting(tmp_path: Path) -> 
     config = tmp_path / "bad.toml"
     config.write_text("event_budgett = 5\n")
     result = subprocess.run(
-        [sys.executable, "-m", "middleware", "serve", "--config", str(config)],
+        [sys.executable, "-m", "vmw.server", "serve", "--config", str(config)],
         capture_output=True,
         text=True,
         timeout=30,
@@ -101,7 +100,7 @@ def test_bad_settings_exit_with_a_message_naming_the_setting(tmp_path: Path) -> 
     assert result.returncode == 2
     assert "unknown setting 'event_budgett'" in result.stderr
     result = subprocess.run(
-        [sys.executable, "-m", "middleware", "serve", "--event-budget", "0"],
+        [sys.executable, "-m", "vmw.server", "serve", "--event-budget", "0"],
         capture_output=True,
         text=True,
         timeout=30,

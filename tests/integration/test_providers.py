@@ -9,9 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from middleware.client import AppClient, DataEvent, ReconnectedEvent, Sub
-from middleware.client.values import decode
-from middleware.status_file import read_status
+from vmw.contract.values import decode
+from vmw.sdk import AppClient, DataEvent, ReconnectedEvent, Sub
+from vmw.sdk.status_file import read_status
+
 from tests.conftest import eventually
 from tests.integration.test_process import start, stop
 
@@ -42,7 +43,16 @@ async def test_the_simulated_car_survives_a_middleware_restart(tmp_path: Path) -
     status = tmp_path / "sim.json"
     middleware, _ = start("--listen", address)
     provider = subprocess.Popen(
-        [sys.executable, "-m", "providers", "sim", "--target", address, "--status", str(status)],
+        [
+            sys.executable,
+            "-m",
+            "vmw.providers",
+            "sim",
+            "--target",
+            address,
+            "--status",
+            str(status),
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

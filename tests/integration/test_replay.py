@@ -13,11 +13,12 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from middleware.apps.harness import AppOptions, run_app
-from middleware.apps.logger import EventLogger
-from middleware.client import ProviderClient
-from middleware.server import RunningServer
-from providers.recording import read_recording
+from vmw.apps.harness import AppOptions, run_app
+from vmw.apps.logger import EventLogger
+from vmw.providers.recording import read_recording
+from vmw.sdk import ProviderClient
+from vmw.server.server import RunningServer
+
 from tests.conftest import eventually
 
 
@@ -71,7 +72,7 @@ async def test_replaying_a_recording_reproduces_each_keys_values_in_order(
     )
     await eventually(lambda: bool(subscribed) or app.done(), timeout=10, what="the logger")
     replay = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "providers", "replay", str(rec),
+        sys.executable, "-m", "vmw.providers", "replay", str(rec),
         "--target", server.address, "--speed", "1",
         stderr=subprocess.PIPE,
     )  # fmt: skip

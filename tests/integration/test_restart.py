@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from middleware.client import AppClient, DataEvent, ProviderClient, ReconnectedEvent, Sub
-from middleware.client.events import ClientEvent
-from middleware.server import start_server
+from vmw.sdk import AppClient, DataEvent, ProviderClient, ReconnectedEvent, Sub
+from vmw.sdk.events import ClientEvent
+from vmw.server.server import start_server
+
 from tests.conftest import eventually
 from tests.integration.conftest import TEST_SETTINGS
 

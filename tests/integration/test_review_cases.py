@@ -10,8 +10,9 @@ from typing import Any
 
 import grpc
 import pytest
-
-from middleware.client import (
+from vmw.proto.ess.v1 import ess_pb2
+from vmw.proto.vstore.v1 import vstore_pb2
+from vmw.sdk import (
     AppClient,
     DataEvent,
     ProviderClient,
@@ -19,10 +20,9 @@ from middleware.client import (
     StreamReplacedError,
     Sub,
 )
-from middleware.server import RunningServer, start_server
+from vmw.server.server import RunningServer, start_server
+
 from tests.integration.conftest import TEST_SETTINGS
-from vehicle.ess.v1 import ess_pb2
-from vehicle.vstore.v1 import vstore_pb2
 
 BIG = 60 * 1024
 
@@ -155,7 +155,7 @@ async def test_a_resumed_subscription_reports_no_false_gap(server: RunningServer
 async def test_shutdown_ends_open_streams_at_once_with_unavailable() -> None:
     running = await start_server(dataclasses.replace(TEST_SETTINGS, grace_period_s=30.0))
     async with grpc.aio.insecure_channel(running.address) as channel:
-        from vehicle.ess.v1 import ess_pb2_grpc
+        from vmw.proto.ess.v1 import ess_pb2_grpc
 
         call = ess_pb2_grpc.EventServiceStub(channel).GetEvents(
             ess_pb2.GetEventsRequest(), metadata=(("app-id", "dash"),)

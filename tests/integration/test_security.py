@@ -14,13 +14,13 @@ from typing import Any
 
 import grpc
 import pytest
+from vmw.proto.ess.v1 import ess_pb2, ess_pb2_grpc
+from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+from vmw.server.auth.tokens import generate_key_pair, mint
+from vmw.server.server import RunningServer, start_server
 
-from middleware.auth.tokens import generate_key_pair, mint
-from middleware.server import RunningServer, start_server
 from tests.conftest import eventually
 from tests.integration.conftest import TEST_SETTINGS
-from vehicle.ess.v1 import ess_pb2, ess_pb2_grpc
-from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
 AUD = "vmw-test"
 CABIN = "Vehicle.Cabin.Temperature"

@@ -22,15 +22,15 @@ from pathlib import Path
 
 import grpc
 import pytest
+from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+from vmw.sdk import AppClient, DataEvent, ProviderClient, Sub, Tls
+from vmw.server.auth.tokens import generate_key_pair, mint
+from vmw.server.config import Settings
+from vmw.server.server import RunningServer, start_server
+from vmw.server.tls import TlsConfigError
 
-from middleware.auth.tokens import generate_key_pair, mint
-from middleware.client import AppClient, DataEvent, ProviderClient, Sub, Tls
-from middleware.config import Settings
-from middleware.server import RunningServer, start_server
-from middleware.tls import TlsConfigError
 from tests.conftest import eventually
 from tests.integration.pki import Authority
-from vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
 BASE = Settings(listen="127.0.0.1:0", keepalive_time_s=1.0, keepalive_timeout_s=1.0)
 ROOT = Path(__file__).resolve().parents[2]
@@ -244,12 +244,12 @@ def _run(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
 def test_serve_refuses_a_key_that_is_not_the_certificates(pki: Pki) -> None:
     other = pki.car.issue("other", "x", server=True)
     done = _run(
-        "-m", "middleware", "serve", "--listen", "127.0.0.1:0",
+        "-m", "vmw.server", "serve", "--listen", "127.0.0.1:0",
         "--tls-cert", str(pki.server.cert), "--tls-key", str(other.key),
     )  # fmt: skip
     assert done.returncode == 2
     assert "is not the key of the certificate" in done.stderr
-    done = _run("-m", "middleware", "serve", "--tls-client-ca", str(pki.car.cert))
+    done = _run("-m", "vmw.server", "serve", "--tls-client-ca", str(pki.car.cert))
     assert done.returncode == 2
     assert "tls_client_ca (mutual TLS) needs tls_cert and tls_key" in done.stderr
 
@@ -260,7 +260,7 @@ async def test_the_cli_clients_take_the_tls_options(pki: Pki) -> None:
     tls_args += ["--tls-key", str(cabin.key)]
     async with serving(pki, mutual=True) as server:
         sim = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "providers", "sim", "--target", server.address,
+            sys.executable, "-m", "vmw.providers", "sim", "--target", server.address,
             "--duration", "1", *tls_args,
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )  # fmt: skip
@@ -270,14 +270,14 @@ async def test_the_cli_clients_take_the_tls_options(pki: Pki) -> None:
         keys = len(server.runtime.store)
         assert keys > 100
         logger = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "middleware.apps", "logger", "--target", server.address,
+            sys.executable, "-m", "vmw.apps", "logger", "--target", server.address,
             "--duration", "0.5", "--out", "-", *tls_args,
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )  # fmt: skip
         _, err = await asyncio.wait_for(logger.communicate(), 30)
         assert logger.returncode == 0, err.decode()
         top = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "middleware", "top", "--target", server.address, "--once",
+            sys.executable, "-m", "vmw.tools", "top", "--target", server.address, "--once",
             *tls_args,
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )  # fmt: skip
@@ -285,7 +285,7 @@ async def test_the_cli_clients_take_the_tls_options(pki: Pki) -> None:
         assert top.returncode == 0, err.decode()
         assert f"keys {keys:,} " in out.decode()
         plain = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "middleware", "top", "--target", server.address, "--once",
+            sys.executable, "-m", "vmw.tools", "top", "--target", server.address, "--once",
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )  # fmt: skip
         _, err = await asyncio.wait_for(plain.communicate(), 30)

@@ -14,8 +14,9 @@ from typing import Any
 
 import grpc
 import pytest
-
-from middleware.client import (
+from vmw.proto.ess.v1 import ess_pb2
+from vmw.proto.vstore.v1 import vstore_pb2
+from vmw.sdk import (
     AppClient,
     DataEvent,
     ProviderClient,
@@ -23,10 +24,9 @@ from middleware.client import (
     StreamReplacedError,
     Sub,
 )
-from middleware.server import RunningServer
+from vmw.server.server import RunningServer
+
 from tests.integration.test_bad_input import check
-from vehicle.ess.v1 import ess_pb2
-from vehicle.vstore.v1 import vstore_pb2
 
 KEYS = [f"Vehicle.Window.Test{i}" for i in range(5)]
 

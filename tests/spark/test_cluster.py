@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pyspark
 import pytest
+from vmw.fleet.synth import landing_files, write_fleet
 
-from telemetry_export.synth import landing_files, write_fleet
 from tests.conftest import wait_until
 
 SPARK_HOME = Path(pyspark.__file__).parent
@@ -113,7 +113,7 @@ def _run(master: str, *args: str, log_dir: Path) -> dict[str, object]:
         [
             sys.executable,
             "-m",
-            "telemetry_export",
+            "vmw.fleet",
             "--master",
             master,
             "--shuffle-partitions",

@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 from pyspark.sql import SparkSession
+from vmw.fleet import job
+from vmw.sdk import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
 
-from middleware.client import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
-from telemetry_export import job
 from tests.integration.test_journal_faults import kill9, publish, serve, verify_cli
 from tests.integration.test_process import stop
 

@@ -12,9 +12,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-
-from middleware.journal.chain import HASH_PREFIX_LEN, OFFSET_MOD, Chain, OffsetCounter
-from telemetry_export import chain, transforms
+from vmw.contract.journal.chain import HASH_PREFIX_LEN, OFFSET_MOD, Chain, OffsetCounter
+from vmw.fleet import chain, transforms
 
 
 class _Boot:

@@ -11,10 +11,9 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
-
-from middleware.journal.chain import Chain, OffsetCounter
-from telemetry_export import chain, jvm, transforms
-from telemetry_export.schema import RECORD
+from vmw.contract.journal.chain import Chain, OffsetCounter
+from vmw.fleet import chain, jvm, transforms
+from vmw.fleet.schema import RECORD
 
 BOOT = {"vehicle_id": "car-1", "boot_id": "b1"}
 

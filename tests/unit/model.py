@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ess import (
+from vmw.ess import (
     DataUpdated,
     Event,
     KeyAdded,

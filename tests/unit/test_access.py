@@ -8,11 +8,10 @@ from pathlib import Path
 import hypothesis.strategies as st
 import pytest
 from hypothesis import HealthCheck, given, settings
-
-from middleware.access import Access
-from middleware.auth.tokens import generate_key_pair, mint
-from middleware.config import Settings
-from middleware.errors import LimitExceededError, UnauthenticatedError
+from vmw.server.access import Access
+from vmw.server.auth.tokens import generate_key_pair, mint
+from vmw.server.config import Settings
+from vmw.server.errors import LimitExceededError, UnauthenticatedError
 
 
 @pytest.fixture(scope="module")

@@ -7,11 +7,12 @@ import io
 import json
 
 import pytest
-
-from middleware.apps.dashboard import DashboardView, format_value
-from middleware.apps.harness import AppStats
-from middleware.apps.logger import EventLogger
-from middleware.client import (
+from vmw.apps.dashboard import DashboardView, format_value
+from vmw.apps.harness import AppStats
+from vmw.apps.logger import EventLogger
+from vmw.contract.values import encode
+from vmw.demo.summary import judge, render
+from vmw.sdk import (
     ClientEvent,
     DataEvent,
     KeyFreshEvent,
@@ -21,8 +22,6 @@ from middleware.client import (
     ReconnectedEvent,
     SubscriptionResult,
 )
-from middleware.client.values import encode
-from middleware.demo.summary import judge, render
 
 SPEED = "Vehicle.Speed"
 

@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from middleware.journal.chain import OFFSET_MOD, Chain, pred, succ
-from telemetry_export.collect import (
+from vmw.contract.journal.chain import OFFSET_MOD, Chain, pred, succ
+from vmw.fleet.collect import (
     CollectError,
     Collector,
     Landing,
@@ -20,7 +19,7 @@ from telemetry_export.collect import (
     complete_pending,
     load_position,
 )
-from vehicle.journal.v1 import journal_pb2 as pb
+from vmw.proto.journal.v1 import journal_pb2 as pb
 
 TOP = OFFSET_MOD - 2
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from middleware.config import Settings, load_settings, parse_peer
+from vmw.server.config import Settings, load_settings, parse_peer
 
 
 def test_later_sources_win(tmp_path: Path) -> None:

@@ -7,15 +7,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-
-from middleware.demo.export import (
+from vmw.demo.export import (
     Collected,
     Record,
     compare,
     read_dataset,
     read_landing,
 )
-from middleware.demo.summary import judge, render
+from vmw.demo.summary import judge, render
 
 BOOT = "b1"
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from middleware.demo.spark import main
+from vmw.demo.spark import main
 
 INGEST = ["ingest", "--input", "landing", "--output", "dataset", "--stream", "--once"]
 ANALYZE = ["analyze", "--input", "dataset", "--output", "report"]
@@ -13,7 +12,7 @@ ANALYZE = ["analyze", "--input", "dataset", "--output", "report"]
 @pytest.mark.parametrize(
     ("argv", "said"),
     [
-        ([*INGEST, *ANALYZE], "usage: python -m middleware.demo.spark"),
+        ([*INGEST, *ANALYZE], "usage: python -m vmw.demo.spark"),
         ([*INGEST[:-1], "--", *ANALYZE], "the first command must be: ingest --stream --once"),
         ([*INGEST[:-2], "--", *ANALYZE], "the first command must be: ingest --stream --once"),
         ([*ANALYZE, "--", *ANALYZE], "the first command must be: ingest --stream --once"),

@@ -5,8 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-
-from ess import (
+from vmw.ess import (
     BudgetExceededError,
     DataUpdated,
     DropCounts,
@@ -22,7 +21,7 @@ from ess import (
     SubscriptionRequest,
     Trigger,
 )
-from vstore import VStore
+from vmw.vstore import VStore
 
 SPEED = "Vehicle.Speed"
 TEMP = "Vehicle.Cabin.HVAC.AmbientAirTemperature"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ess import EventSubSystem, QueueConfig, SubscriptionRequest, Trigger
-from vstore import VStore
+from vmw.ess import EventSubSystem, QueueConfig, SubscriptionRequest, Trigger
+from vmw.vstore import VStore
 
 
 def _setup(max_length: int = 3) -> tuple[VStore, EventSubSystem, list[int]]:

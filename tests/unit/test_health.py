@@ -7,8 +7,7 @@ same time. No gRPC, no event loop.
 from __future__ import annotations
 
 import pytest
-
-from ess import (
+from vmw.ess import (
     DataUpdated,
     EventSubSystem,
     ExpectedPeriods,
@@ -26,8 +25,8 @@ from ess import (
     Trigger,
     parse_expect_rule,
 )
-from ess.events import Event
-from vstore import VStore
+from vmw.ess.events import Event
+from vmw.vstore import VStore
 
 S = 1_000_000_000
 T0 = 1_700_000_000 * S

@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 
 import pytest
+from vmw.contract.journal.chain import Chain, verify_line
+from vmw.server.journal import Journal, JournalReport, Level, OffsetCounter, read_journal, verify
+from vmw.server.journal.writer import segment_files
 
-from middleware.journal import Journal, JournalReport, Level, OffsetCounter, read_journal, verify
-from middleware.journal.chain import Chain, verify_line
-from middleware.journal.writer import segment_files
 from tests.conftest import wait_until
 
 
@@ -159,7 +159,7 @@ def trimmed_journal(tmp_path: Path) -> list[Path]:
 def test_the_verify_command_accepts_a_journal_trimmed_by_retention(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from middleware.__main__ import main
+    from vmw.server.__main__ import main
 
     trimmed_journal(tmp_path)
     assert main(["journal", "verify", str(tmp_path)]) == 0
@@ -224,7 +224,7 @@ def test_a_full_buffer_drops_records_counts_them_and_says_so(tmp_path: Path) -> 
 def test_the_verify_command_reports_a_tampered_journal(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from middleware.__main__ import main
+    from vmw.server.__main__ import main
 
     j = make(tmp_path)
     j.start()
@@ -241,7 +241,7 @@ def test_the_verify_command_reports_a_tampered_journal(
 def test_each_line_carries_its_hash_first_over_its_own_bytes(tmp_path: Path) -> None:
     import hashlib
 
-    from middleware.journal.chain import HASH_PREFIX_LEN
+    from vmw.contract.journal.chain import HASH_PREFIX_LEN
 
     j = make(tmp_path, level=Level.FULL)
     j.start(address='ünïcödé and "quotes"')
@@ -361,7 +361,7 @@ def test_a_disk_full_at_stop_still_gets_the_loss_count_and_stop_from_the_reserve
 
 
 def test_the_next_boot_reports_what_a_dead_boot_never_wrote(tmp_path: Path) -> None:
-    from middleware.journal.reserve import LossMarker, MarkerState
+    from vmw.server.journal.reserve import LossMarker, MarkerState
 
     first = make(tmp_path, level=Level.FULL)
     first.start()
@@ -394,7 +394,7 @@ def test_the_next_boot_reports_what_a_dead_boot_never_wrote(tmp_path: Path) -> N
 
 
 def test_batch_records_expand_into_the_per_event_records_they_stand_for() -> None:
-    from middleware.journal.records import expand
+    from vmw.contract.journal.records import expand
 
     batch = {
         "kind": "delivered_batch",

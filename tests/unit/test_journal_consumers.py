@@ -21,14 +21,14 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from middleware.errors import (
+from vmw.contract.journal.chain import OFFSET_MOD, Chain, distance, pred, succ, verify_line
+from vmw.server.errors import (
     InvalidRequestError,
     LimitExceededError,
     OffsetOutOfRangeError,
     UnavailableError,
 )
-from middleware.journal.answers import (
+from vmw.server.journal.answers import (
     Nothing,
     Read,
     Reason,
@@ -41,12 +41,11 @@ from middleware.journal.answers import (
     lost_after,
     lost_beyond,
 )
-from middleware.journal.archive import Archive, BootSpan, Segment
-from middleware.journal.chain import OFFSET_MOD, Chain, distance, pred, succ, verify_line
-from middleware.journal.consumers import CONSUMERS_NAME, Consumers, Lost, check_component
-from middleware.journal.history import History
-from middleware.journal.pinning import Pin, lag_bytes, plan
-from middleware.journal.segments import segment_name
+from vmw.server.journal.archive import Archive, BootSpan, Segment
+from vmw.server.journal.consumers import CONSUMERS_NAME, Consumers, Lost, check_component
+from vmw.server.journal.history import History
+from vmw.server.journal.pinning import Pin, lag_bytes, plan
+from vmw.server.journal.segments import segment_name
 
 TOP = OFFSET_MOD - 3  # a boot starting here wraps after three records
 STARTS = [1000, TOP]

@@ -2,10 +2,10 @@
 
 - The pure cores (``vstore``, ``ess``, ``vss``, ``replica``) import nothing of the process,
   the SDK or the analysis, and no third-party library beyond their own.
-- The SDK (``middleware.client``) imports only gRPC, protobuf, the generated
+- The SDK (``vmw.sdk``) imports only gRPC, protobuf, the generated
   contract (``vehicle``), the pure ``vss`` rules and itself: an in-car app that
   installs it does not pull the server or the analysis stack.
-- The analysis (``telemetry_export``) reads the journal's format and speaks
+- The analysis (``vmw.fleet``) reads the journal's format and speaks
   the journal service as a client; it imports nothing of the server.
 - The server does not import the analysis (the demo runs it as a process).
 - Every error class the cores and the middleware raise maps to a deliberate
@@ -23,13 +23,12 @@ from pathlib import Path
 
 import grpc
 import pytest
-
-import ess.errors
-import middleware.errors
-import vstore.errors
-from ess import MAX_SEQ
-from middleware.client import wire
-from middleware.rpc.status import STATUS_OF, status_for
+import vmw.ess.errors
+import vmw.server.errors
+import vmw.vstore.errors
+from vmw.ess import MAX_SEQ
+from vmw.sdk import wire
+from vmw.server.rpc.status import STATUS_OF, status_for
 
 INTERNAL = grpc.StatusCode.INTERNAL
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,22 +41,22 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "ess": ("vstore", "bitarray"),
     "vss": (),
     "replica": ("vstore",),
-    "middleware.client": ("grpc", "google.protobuf", "vehicle", "vss"),
+    "vmw.sdk": ("grpc", "google.protobuf", "vehicle", "vss"),
 }
 _SERVER = (
-    "middleware.server",
-    "middleware.runtime",
-    "middleware.delivery",
-    "middleware.rpc",
-    "middleware.kuksa",
-    "middleware.cluster",
-    "middleware.journal",
+    "vmw.server.server",
+    "vmw.server.runtime",
+    "vmw.server.delivery",
+    "vmw.server.rpc",
+    "vmw.server.kuksa",
+    "vmw.server.cluster",
+    "vmw.server.journal",
     "ess",
     "vstore",
 )
 """What clients (sample apps, providers) must not import: they are apps like any other."""
 _SERVICERS = tuple(
-    f"middleware.rpc.{m}"
+    f"vmw.server.rpc.{m}"
     for m in (
         "event_service",
         "vstore_service",
@@ -67,23 +66,23 @@ _SERVICERS = tuple(
     )
 )
 FORBIDDEN: dict[str, tuple[str, ...]] = {
-    "telemetry_export": (
-        "middleware.server",
-        "middleware.runtime",
-        "middleware.rpc",
-        "middleware.delivery",
+    "vmw.fleet": (
+        "vmw.server.server",
+        "vmw.server.runtime",
+        "vmw.server.rpc",
+        "vmw.server.delivery",
         "ess",
         "vstore",
     ),
-    "middleware": ("telemetry_export", "pyspark", "matplotlib"),
-    "middleware.apps": _SERVER,
+    "middleware": ("vmw.fleet", "pyspark", "matplotlib"),
+    "vmw.apps": _SERVER,
     "providers": _SERVER,
-    "middleware.auth": ("grpc", "middleware.rpc", "middleware.runtime", "middleware.server"),
-    "middleware.journal": ("middleware.rpc", "middleware.runtime", "middleware.server"),
-    "middleware.metrics": _SERVICERS,
-    "middleware.kuksa": _SERVICERS,
+    "vmw.server.auth": ("grpc", "vmw.server.rpc", "vmw.server.runtime", "vmw.server.server"),
+    "vmw.server.journal": ("vmw.server.rpc", "vmw.server.runtime", "vmw.server.server"),
+    "vmw.server.metrics": _SERVICERS,
+    "vmw.server.kuksa": _SERVICERS,
 }
-EXEMPT = ("middleware.demo",)
+EXEMPT = ("vmw.demo",)
 """The demo drives the whole product, the analysis included (as a process)."""
 
 
@@ -133,7 +132,7 @@ def test_each_package_imports_only_what_its_layer_allows() -> None:
 
 def _error_classes() -> list[type[BaseException]]:
     found = []
-    for module in (vstore.errors, ess.errors, middleware.errors):
+    for module in (vmw.vstore.errors, vmw.ess.errors, vmw.server.errors):
         for _, cls in inspect.getmembers(module, inspect.isclass):
             if issubclass(cls, Exception) and cls.__module__ == module.__name__:
                 found.append(cls)
@@ -147,17 +146,21 @@ def _status_of(cls: type[BaseException]) -> grpc.StatusCode:
 
 @pytest.mark.parametrize("cls", _error_classes(), ids=lambda c: c.__name__)
 def test_every_error_class_maps_to_a_deliberate_status(cls: type[BaseException]) -> None:
-    if cls in (vstore.errors.VStoreError, ess.errors.EssError, middleware.errors.MiddlewareError):
+    if cls in (
+        vmw.vstore.errors.VStoreError,
+        vmw.ess.errors.EssError,
+        vmw.server.errors.MiddlewareError,
+    ):
         # A bare base class is never raised; mapping it would hide a subclass's omission.
         assert all(kind is not cls for kind, _ in STATUS_OF)
         return
     assert _status_of(cls) is not INTERNAL, (
-        f"{cls.__module__}.{cls.__name__} has no status: add it to middleware.rpc.status.STATUS_OF"
+        f"{cls.__module__}.{cls.__name__} has no status: add it to vmw.server.rpc.status.STATUS_OF"
     )
 
 
 def test_the_status_of_an_instance_is_the_status_of_its_class() -> None:
-    error = middleware.errors.LimitExceededError("apps", 3, "4 open")
+    error = vmw.server.errors.LimitExceededError("apps", 3, "4 open")
     assert status_for(error)[0] is _status_of(type(error)) is grpc.StatusCode.RESOURCE_EXHAUSTED
     assert status_for(RuntimeError("x"))[0] is _status_of(RuntimeError) is INTERNAL
 
@@ -172,7 +175,7 @@ def test_installing_the_package_does_not_pull_the_analysis_stack() -> None:
 
 
 def test_the_wire_constants_are_defined_once() -> None:
-    """No module but ``middleware.client.wire`` spells a wire string itself; the
+    """No module but ``vmw.contract.wire`` spells a wire string itself; the
     ESS core's seq cycle is the wire's."""
     assert wire.SEQ_CYCLE == MAX_SEQ
     values = {
@@ -182,14 +185,14 @@ def test_the_wire_constants_are_defined_once() -> None:
         wire.REASON_HEADER,
     }
     spelled: list[str] = []
-    for package in ("middleware", "providers", "telemetry_export"):
+    for package in ("middleware", "providers", "vmw.fleet"):
         for module, path in _modules(package):
-            if module == "middleware.client.wire":
+            if module == "vmw.contract.wire":
                 continue
             for node in ast.walk(ast.parse(path.read_text(), str(path))):
                 if isinstance(node, ast.Constant) and node.value in values:
                     spelled.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
-    assert not spelled, "import these from middleware.client.wire:\n" + "\n".join(spelled)
+    assert not spelled, "import these from vmw.contract.wire:\n" + "\n".join(spelled)
 
 
 def _layout_rows() -> dict[str, str]:

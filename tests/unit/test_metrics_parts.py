@@ -5,15 +5,14 @@ and the settings' checks."""
 from __future__ import annotations
 
 import pytest
-
-from middleware.access import Access
-from middleware.config import Settings
-from middleware.errors import UnauthenticatedError
-from middleware.metrics import Collectors, Figure
-from middleware.metrics.rates import KeyRates, RateSample
-from middleware.top import render
-from vehicle.admin.v1 import admin_pb2
-from vstore import VStore
+from vmw.proto.admin.v1 import admin_pb2
+from vmw.server.access import Access
+from vmw.server.config import Settings
+from vmw.server.errors import UnauthenticatedError
+from vmw.server.metrics import Collectors, Figure
+from vmw.server.metrics.rates import KeyRates, RateSample
+from vmw.tools.top import render
+from vmw.vstore import VStore
 
 
 def test_rates_come_from_versions_and_survive_new_and_reused_ids() -> None:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import random
 
 import pytest
+from vmw.ess import QueueConfig, Trigger
 
-from ess import QueueConfig, Trigger
 from tests.unit.test_state_machine import APPS, NAMES, VALUES, CoreMachine
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ess import DataUpdated
+from vmw.ess import DataUpdated
 
 
 def test_readme_core_example_runs_and_delivers_the_event() -> None:

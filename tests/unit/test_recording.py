@@ -6,8 +6,7 @@ import gzip
 from pathlib import Path
 
 import pytest
-
-from providers.recording import RecordingError, Sample, group_by_time, read_recording
+from vmw.providers.recording import RecordingError, Sample, group_by_time, read_recording
 
 
 def test_csv_values_get_one_type_per_key_or_their_type_column(tmp_path: Path) -> None:
@@ -79,7 +78,15 @@ def test_a_bad_recording_is_refused_naming_the_line(
 
 
 def test_the_shipped_recording_reads() -> None:
-    shipped = Path(__file__).parents[2] / "providers" / "recordings" / "short-drive.jsonl"
+    shipped = (
+        Path(__file__).parents[2]
+        / "packages"
+        / "samples"
+        / "vmw"
+        / "providers"
+        / "recordings"
+        / "short-drive.jsonl"
+    )
     samples = read_recording(shipped)
     assert len(samples) > 1000
     assert "Vehicle.Body.Windows.Row2.Right.Level" in {s.key for s in samples}

@@ -14,8 +14,7 @@ from collections.abc import Sequence
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from replica import (
+from vmw.replica import (
     ALL_CONFIRMS,
     Event,
     GuardRefusal,
@@ -26,7 +25,7 @@ from replica import (
     Write,
     make_event,
 )
-from replica.chains import RECENT
+from vmw.replica.chains import RECENT
 
 SECOND = 1_000_000_000
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-
-from middleware.auth.scopes import ScopeError, compile_glob, parse_scopes
+from vmw.server.auth.scopes import ScopeError, compile_glob, parse_scopes
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,7 @@ import itertools
 import hypothesis.strategies as st
 from hypothesis import HealthCheck, event, settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
-
-from ess import (
+from vmw.ess import (
     DataUpdated,
     Event,
     EventSubSystem,
@@ -22,8 +21,9 @@ from ess import (
     Trigger,
     effective_queue_configs,
 )
+from vmw.vstore import VStore
+
 from tests.unit.model import Model
-from vstore import VStore
 
 NAMES = [f"Vehicle.Sig{c}" for c in "ABCD"]
 APPS = ["app1", "app2", "app3"]

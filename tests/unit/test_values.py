@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from middleware.client.values import ValueEncodingError, decode, encode
+from vmw.contract.values import ValueEncodingError, decode, encode
 
 
 @given(

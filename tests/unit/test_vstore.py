@@ -5,8 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-
-from vstore import (
+from vmw.vstore import (
     InvalidKeyNameError,
     KeyCapacityError,
     KeyRegistry,

@@ -1,0 +1,117 @@
+"""What a signal's metadata allows: its datatype, ``min``/``max`` and ``allowed``.
+
+Values here are plain Python: ``bool``, ``int``, ``float``, ``str``, or a
+``list`` of one of them for an array datatype (``float[]``). A check returns
+``None`` when the value may be written, else a sentence naming the value and
+the rule it breaks; the caller adds the key. Integers are accepted for
+``float``/``double`` signals (widening is exact enough for VSS); a float is
+never accepted for an integer datatype, nor a bool for a number.
+
+Complexity: O(len(value) * len(allowed)) for arrays, O(len(allowed)) otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Final
+
+from vmw.vss.catalog import Signal
+
+__all__ = ["INT_RANGES", "check_value", "element_type", "is_array"]
+
+INT_RANGES: Final[dict[str, tuple[int, int]]] = {
+    **{f"int{b}": (-(2 ** (b - 1)), 2 ** (b - 1) - 1) for b in (8, 16, 32, 64)},
+    **{f"uint{b}": (0, 2**b - 1) for b in (8, 16, 32, 64)},
+}
+"""The inclusive range of each integer datatype."""
+_FLOAT32_MAX: Final = 3.4028234663852886e38
+
+
+def is_array(datatype: str) -> bool:
+    """Whether ``datatype`` is a VSS array type (``uint8[]``)."""
+    return datatype.endswith("[]")
+
+
+def element_type(datatype: str) -> str:
+    """The scalar datatype of an array's elements (the datatype itself for a scalar)."""
+    return datatype[:-2] if is_array(datatype) else datatype
+
+
+def check_value(signal: Signal, value: object) -> str | None:
+    """``None`` if ``value`` fits the signal's datatype and rule, else what it breaks.
+
+    A datatype this module does not know (a struct, ``timestamp``) is not checked.
+    """
+    datatype = signal.datatype
+    if is_array(datatype):
+        if not isinstance(value, list):
+            return f"value {_show(value)} is not an array (datatype {datatype})"
+        for i, item in enumerate(value):
+            problem = _check_scalar(signal, element_type(datatype), item)
+            if problem is not None:
+                return f"element [{i}]: {problem}"
+        return None
+    if isinstance(value, list):
+        return f"value {_show(value)} is an array; datatype {datatype} is not"
+    return _check_scalar(signal, datatype, value)
+
+
+def _check_scalar(signal: Signal, datatype: str, value: object) -> str | None:
+    problem = _check_type(datatype, value)
+    if problem is not None:
+        return problem
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if signal.min is not None and value < signal.min:
+            return f"value {_show(value)} is below the min {signal.min}{_unit(signal)}"
+        if signal.max is not None and value > signal.max:
+            return f"value {_show(value)} is above the max {signal.max}{_unit(signal)}"
+    if signal.allowed and not _in(value, signal.allowed):
+        allowed = ", ".join(_show(a) for a in signal.allowed)
+        return f"value {_show(value)} is not one of the allowed values [{allowed}]"
+    return None
+
+
+def _check_type(datatype: str, value: object) -> str | None:
+    if datatype == "boolean":
+        return None if isinstance(value, bool) else _not_a(value, datatype)
+    if datatype == "string":
+        return None if isinstance(value, str) else _not_a(value, datatype)
+    if datatype in INT_RANGES:
+        if isinstance(value, bool) or not isinstance(value, int):
+            return _not_a(value, datatype)
+        lo, hi = INT_RANGES[datatype]
+        if not lo <= value <= hi:
+            return f"value {value} is outside the range of {datatype} ({lo}..{hi})"
+        return None
+    if datatype in ("float", "double"):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return _not_a(value, datatype)
+        if datatype == "float" and math.isfinite(value) and abs(value) > _FLOAT32_MAX:
+            return f"value {_show(value)} is outside the range of float (single precision)"
+        return None
+    return None
+
+
+def _in(value: object, allowed: tuple[str | int | float, ...]) -> bool:
+    # 1 == True in Python: compare booleans only with booleans.
+    return any(type(a) is type(value) and a == value for a in allowed) or (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and any(
+            isinstance(a, int | float) and not isinstance(a, bool) and a == value for a in allowed
+        )
+    )
+
+
+def _not_a(value: object, datatype: str) -> str:
+    kind = "array" if isinstance(value, list) else type(value).__name__
+    return f"value {_show(value)} ({kind}) is not a {datatype}"
+
+
+def _unit(signal: Signal) -> str:
+    return f" {signal.unit}" if signal.unit else ""
+
+
+def _show(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

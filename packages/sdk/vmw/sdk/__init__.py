@@ -1,0 +1,70 @@
+"""Client SDKs for apps (:class:`AppClient`) and providers (:class:`ProviderClient`).
+
+Both speak the project's own services; actuation is :mod:`vmw.sdk.actuators`.
+:class:`Tls` (and :func:`channel_credentials`) dial a middleware serving TLS.
+
+Owns the SDKs an in-car app or provider installs, their value encoding and the
+wire contract beyond the protos (``wire``: metadata names, the seq cycle).
+Imports only gRPC, protobuf, the generated contract (``vehicle``) and the pure
+``vss`` rules; must not import the server (``tests/unit/test_layout.py``).
+"""
+
+from vmw.contract.channel import Tls, channel_credentials
+from vmw.sdk.actuators import (
+    ActuationHandler,
+    ActuationRefusedError,
+    ActuationRequest,
+    ActuatorStream,
+)
+from vmw.sdk.app import AppClient, QueueSpec, StreamReplacedError, Sub
+from vmw.sdk.events import (
+    ClientEvent,
+    DataEvent,
+    HealthEvent,
+    KeyAddedEvent,
+    KeyFreshEvent,
+    KeyRemovedEvent,
+    KeyStaleEvent,
+    ProviderBackEvent,
+    ProviderGoneEvent,
+    ReconnectedEvent,
+    ResyncEvent,
+    SubscriptionResult,
+)
+from vmw.sdk.provider import (
+    ConflictError,
+    HeadConflictError,
+    KeysChangedError,
+    ProviderClient,
+    PublishRefusedError,
+)
+
+__all__ = [
+    "ActuationHandler",
+    "ActuationRefusedError",
+    "ActuationRequest",
+    "ActuatorStream",
+    "AppClient",
+    "ClientEvent",
+    "ConflictError",
+    "DataEvent",
+    "HeadConflictError",
+    "HealthEvent",
+    "KeyAddedEvent",
+    "KeyFreshEvent",
+    "KeyRemovedEvent",
+    "KeyStaleEvent",
+    "KeysChangedError",
+    "ProviderBackEvent",
+    "ProviderClient",
+    "ProviderGoneEvent",
+    "PublishRefusedError",
+    "QueueSpec",
+    "ReconnectedEvent",
+    "ResyncEvent",
+    "StreamReplacedError",
+    "Sub",
+    "SubscriptionResult",
+    "Tls",
+    "channel_credentials",
+]

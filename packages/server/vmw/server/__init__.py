@@ -1,0 +1,13 @@
+"""vmw.server: the vehicle middleware process.
+
+Owns everything that runs in it, as thin adapters around the pure cores
+(:mod:`vmw.vstore`, :mod:`vmw.ess`, :mod:`vmw.replica`, and :mod:`vmw.vss`
+from the contract): the settings (``config``), the parts and the composition
+root (``runtime``, ``server``), an app stream's delivery loop (``delivery``),
+the gRPC services (``rpc``, ``kuksa``, ``cluster``), identity and scopes
+(``auth``, ``access``), the journal writer and its services (``journal``),
+metrics (``metrics``), health, TLS, the CLI.
+
+Imports the contract (:mod:`vmw.contract`, :mod:`vmw.proto`), never the SDK,
+the tools, the samples or the fleet side (``tests/unit/test_layout.py``).
+"""

@@ -1,0 +1,117 @@
+"""Where the middleware's state meets the journal: the ESS observer and the store tap."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from vmw.ess import DataUpdated, DropReason, Event, EventSubSystem
+from vmw.server.journal.writer import Journal
+from vmw.vstore import VStore
+
+__all__ = ["DropJournal", "PublishTap", "record_delivered"]
+
+_REASONS = {
+    DropReason.EVICTED: "queue full: a newer event of the key replaced it",
+    DropReason.LOST: "queue full: no event of the key to replace",
+    DropReason.DISCARDED: "queued, then thrown away (subscription, key or stream ended)",
+}
+
+
+class DropJournal:
+    """The ESS observer: every evicted, lost or discarded event becomes a record."""
+
+    def __init__(self, journal: Journal, store: VStore) -> None:
+        self._journal = journal
+        self._store = store
+
+    def event_dropped(self, app: str, key: int, queue: int, seq: int, reason: DropReason) -> None:
+        self._journal.record(
+            reason.value,
+            app=app,
+            key=self._store.name_of(key),
+            key_id=key,
+            queue=queue,
+            seq=seq,
+            reason=_REASONS[reason],
+        )
+
+
+class PublishTap:
+    """The V-Store's listener at the full level: the ESS first, then the journal.
+
+    The writes of one request (between :meth:`begin` and :meth:`end`, see
+    ``Runtime.writing``) make one ``publish_batch`` record; a write outside a
+    request makes one of its own.
+    """
+
+    def __init__(self, journal: Journal, store: VStore, ess: EventSubSystem) -> None:
+        self._journal = journal
+        self._store = store
+        self._ess = ess
+        self._writer = ""
+        self._open = False
+        # (key_id, name, version, changed, size) of each write not yet recorded.
+        self._writes: list[tuple[int, str | None, int, bool, int]] = []
+
+    def begin(self, writer: str) -> None:
+        self._writer, self._open = writer, True
+
+    def end(self) -> None:
+        self._open = False
+        self._flush()
+        self._writer = ""
+
+    def key_added(self, key_id: int, name: str) -> None:
+        self._ess.key_added(key_id, name)
+
+    def key_removed(self, key_id: int, name: str) -> None:
+        self._flush()  # its id may be reused: the writes before name the old key
+        self._ess.key_removed(key_id, name)
+
+    def data_updated(self, key_id: int, changed: bool) -> None:
+        self._ess.data_updated(key_id, changed)
+        store = self._store
+        self._writes.append(
+            (
+                key_id,
+                store.name_of(key_id),
+                store.version_of(key_id),
+                changed,
+                len(store.peek(key_id)[0] or b""),
+            )
+        )
+        if not self._open:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._writes:
+            return
+        key_ids, keys, versions, changes, sizes = zip(*self._writes, strict=True)
+        self._writes = []
+        self._journal.record(
+            "publish_batch",
+            writer=self._writer,
+            key_ids=key_ids,
+            keys=keys,
+            versions=versions,
+            changes=changes,
+            sizes=sizes,
+        )
+
+
+def record_delivered(journal: Journal, app: str, events: Sequence[Event]) -> None:
+    """One ``delivered_batch`` record for the data events of a batch handed to ``app``."""
+    data = [e for e in events if type(e) is DataUpdated]
+    if not data:
+        return
+    key_ids, seqs, times, _, queues = zip(*data, strict=True)
+    journal.record(
+        "delivered_batch",
+        app=app,
+        sent_ns=time.time_ns(),
+        key_ids=key_ids,
+        seqs=seqs,
+        queues=queues,
+        write_times_ns=times,
+    )

@@ -1,0 +1,106 @@
+"""What the KUKSA servicers share: who is calling, which keys a path names, actuation checks."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import grpc
+from vmw.contract.wire import APP_ID_HEADER, AUTH_HEADER
+from vmw.proto.kuksa.val.v2 import types_pb2
+from vmw.server.access import Access, Caller
+from vmw.server.actuation import Actuation, Target
+from vmw.server.auth.scopes import ScopeError, compile_glob
+from vmw.server.errors import InvalidRequestError
+from vmw.server.kuksa.convert import to_store
+from vmw.server.rpc.identity import caller, certified_names
+from vmw.server.signals import Signals
+from vmw.vstore import UnknownKeyError, VStore
+
+__all__ = [
+    "DEFAULT_APP",
+    "actuation_target",
+    "authenticate_kuksa",
+    "kuksa_caller",
+    "resolve_path",
+]
+
+DEFAULT_APP: Final = "kuksa-client"
+"""The app of a KUKSA call without ``app-id`` metadata in open mode (KUKSA clients send none)."""
+
+
+def kuksa_caller(context: grpc.aio.ServicerContext[Any, Any], access: Access) -> Caller:
+    """The caller of a KUKSA call, as the server's interceptor established it by
+    :func:`authenticate_kuksa`."""
+    return caller(context, access, authenticate_kuksa)
+
+
+def authenticate_kuksa(context: grpc.aio.ServicerContext[Any, Any], access: Access) -> Caller:
+    """The KUKSA services' identity rule: the caller, admitted by its rate limit.
+
+    As the project's own services, with two allowances for KUKSA clients: an
+    empty ``authorization`` header (what they send without a token) is no
+    header, and in open mode a call without ``app-id`` is :data:`DEFAULT_APP`.
+
+    Raises:
+        UnauthenticatedError, LimitExceededError.
+    """
+    metadata = [
+        (k, v) for k, v in (context.invocation_metadata() or ()) if not (k == AUTH_HEADER and not v)
+    ]
+    certified = certified_names(context, access)
+    if (
+        access.open_mode
+        and certified is None  # a client certificate names the app itself
+        and not any(k == APP_ID_HEADER for k, _ in metadata)
+    ):
+        metadata.append((APP_ID_HEADER, DEFAULT_APP))
+    return access.authenticate(tuple(metadata), context.peer() or "", certified=certified)
+
+
+def resolve_path(store: VStore, path: str) -> list[tuple[str, int]]:
+    """``(name, id)`` of the keys a KUKSA path names, sorted by name.
+
+    A key name names itself; a branch (``Vehicle.Cabin``, ``Vehicle.Cabin.*``)
+    every key below it; a pattern with ``*`` or ``**`` segments (as in scopes)
+    the keys it matches; the empty path every key.
+
+    Raises:
+        UnknownKeyError: nothing matches.
+        InvalidRequestError: a malformed pattern.
+    """
+    key_id = store.id_of(path)
+    if key_id is not None:
+        return [(path, key_id)]
+    if path.endswith(".*") and "*" not in path[:-2]:
+        path = path[:-2]
+    if "*" in path:
+        try:
+            glob = compile_glob(path)
+        except ScopeError as e:
+            raise InvalidRequestError("path", str(e)) from e
+        found = [(n, i) for n, i in store.iter_keys() if glob.matches(n)]
+    else:
+        found = [(n, i) for n, i in store.iter_keys(path) if n != path]
+    if not found:
+        raise UnknownKeyError(path)
+    return found
+
+
+def actuation_target(
+    actuation: Actuation,
+    signals: Signals,
+    who: Caller,
+    name: str,
+    value: types_pb2.Value,
+    field: str,
+) -> Target:
+    """A KUKSA actuation request of ``value`` for ``name``, checked (nothing is sent).
+
+    Denials go by name first, then the actuator, then the typed value.
+
+    Raises:
+        PermissionDeniedError, UnknownKeyError, InvalidRequestError, InvalidValueError.
+    """
+    key_id = actuation.admit(who, name, field)
+    data = to_store(name, signals.get(name), value, "typed_value")
+    return actuation.target(name, key_id, data)

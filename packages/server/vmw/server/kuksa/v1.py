@@ -1,0 +1,212 @@
+"""The ``kuksa.val.v1.VAL`` servicer. Thin: identity, conversion, the V-Store and the ESS.
+
+v1 reports per-entry failures in the response (``errors``, HTTP-style codes
+from the project's one error table, the first one also as ``error``); a
+failure of the call as a whole is a gRPC status. Calls not served answer
+UNIMPLEMENTED (the generated base class does).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import grpc
+from vmw.proto.kuksa.val.v1 import types_pb2, val_pb2, val_pb2_grpc
+from vmw.server.access import Caller
+from vmw.server.actuation import Actuation, Target
+from vmw.server.errors import InvalidRequestError, UnavailableError
+from vmw.server.kuksa import convert
+from vmw.server.kuksa.common import actuation_target, kuksa_caller, resolve_path
+from vmw.server.kuksa.info import SERVER_NAME, SERVER_VERSION
+from vmw.server.kuksa.subscriptions import updates
+from vmw.server.rpc.convert import check_count
+from vmw.server.rpc.status import maps_errors
+from vmw.server.runtime import Runtime
+from vmw.server.signals import Signals
+from vmw.vstore import UnknownKeyError, Update, VStoreError
+
+__all__ = ["KuksaV1"]
+
+_VALUE_VIEWS = (types_pb2.VIEW_UNSPECIFIED, types_pb2.VIEW_CURRENT_VALUE)
+_METADATA_FIELDS = frozenset(f for f in types_pb2.Field.values() if f >= types_pb2.FIELD_METADATA)
+
+
+class KuksaV1(val_pb2_grpc.VALServicer):
+    def __init__(self, runtime: Runtime, signals: Signals, actuation: Actuation) -> None:
+        self._rt = runtime
+        self._signals = signals
+        self._actuation = actuation
+
+    @maps_errors()
+    async def GetServerInfo(
+        self, request: val_pb2.GetServerInfoRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> val_pb2.GetServerInfoResponse:
+        kuksa_caller(context, self._rt.access)
+        return val_pb2.GetServerInfoResponse(name=SERVER_NAME, version=SERVER_VERSION)
+
+    @maps_errors(field="entries")
+    async def Get(
+        self, request: val_pb2.GetRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> val_pb2.GetResponse:
+        who = kuksa_caller(context, self._rt.access)
+        check_count("entries", request.entries, self._rt.settings.max_keys_per_request)
+        response = val_pb2.GetResponse()
+        for i, req in enumerate(request.entries):
+            try:
+                self._check_read(who, req.path, i)
+                found = resolve_path(self._rt.store, req.path)
+            except (VStoreError, InvalidRequestError, PermissionError) as e:
+                response.errors.append(
+                    types_pb2.DataEntryError(path=req.path, error=convert.v1_error(e))
+                )
+                continue
+            value, target, metadata = _wanted(req.view, req.fields)
+            for name, key_id in found:
+                if not who.grants.allows("read", name):
+                    continue  # below a readable branch: not told
+                response.entries.append(self._entry(name, key_id, value, target, metadata))
+        if response.errors:
+            response.error.CopyFrom(response.errors[0].error)
+        convert_fits(response.ByteSize(), self._rt.settings.max_message_bytes)
+        return response
+
+    def _check_read(self, who: Caller, path: str, i: int) -> None:
+        # A pattern is checked per key below it; a key name (or branch) by name.
+        if (
+            "*" not in path
+            and not who.grants.allows("read", path)
+            and not any(who.grants.allows("read", n) for n, _ in self._rt.store.iter_keys(path))
+        ):
+            self._rt.access.check(who, "read", path, field=f"entries[{i}]")
+
+    def _entry(
+        self, name: str, key_id: int, value: bool, target: bool, metadata: bool
+    ) -> types_pb2.DataEntry:
+        entry = types_pb2.DataEntry(path=name)
+        data, time_ns = self._rt.store.peek(key_id)
+        signal = self._signals.get(name)
+        if value and convert.set_wire(entry.value, data, signal):
+            entry.value.timestamp.CopyFrom(convert.timestamp(time_ns))
+        if metadata:
+            entry.metadata.CopyFrom(convert.metadata_v1(signal, data))
+        asked = self._actuation.targets.get(name) if target else None
+        if asked is not None and convert.set_wire(entry.actuator_target, asked[0], signal):
+            entry.actuator_target.timestamp.CopyFrom(convert.timestamp(asked[1]))
+        return entry
+
+    @maps_errors(field="updates")
+    async def Set(
+        self, request: val_pb2.SetRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> val_pb2.SetResponse:
+        who = kuksa_caller(context, self._rt.access)
+        check_count("updates", request.updates, self._rt.settings.max_keys_per_request)
+        store = self._rt.store
+        writes: list[Update] = []
+        targets: list[Target] = []
+        response = val_pb2.SetResponse()
+        for i, update in enumerate(request.updates):
+            path = update.entry.path
+            try:
+                fields = set(update.fields) or {types_pb2.FIELD_VALUE}
+                if fields & _METADATA_FIELDS:
+                    raise InvalidRequestError(
+                        f"updates[{i}].fields", "metadata is read-only (it comes from --vss)"
+                    )
+                if types_pb2.FIELD_ACTUATOR_TARGET in fields:
+                    value = convert.v2_value_of_v1(update.entry.actuator_target)
+                    targets.append(
+                        actuation_target(
+                            self._actuation, self._signals, who, path, value, f"updates[{i}]"
+                        )
+                    )
+                if types_pb2.FIELD_VALUE not in fields:
+                    continue
+                self._rt.access.check(who, "provide", path, field=f"updates[{i}]")
+                if path not in store:
+                    raise UnknownKeyError(path)
+                data = convert.to_store(path, self._signals.get(path), update.entry.value, "value")
+                point = update.entry.value
+                time_ns = point.timestamp.ToNanoseconds() if point.HasField("timestamp") else None
+                writes.append(
+                    Update(path, data, time_ns=time_ns if time_ns and time_ns > 0 else None)
+                )
+            except (VStoreError, InvalidRequestError, PermissionError) as e:
+                response.errors.append(
+                    types_pb2.DataEntryError(path=path, error=convert.v1_error(e))
+                )
+        if response.errors:  # one bad update writes nothing
+            response.error.CopyFrom(response.errors[0].error)
+            return response
+        if writes:
+            with self._rt.writing(who.app):
+                store.set_many(writes)
+        if targets:
+            try:
+                await self._actuation.actuate(targets)
+            except (VStoreError, InvalidRequestError, UnavailableError) as e:
+                error = convert.v1_error(e)
+                response.errors.extend(
+                    types_pb2.DataEntryError(path=t.name, error=error) for t in targets
+                )
+                response.error.CopyFrom(error)
+        return response
+
+    @maps_errors(field="entries")
+    async def Subscribe(
+        self, request: val_pb2.SubscribeRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> None:
+        who = kuksa_caller(context, self._rt.access)
+        check_count("entries", request.entries, self._rt.settings.max_keys_per_request)
+        names: list[str] = []
+        for i, entry in enumerate(request.entries):
+            if entry.view not in _VALUE_VIEWS and not (
+                entry.view == types_pb2.VIEW_FIELDS
+                and set(entry.fields) <= {types_pb2.FIELD_VALUE, types_pb2.FIELD_PATH}
+            ):
+                raise InvalidRequestError(
+                    f"entries[{i}].view", "only current values can be subscribed to here"
+                )
+            self._check_read(who, entry.path, i)
+            names.extend(
+                n
+                for n, _ in resolve_path(self._rt.store, entry.path)
+                if who.grants.allows("read", n)
+            )
+        store = self._rt.store
+        async with contextlib.aclosing(updates(self._rt, who, names, 0)) as stream:
+            async for batch in stream:
+                response = val_pb2.SubscribeResponse()
+                for key_id, data, time_ns in batch:
+                    name = store.name_of(key_id)
+                    if name is None:
+                        continue
+                    update = response.updates.add(fields=[types_pb2.FIELD_VALUE])
+                    update.entry.path = name
+                    if convert.set_wire(update.entry.value, data, self._signals.get(name)):
+                        update.entry.value.timestamp.CopyFrom(convert.timestamp(time_ns))
+                await context.write(response)
+
+
+def _wanted(view: int, fields: Any) -> tuple[bool, bool, bool]:
+    """(value, actuator target, metadata) a v1 view and its fields ask for."""
+    if view in _VALUE_VIEWS:
+        return True, False, False
+    if view == types_pb2.VIEW_TARGET_VALUE:
+        return False, True, False
+    if view == types_pb2.VIEW_METADATA:
+        return False, False, True
+    if view == types_pb2.VIEW_ALL:
+        return True, True, True
+    wanted = set(fields)
+    return (
+        types_pb2.FIELD_VALUE in wanted,
+        types_pb2.FIELD_ACTUATOR_TARGET in wanted,
+        bool(wanted & _METADATA_FIELDS),
+    )
+
+
+def convert_fits(size: int, max_bytes: int) -> None:
+    from vmw.server.rpc.convert import check_fits
+
+    check_fits("the response", size, max_bytes - 1024, "get fewer or narrower paths per request")

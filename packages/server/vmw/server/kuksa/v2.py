@@ -1,0 +1,278 @@
+"""The ``kuksa.val.v2.VAL`` servicer. Thin: identity, conversion, the V-Store and the ESS.
+
+Errors are domain errors mapped by the project's one table
+(:mod:`vmw.server.rpc.status`); calls not served answer UNIMPLEMENTED (the
+generated base class does).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+import grpc
+from vmw.proto.kuksa.val.v2 import types_pb2, val_pb2, val_pb2_grpc
+from vmw.server.access import Caller
+from vmw.server.actuation import Actuation, ActuatorProvider
+from vmw.server.errors import LimitExceededError
+from vmw.server.kuksa import convert
+from vmw.server.kuksa.common import actuation_target, kuksa_caller, resolve_path
+from vmw.server.kuksa.info import SERVER_NAME, SERVER_VERSION
+from vmw.server.kuksa.subscriptions import Update, updates
+from vmw.server.rpc.convert import check_count
+from vmw.server.rpc.status import maps_errors
+from vmw.server.runtime import Runtime
+from vmw.server.signals import Signals
+from vmw.vstore import UnknownKeyError
+
+__all__ = ["KuksaV2"]
+
+
+class KuksaV2(val_pb2_grpc.VALServicer):
+    def __init__(self, runtime: Runtime, signals: Signals, actuation: Actuation) -> None:
+        self._rt = runtime
+        self._signals = signals
+        self._actuation = actuation
+
+    # -- reading ---------------------------------------------------------------------
+
+    @maps_errors()
+    async def GetServerInfo(
+        self, request: val_pb2.GetServerInfoRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> val_pb2.GetServerInfoResponse:
+        kuksa_caller(context, self._rt.access)
+        return val_pb2.GetServerInfoResponse(name=SERVER_NAME, version=SERVER_VERSION)
+
+    @maps_errors()
+    async def GetValue(
+        self, request: val_pb2.GetValueRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> val_pb2.GetValueResponse:
+        who = kuksa_caller(context, self._rt.access)
+        return val_pb2.GetValueResponse(data_point=self._datapoint(who, request.signal_id))
+
+    @maps_errors(field="signal_ids")
+    async def GetValues(
+        self, request: val_pb2.GetValuesRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> val_pb2.GetValuesResponse:
+        who = kuksa_caller(context, self._rt.access)
+        self._check_count("signal_ids", request.signal_ids)
+        points = []
+        for i, signal_id in enumerate(request.signal_ids):
+            try:
+                points.append(self._datapoint(who, signal_id, field=f"signal_ids[{i}]"))
+            except UnknownKeyError as e:
+                e.index = i
+                raise
+        return val_pb2.GetValuesResponse(data_points=points)
+
+    def _datapoint(
+        self, who: Caller, signal_id: types_pb2.SignalID, field: str = "signal_id"
+    ) -> types_pb2.Datapoint:
+        name = convert.signal_name(signal_id, self._rt.store.name_of)
+        self._rt.access.check(who, "read", name, field=field)
+        entry = self._rt.store.get(name)
+        point = types_pb2.Datapoint()
+        if convert.set_wire(point.value, entry.data, self._signals.get(name)):
+            point.timestamp.CopyFrom(convert.timestamp(entry.time_ns))
+        return point
+
+    @maps_errors()
+    async def ListMetadata(
+        self, request: val_pb2.ListMetadataRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> val_pb2.ListMetadataResponse:
+        who = kuksa_caller(context, self._rt.access)
+        store = self._rt.store
+        found = [
+            (name, key_id)
+            for name, key_id in resolve_path(store, request.root)
+            if who.grants.allows("read", name)
+        ]
+        if not found:
+            raise UnknownKeyError(request.root)
+        limit = self._rt.settings.max_message_bytes // 400
+        if len(found) > limit:
+            raise LimitExceededError(
+                "metadata entries per response", limit, f"{request.root!r} matches {len(found)}"
+            )
+        return val_pb2.ListMetadataResponse(
+            metadata=[
+                convert.metadata_v2(name, key_id, self._signals.get(name), store.peek(key_id)[0])
+                for name, key_id in found
+            ]
+        )
+
+    # -- writing ---------------------------------------------------------------------
+
+    @maps_errors()
+    async def PublishValue(
+        self, request: val_pb2.PublishValueRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> val_pb2.PublishValueResponse:
+        who = kuksa_caller(context, self._rt.access)
+        name = convert.signal_name(request.signal_id, self._rt.store.name_of)
+        self._write(who, name, request.data_point, "signal_id")
+        return val_pb2.PublishValueResponse()
+
+    def _write(self, who: Caller, name: str, point: types_pb2.Datapoint, field: str) -> None:
+        store = self._rt.store
+        self._rt.access.check(who, "provide", name, field=field)
+        if name not in store:
+            raise UnknownKeyError(name)
+        data = convert.to_store(name, self._signals.get(name), point.value, "typed_value")
+        time_ns = point.timestamp.ToNanoseconds() if point.HasField("timestamp") else None
+        with self._rt.writing(who.app):
+            store.set(name, data, time_ns=time_ns if time_ns and time_ns > 0 else None)
+
+    # -- actuation -------------------------------------------------------------------
+
+    @maps_errors()
+    async def Actuate(
+        self, request: val_pb2.ActuateRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> val_pb2.ActuateResponse:
+        who = kuksa_caller(context, self._rt.access)
+        name = convert.signal_name(request.signal_id, self._rt.store.name_of)
+        target = actuation_target(
+            self._actuation, self._signals, who, name, request.value, "signal_id"
+        )
+        await self._actuation.actuate([target])
+        return val_pb2.ActuateResponse()
+
+    @maps_errors(field="actuate_requests")
+    async def BatchActuate(
+        self, request: val_pb2.BatchActuateRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> val_pb2.BatchActuateResponse:
+        who = kuksa_caller(context, self._rt.access)
+        self._check_count("actuate_requests", request.actuate_requests)
+        targets = []
+        for i, r in enumerate(request.actuate_requests):
+            where = f"actuate_requests[{i}]"
+            name = convert.signal_name(r.signal_id, self._rt.store.name_of)
+            targets.append(
+                actuation_target(self._actuation, self._signals, who, name, r.value, where)
+            )
+        await self._actuation.actuate(targets)
+        return val_pb2.BatchActuateResponse()
+
+    @maps_errors()
+    async def OpenProviderStream(
+        self,
+        request_iterator: AsyncIterator[val_pb2.OpenProviderStreamRequest],
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> None:
+        who = kuksa_caller(context, self._rt.access)
+        stream: ActuatorProvider[val_pb2.OpenProviderStreamResponse] = ActuatorProvider(
+            who.app, lambda forward: convert.actuation_request(forward, self._signals.get)
+        )
+        reader = asyncio.create_task(self._provider_requests(who, stream, request_iterator))
+        await self._actuation.serve(stream, reader, context.write)
+
+    async def _provider_requests(
+        self,
+        who: Caller,
+        stream: ActuatorProvider[val_pb2.OpenProviderStreamResponse],
+        requests: AsyncIterator[val_pb2.OpenProviderStreamRequest],
+    ) -> None:
+        store = self._rt.store
+        async for request in requests:
+            action = request.WhichOneof("action")
+            if action == "provide_actuation_request":
+                ids = request.provide_actuation_request.actuator_identifiers
+                names = [convert.signal_name(i, store.name_of) for i in ids]
+                self._actuation.claim(who, stream, names)
+                await stream.outbox.put(
+                    val_pb2.OpenProviderStreamResponse(
+                        provide_actuation_response=val_pb2.ProvideActuationResponse()
+                    )
+                )
+            elif action == "publish_values_request":
+                publish = request.publish_values_request
+                response = val_pb2.PublishValuesResponse(request_id=publish.request_id)
+                for key_id, point in publish.data_points.items():
+                    try:
+                        name = convert.signal_name(types_pb2.SignalID(id=key_id), store.name_of)
+                        self._write(who, name, point, f"data_points[{key_id}]")
+                    except Exception as e:  # reported per signal, as KUKSA does
+                        response.status[key_id].CopyFrom(convert.v2_error(e))
+                await stream.outbox.put(
+                    val_pb2.OpenProviderStreamResponse(publish_values_response=response)
+                )
+            elif action == "batch_actuate_stream_response":
+                answer = request.batch_actuate_stream_response
+                try:
+                    name = convert.signal_name(answer.signal_id, store.name_of)
+                except Exception:
+                    continue  # an answer about a key that went away
+                key_id = store.id_of(name) or 0
+                error = answer.error if answer.HasField("error") else None
+                self._actuation.answered_key(stream, key_id, convert.refusal(error))
+            elif action == "provide_signal_request":
+                await stream.outbox.put(
+                    val_pb2.OpenProviderStreamResponse(
+                        provide_signal_response=val_pb2.ProvideSignalResponse()
+                    )
+                )
+            # Filter and provider-value answers: nothing asks for them here.
+
+    # -- subscriptions ---------------------------------------------------------------
+
+    @maps_errors(field="signal_paths")
+    async def Subscribe(
+        self, request: val_pb2.SubscribeRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> None:
+        who = kuksa_caller(context, self._rt.access)
+        await self._stream(
+            who,
+            list(request.signal_paths),
+            request.buffer_size,
+            context,
+            lambda batch: val_pb2.SubscribeResponse(entries=self._points(batch, by_name=True)),
+        )
+
+    @maps_errors(field="signal_ids")
+    async def SubscribeById(
+        self, request: val_pb2.SubscribeByIdRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> None:
+        who = kuksa_caller(context, self._rt.access)
+        names = []
+        for i, key_id in enumerate(request.signal_ids):
+            name = self._rt.store.name_of(key_id) if key_id > 0 else None
+            if name is None:
+                e = UnknownKeyError(key_id)
+                e.index = i
+                raise e
+            names.append(name)
+        await self._stream(
+            who,
+            names,
+            request.buffer_size,
+            context,
+            lambda batch: val_pb2.SubscribeByIdResponse(entries=self._points(batch, by_name=False)),
+        )
+
+    async def _stream(
+        self,
+        who: Caller,
+        names: list[str],
+        buffer_size: int,
+        context: grpc.aio.ServicerContext[Any, Any],
+        message: Callable[[list[Update]], Any],
+    ) -> None:
+        async with contextlib.aclosing(updates(self._rt, who, names, buffer_size)) as stream:
+            async for batch in stream:
+                await context.write(message(batch))
+
+    def _points(self, batch: list[Update], *, by_name: bool) -> dict[Any, types_pb2.Datapoint]:
+        store = self._rt.store
+        out: dict[Any, types_pb2.Datapoint] = {}
+        for key_id, data, time_ns in batch:
+            name = store.name_of(key_id)
+            if name is None:
+                continue  # removed since
+            point = types_pb2.Datapoint(timestamp=convert.timestamp(time_ns))
+            convert.set_wire(point.value, data, self._signals.get(name))
+            out[name if by_name else key_id] = point
+        return out
+
+    def _check_count(self, field: str, items: Sequence[Any]) -> None:
+        check_count(field, items, self._rt.settings.max_keys_per_request)

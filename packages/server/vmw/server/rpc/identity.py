@@ -1,0 +1,97 @@
+"""Who is calling, established once per call by a server interceptor.
+
+:class:`Identify` runs before every handler of the services that have callers
+(all of the middleware's own, the KUKSA ones with their allowances): it
+authenticates the call's metadata (and, with mutual TLS, its client
+certificate) through the runtime's access rules, admits it by its rate limits,
+and refuses it with the mapped status (UNAUTHENTICATED, RESOURCE_EXHAUSTED)
+before the handler runs. So a handler cannot forget it; :func:`caller` returns
+what the interceptor established. Services listed with no rule (health,
+reflection) have no caller.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextvars import ContextVar
+from typing import Any, TypeAlias
+
+import grpc
+from vmw.server.access import Access, Caller
+from vmw.server.rpc.handlers import Continuation, around, service_of
+from vmw.server.rpc.status import status_for
+from vmw.server.tls import certificate_names
+
+__all__ = ["Identify", "Rule", "authenticate", "caller", "certified_names"]
+
+Rule: TypeAlias = Callable[["grpc.aio.ServicerContext[Any, Any]", Access], Caller]
+"""How a service's calls are authenticated."""
+
+_CALLER: ContextVar[Caller | None] = ContextVar("vmw_caller", default=None)
+"""The caller of the call this task serves, set by :class:`Identify`."""
+
+
+def certified_names(
+    context: grpc.aio.ServicerContext[Any, Any], access: Access
+) -> tuple[str, ...] | None:
+    """The names of the call's client certificate with mutual TLS on, else None
+    (read only then: a plaintext middleware pays nothing per call)."""
+    return certificate_names(context.auth_context()) if access.mutual_tls else None
+
+
+def authenticate(context: grpc.aio.ServicerContext[Any, Any], access: Access) -> Caller:
+    """The project's rule: the caller of a call, admitted by its rate limit.
+
+    Raises:
+        UnauthenticatedError, LimitExceededError.
+    """
+    return access.authenticate(
+        tuple(context.invocation_metadata() or ()),
+        context.peer() or "",
+        certified=certified_names(context, access),
+    )
+
+
+def caller(
+    context: grpc.aio.ServicerContext[Any, Any], access: Access, rule: Rule = authenticate
+) -> Caller:
+    """The authenticated caller of this call: the one :class:`Identify`
+    established (authenticated here by ``rule`` only on a server without it)."""
+    who = _CALLER.get()
+    return who if who is not None else rule(context, access)
+
+
+class Identify(grpc.aio.ServerInterceptor):
+    """Establish the caller of every call before its handler runs.
+
+    ``rules`` maps a full service name to its :data:`Rule`, or to None for a
+    service without callers; a service not listed gets :func:`authenticate`.
+    """
+
+    def __init__(self, access: Access, rules: Mapping[str, Rule | None]) -> None:
+        self._access = access
+        self._rules = dict(rules)
+
+    async def intercept_service(
+        self, continuation: Continuation, handler_call_details: grpc.HandlerCallDetails
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return None
+        service = service_of(handler_call_details)
+        rule = self._rules.get(service, authenticate)
+        if rule is None:
+            return handler
+        access = self._access
+
+        @contextlib.asynccontextmanager
+        async def established(context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[None]:
+            try:
+                _CALLER.set(rule(context, access))
+            except Exception as e:
+                code, message = status_for(e)
+                await context.abort(code, message)
+            yield
+
+        return around(handler, established)

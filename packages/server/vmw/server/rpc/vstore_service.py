@@ -1,0 +1,299 @@
+"""The VStore servicer: AddKeys, RemoveKeys, Set, Publish, Get, ListKeys. Thin."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import grpc
+from vmw.contract.wire import KEYS_VERSION_HEADER
+from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+from vmw.server.access import Caller
+from vmw.server.cluster.guarded import guarded_set
+from vmw.server.errors import (
+    LimitExceededError,
+    PermissionDeniedError,
+    StreamConflictError,
+    UnauthenticatedError,
+)
+from vmw.server.rpc import convert
+from vmw.server.rpc.identity import caller
+from vmw.server.rpc.status import check_decoded, maps_errors, status_for
+from vmw.server.runtime import Runtime
+from vmw.vstore import Entry, InvalidKeyNameError, Update, VStoreError, check_key_name
+
+__all__ = ["VStoreService"]
+
+log = logging.getLogger(__name__)
+
+
+class VStoreService(vstore_pb2_grpc.VStoreServicer):
+    def __init__(self, runtime: Runtime) -> None:
+        self._rt = runtime
+        self._limit = runtime.settings.max_keys_per_request
+        # A key name is at most 255 bytes: a page always fits in one message.
+        self._page_size = max(1, min(10_000, runtime.settings.max_message_bytes // 300))
+
+    @maps_errors(field="names")
+    async def AddKeys(
+        self, request: vstore_pb2.AddKeysRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> vstore_pb2.AddKeysResponse:
+        who, names = self._names_request(request.names, context)
+        access = self._rt.access
+        store = self._rt.store
+        for i, name in enumerate(names):
+            # A new key needs create; an existing one (nothing changes, but its id
+            # is returned) needs create or read, judged by name so that the answer
+            # tells nothing about keys the caller may not see.
+            if name not in store or not who.grants.allows("read", name):
+                access.check(who, "create", name, field=f"names[{i}]")
+        if request.claim:
+            for i, name in enumerate(names):
+                access.check(who, "provide", name, field=f"names[{i}]")
+            access.check_claimable(who, names)  # before adding: a refusal changes nothing
+        new = {n for n in names if n not in store}
+        if new:
+            with self._rt.writing(who.app):  # one request: one replicated event
+                ids = store.add_keys(names)
+        else:
+            ids = store.add_keys(names)
+        if request.claim:
+            access.claim(who, names)
+        if new:
+            log.info("app %s added %d keys", who.app, len(new))
+            for name, key_id in zip(names, ids, strict=True):
+                if name in new:
+                    new.discard(name)
+                    self._rt.record("key_added", app=who.app, key=name, key_id=key_id)
+        return vstore_pb2.AddKeysResponse(
+            keys=[vstore_pb2.KeyId(name=n, id=i) for n, i in zip(names, ids, strict=True)],
+            keys_version=self._rt.keys_version,
+            head=self._rt.head(),
+        )
+
+    @maps_errors(field="names")
+    async def RemoveKeys(
+        self, request: vstore_pb2.RemoveKeysRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> vstore_pb2.RemoveKeysResponse:
+        who, names = self._names_request(request.names, context)
+        access = self._rt.access
+        for i, name in enumerate(names):
+            access.check(who, "create", name, field=f"names[{i}]")
+            owner = access.claimed_by(name)
+            if owner is not None and owner != who.app:
+                raise PermissionDeniedError(
+                    who.app, "remove", name, f"claimed by {owner!r}", field=f"names[{i}]"
+                )
+        removed, not_found = self._rt.remove_keys(names)
+        if removed:
+            log.info("app %s removed %d keys", who.app, len(removed))
+            for name, key_id in removed:
+                self._rt.record("key_removed", app=who.app, key=name, key_id=key_id)
+        return vstore_pb2.RemoveKeysResponse(
+            removed=[vstore_pb2.KeyId(name=n, id=i) for n, i in removed],
+            not_found=not_found,
+            head=self._rt.head(),
+        )
+
+    @maps_errors(field="updates")
+    async def Set(
+        self, request: vstore_pb2.SetRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> vstore_pb2.SetResponse:
+        who = caller(context, self._rt.access)
+        convert.check_count("updates", request.updates, self._limit)
+        updates = convert.updates(request.updates)
+        store = self._rt.store
+        access = self._rt.access
+        for i, u in enumerate(updates):
+            # By name: refused whether or not the key exists (existence is not told).
+            name = u.key if isinstance(u.key, str) else store.name_of(u.key)
+            if name is not None:
+                access.check(who, "provide", name, field=f"updates[{i}]")
+        if request.HasField("if_head"):
+            return await guarded_set(self._rt, who.app, updates, request.if_head)
+        with self._rt.writing(who.app):
+            results = store.set_many(updates)
+        return convert.set_response(results, head=self._rt.head())
+
+    @maps_errors()
+    async def Publish(
+        self,
+        request_iterator: AsyncIterator[vstore_pb2.PublishRequest],
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> vstore_pb2.PublishSummary:
+        who = caller(context, self._rt.access)
+        access = self._rt.access
+        access.stream_opened(who.app, publish=True)
+        self._rt.record("connect", app=who.app, stream="publish", details={})
+        expired = False
+        expiry = None
+        if who.expires_at is not None:
+            task = asyncio.current_task()
+
+            def expire() -> None:
+                nonlocal expired
+                expired = True
+                if task is not None:
+                    task.cancel()
+
+            loop = asyncio.get_running_loop()
+            expiry = loop.call_later(max(0.0, who.expires_at - time.time()), expire)
+        flushed = False
+        try:
+            summary, flushed = await self._publish(who, request_iterator, context)
+            return summary
+        except asyncio.CancelledError:
+            if not expired or context.cancelled():
+                raise
+            # The token expired on an idle stream: end it (and the claims it holds).
+            raise UnauthenticatedError(
+                f"the token of app {who.app!r} expired: its Publish stream ends"
+            ) from None
+        finally:
+            if expiry is not None:
+                expiry.cancel()
+            access.stream_closed(who.app, publish=True, clean=flushed)
+            self._rt.record("disconnect", app=who.app, stream="publish", details={})
+
+    async def _publish(
+        self,
+        who: Caller,
+        request_iterator: AsyncIterator[vstore_pb2.PublishRequest],
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> tuple[vstore_pb2.PublishSummary, bool]:
+        """The stream's summary, and whether its last message said ``flushing`` (the
+        provider ends the stream itself: a dead one's stream also ends, silently)."""
+        store = self._rt.store
+        access = self._rt.access
+        bucket = access.publish_bucket()
+        s = self._rt.settings
+        rt = self._rt
+        md = dict(context.invocation_metadata() or ())
+        version = md.get(KEYS_VERSION_HEADER)
+        batches = updates = 0
+        flushing = False
+        async for request in request_iterator:
+            check_decoded(request)
+            flushing = request.flushing
+            if flushing and not request.updates:
+                continue  # only says the stream ends
+            if version is not None and version != rt.keys_version:
+                raise StreamConflictError(
+                    f"key ids changed since this provider added its keys (keys-version "
+                    f"{version!r}, now {rt.keys_version!r}: the middleware restarted or keys "
+                    f"were removed); add the keys again and publish with the new ids "
+                    f"({batches} batches of this stream were written)"
+                )
+            if who.expires_at is not None and time.time() >= who.expires_at:
+                raise UnauthenticatedError(
+                    f"the token of app {who.app!r} expired during the Publish stream "
+                    f"({batches} batches were written)"
+                )
+            if not bucket.take():
+                raise LimitExceededError(
+                    "Publish messages/s",
+                    s.publish_messages_per_s,
+                    f"app {who.app!r} sent more than {s.publish_messages_per_s:g} messages/s "
+                    f"(burst {s.publish_burst}) on one stream; {batches} batches were written",
+                )
+            convert.check_count(f"batch {batches}: updates", request.updates, self._limit)
+            batch = [
+                Update(u.id, u.data, None, u.time_ns if u.HasField("time_ns") else None)
+                for u in request.updates
+            ]
+            try:
+                if access.checks_writes(who):
+                    for i, u in enumerate(batch):
+                        name = store.name_of(u.key)  # type: ignore[arg-type]
+                        if name is not None:
+                            access.check(
+                                who, "provide", name, field=f"updates[{i}] (batch {batches})"
+                            )
+                with rt.writing(who.app):
+                    store.set_many(batch)
+            except VStoreError as e:
+                code, message = status_for(e, field="updates")
+                await context.abort(
+                    code,
+                    f"{message} (batch {batches}; the {batches} batches before it were written)",
+                )
+            batches += 1
+            updates += len(batch)
+            # Yield to the delivery tasks: a provider whose next message is
+            # already buffered would otherwise never let the loop run them.
+            await asyncio.sleep(0)
+        summary = vstore_pb2.PublishSummary(batches=batches, updates=updates, head=rt.head())
+        return summary, flushing
+
+    @maps_errors(field="names")
+    async def Get(
+        self, request: vstore_pb2.GetRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> vstore_pb2.GetResponse:
+        who, names = self._names_request(request.names, context)
+        store = self._rt.store
+        entries: list[Entry] = []
+        not_found: list[str] = []
+        for name in names:
+            # A key the caller may not read is as good as absent: its existence leaks nothing.
+            if name in store and who.grants.allows("read", name):
+                entries.append(store.get(name))
+            else:
+                not_found.append(name)
+        response = convert.get_response(entries, not_found, self._rt.ess.no_provider)
+        response.head = self._rt.head()
+        convert.check_fits(
+            "the response",
+            response.ByteSize(),
+            self._rt.settings.max_message_bytes - 1024,
+            "get fewer keys per request",
+        )
+        return response
+
+    @maps_errors()
+    async def ListKeys(
+        self, request: vstore_pb2.ListKeysRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> vstore_pb2.ListKeysResponse:
+        who = caller(context, self._rt.access)
+        page = min(self._page_size, request.limit or self._page_size)
+        keys: list[tuple[str, int]] = []
+        # One call looks at a bounded number of keys, readable or not, so an app
+        # that may read few keys of a large store cannot hold the loop for long:
+        # it gets a short page and a cursor to go on from.
+        budget = page * 4
+        cursor = ""
+        for name, key_id in self._rt.store.iter_keys(
+            request.prefix, start_after=request.start_after
+        ):
+            if len(keys) == page or budget == 0:
+                break
+            budget -= 1
+            cursor = name
+            if who.grants.allows("read", name):
+                keys.append((name, key_id))
+        else:
+            cursor = ""  # the store has nothing more in this branch
+        return vstore_pb2.ListKeysResponse(
+            keys=[vstore_pb2.KeyId(name=n, id=i) for n, i in keys], next_start_after=cursor
+        )
+
+    def _names_request(
+        self, field_value: Sequence[str], context: grpc.aio.ServicerContext[Any, Any]
+    ) -> tuple[Caller, list[str]]:
+        """The caller, and the ``names`` of a request: counted and syntax-checked."""
+        who = caller(context, self._rt.access)
+        convert.check_count("names", field_value, self._limit)
+        names = list(field_value)
+        self._check_names(names)
+        return who, names
+
+    @staticmethod
+    def _check_names(names: list[str]) -> None:
+        for i, name in enumerate(names):
+            try:
+                check_key_name(name)
+            except InvalidKeyNameError as e:
+                e.index = i
+                raise

@@ -1,0 +1,94 @@
+"""Typed keys: the VSS metadata of the middleware's keys, and the rule each write must pass.
+
+``serve --vss FILE`` loads VSS JSON catalogs (:mod:`vmw.vss.catalog`); every
+signal becomes a key at start (with no value until one is written) and gets a
+value check in the V-Store, so every write path (the project's ``Set`` and
+``Publish``, KUKSA's ``PublishValue``, ``Set`` and provider streams) refuses a
+value of the wrong type, outside ``[min, max]`` or not among the allowed
+values, with INVALID_ARGUMENT naming the key, the value and the rule. A typed
+key's values are ``vehicle.value.v1`` bytes (:mod:`vmw.contract.values`).
+Keys no catalog describes stay opaque bytes, as before.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+from vmw.contract.values import ValueEncodingError, decode_kind, kind_of_datatype
+from vmw.vss import Signal, check_value, load_catalog
+from vmw.vstore import ValueCheck, VStore
+
+__all__ = ["Signals", "value_check"]
+
+log = logging.getLogger(__name__)
+
+
+def value_check(signal: Signal) -> ValueCheck | None:
+    """The V-Store check of a signal's writes (None: a datatype with no encoding, unchecked)."""
+    if kind_of_datatype(signal.datatype) is None:
+        return None
+
+    def check(data: bytes) -> str | None:
+        try:
+            value, _ = decode_kind(data)
+        except ValueEncodingError as e:
+            return f"{e}; the key is typed ({signal.datatype}): write a vehicle.value.v1 value"
+        return check_value(signal, value)
+
+    return check
+
+
+class Signals:
+    """The signals of the loaded catalogs, by key name. Read-only after start."""
+
+    def __init__(self, signals: Iterable[Signal] = ()) -> None:
+        self._by_name: dict[str, Signal] = {}
+        for s in signals:
+            self._by_name[s.name] = s  # a later catalog's definition wins
+
+    @classmethod
+    def load(cls, paths: Sequence[str | Path]) -> Signals:
+        """Read the catalogs in order.
+
+        Raises:
+            CatalogError: a file that cannot be read or is not VSS JSON (named).
+        """
+        found: list[Signal] = []
+        for path in paths:
+            signals = load_catalog(path)
+            log.info("catalog %s: %d signals", path, len(signals))
+            found.extend(signals)
+        return cls(found)
+
+    def get(self, name: str) -> Signal | None:
+        """The metadata of key ``name``, or None (an opaque key). O(1)."""
+        return self._by_name.get(name)
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def __iter__(self) -> Iterator[Signal]:
+        return iter(self._by_name.values())
+
+    def install(self, store: VStore) -> None:
+        """Add every signal as a key (no value yet) and give it its value check.
+
+        Raises:
+            InvalidKeyNameError, KeyCapacityError: a signal's name is not a key
+                name, or the keys do not fit (nothing is added).
+        """
+        unchecked = []
+        for signal in self._by_name.values():
+            check = value_check(signal)
+            store.set_value_check(signal.name, check)
+            if check is None:
+                unchecked.append(signal.name)
+        store.add_keys(self._by_name)
+        if unchecked:
+            log.info(
+                "%d signals have a datatype without an encoding (e.g. %s): not checked",
+                len(unchecked),
+                unchecked[0],
+            )

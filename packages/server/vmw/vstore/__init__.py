@@ -1,0 +1,51 @@
+"""vstore: the atomized-key value store of the vehicle middleware.
+
+Owns key names and their atomization to integer ids (recycled), values with
+their per-key version and write time, and the events a listener is told
+(``key_added``, ``key_removed``, ``data_updated``). Pure and synchronous: no
+I/O, no gRPC, time from an injected clock.
+
+Imports only the standard library and ``sortedcontainers``; must not import
+``ess``, ``middleware`` or anything of a process (``tests/unit/test_layout.py``).
+"""
+
+from vmw.vstore.errors import (
+    InvalidKeyNameError,
+    InvalidValueError,
+    KeyCapacityError,
+    UnknownKeyError,
+    ValueTooLargeError,
+    VersionConflictError,
+    VStoreError,
+)
+from vmw.vstore.keys import MAX_KEY_ID, MAX_KEY_NAME_BYTES, KeyRegistry, check_key_name
+from vmw.vstore.store import (
+    DEFAULT_MAX_VALUE_SIZE,
+    Entry,
+    SetResult,
+    StoreListener,
+    Update,
+    ValueCheck,
+    VStore,
+)
+
+__all__ = [
+    "DEFAULT_MAX_VALUE_SIZE",
+    "MAX_KEY_ID",
+    "MAX_KEY_NAME_BYTES",
+    "Entry",
+    "InvalidKeyNameError",
+    "InvalidValueError",
+    "KeyCapacityError",
+    "KeyRegistry",
+    "SetResult",
+    "StoreListener",
+    "UnknownKeyError",
+    "Update",
+    "VStore",
+    "VStoreError",
+    "ValueCheck",
+    "ValueTooLargeError",
+    "VersionConflictError",
+    "check_key_name",
+]
