@@ -32,7 +32,8 @@ $(KUKSA_STAMP): tests/kuksa-client.txt
 kuksa-venv: $(KUKSA_STAMP)
 
 ## The main job: a middleware, the simulated car, apps (one too slow), then the
-## Spark gap analysis of the journal. About a minute. DURATION=60 runs longer.
+## Spark gap analysis of the journal. About 3 minutes (5 with the install); it prints
+## progress as it goes. DURATION=60 runs longer.
 DURATION ?= 20
 demo: $(STAMP)
 	$(PY) -m vmw.demo --duration $(DURATION) --out demo-out

@@ -9,7 +9,7 @@ How each batch is made (``--build``):
   protobuf): one ``EventBatch`` per batch, ``events.add()`` and field
   assignment per event, with a fresh seq and time per event;
 - ``ctor``: one ``Event(data_updated=DataUpdated(...))`` constructor call per
-  event (how the middleware built them until issue 19; kept to compare);
+  event (how the middleware built them before the batch journal; kept to compare);
 - ``raw``: the raw limit of the transport: one batch serialized once at start
   and written again and again as bytes (no serializer on the stream), so only
   gRPC's own per-message work remains;

@@ -1,4 +1,4 @@
-"""Several nodes: replicated writes against a single node, in one run (issue 14).
+"""Several nodes: replicated writes against a single node, in one run.
 
 Run: ``make bench-cluster`` (or ``python -m bench.cluster``). Every node is
 a ``python -m vmw.server serve`` process on loopback (bench.nodes); the

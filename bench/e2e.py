@@ -304,7 +304,7 @@ def middleware(*extra: str) -> tuple[subprocess.Popen[str], str]:
 
 @dataclass
 class Targets:
-    """Each target of issue 19 beside its figure: (what, figure, met)."""
+    """Each delivery target beside its figure: (what, figure, met)."""
 
     rows: list[tuple[str, str, bool]] = field(default_factory=list)
 

@@ -1,4 +1,4 @@
-"""Export lag benchmark (issue 16): how long a journal record takes from being
+"""Export lag benchmark: how long a journal record takes from being
 written on the car to being in the fleet dataset, p50/p99/max.
 
 Run: ``make bench-export-lag`` (or ``python -m bench.export_lag``). All on
@@ -22,7 +22,8 @@ SIGKILL after a bound):
    journal writes about one ``publish_batch`` record per update, its
    ``time_ns`` the time of the write;
 4. this process polls both places every 50 ms: the landing area's journal
-   data files (the landing contract's ``vehicle=V/boot=B/part-*.jsonl``) and
+   data files (the landing contract's ``vehicle=V/boot=B/part-*.jsonl``:
+   vmw.contract.journal.landing.DATA_GLOB) and
    the dataset's committed batches (a batch is visible once
    ``_commits/<tag>.json`` is written, after its files were moved into the
    tables under names that start with its tag: see vmw.fleet.dataset;
@@ -62,21 +63,18 @@ from pathlib import Path
 import grpc
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 from vmw.contract.journal.chain import distance
+from vmw.contract.journal.landing import DATA_GLOB
+from vmw.contract.journal.segments import lines
 from vmw.fleet.__main__ import parser as export_parser
-from vmw.fleet.dataset import RECORDS
+from vmw.fleet.dataset import COMMITS, RECORDS
 from vmw.proto.journal.v1 import journal_pb2_grpc as pb_grpc
 from vmw.sdk import ProviderClient
-from vmw.server.journal.segments import lines
 
 from bench.e2e import middleware, pct, stop
 from bench.journal_export import newest
 
 KEYS = [f"Vehicle.Bench.ExportLag{i}" for i in range(10)]
 POLL_S = 0.05
-LANDED_FILES = "vehicle=*/boot=*/part-*.jsonl"
-"""The landing contract's journal data files (see vmw.fleet.collect)."""
-COMMITS = "_commits"
-"""vmw.fleet.dataset's commit markers: ``DATASET/_commits/<tag>.json``."""
 STOP_S = 30.0
 """How long a process may take to stop after SIGTERM before it is killed."""
 
@@ -102,7 +100,7 @@ class Seen:
     def poll(self) -> None:
         """Look once at both places (the landing area first: a record is landed
         before it is ingested). Reads only what it has not seen."""
-        for path in self.landing.glob(LANDED_FILES):
+        for path in self.landing.glob(DATA_GLOB):
             if path in self._files:
                 continue
             seen = time.time_ns()  # the file was there (whole: it is renamed into place)

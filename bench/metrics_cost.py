@@ -13,7 +13,7 @@ by run so the machine's drift spreads over all of them:
   rendering of a frame, its own process) every ``--interval`` seconds.
 
 It prints delivered events/s per run and mode, the median's cost against
-``off`` (issue 17's target: under 2 %), and what one reading costs: the
+``off`` (the target: under 2 %), and what one reading costs: the
 scrape's and ``GetStats``' round trip (mostly the middleware's work: read the
 cores, build the text or message) and the frame's rendering, p50 and p99, and
 the size of the text. ``--seconds 1 --runs 1 --apps 2`` is a quick smoke run.

@@ -119,7 +119,7 @@ def write_floor(spark, dataset: str, out: str, repeat: int, warmup: int) -> list
 
 
 INGEST_TARGET = 500_000
-"""Records/s ``ingest`` should reach at 10M records on this machine (issue 16)."""
+"""Records/s ``ingest`` should reach at 10M records on this machine (the ingest target)."""
 
 
 def run(n: int, work: Path, spark, repeat: int, warmup: int, ingest_repeat: int) -> None:  # type: ignore[no-untyped-def]

@@ -1,4 +1,9 @@
-"""Shared test helpers."""
+"""Shared test helpers: wait for a condition, and expect a gRPC call to fail.
+
+Every wait in the tests goes through :func:`eventually` (async),
+:func:`eventually_async` (an async probe) or :func:`wait_until` (threads); a
+deadline loop written inline is a helper that was not found.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +11,20 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
+import grpc
+import pytest
+
 
 async def eventually(
-    condition: Callable[[], bool], *, timeout: float = 5.0, what: str = "condition"
+    condition: Callable[[], bool],
+    *,
+    timeout: float = 5.0,
+    what: str | Callable[[], str] = "condition",
+    poll: float = 0.005,
 ) -> None:
-    """Wait until ``condition()`` holds, polling, or fail after ``timeout`` seconds.
+    """Wait until ``condition()`` holds, polling every ``poll`` seconds, or fail after
+    ``timeout`` seconds, saying ``what`` was awaited (a callable: called at the failure,
+    to say what was seen).
 
     For state that changes on the server's side with no event to await (e.g.
     an app removed after its stream was cancelled).
@@ -18,27 +32,57 @@ async def eventually(
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        await asyncio.sleep(0.005)
+            said = what() if callable(what) else what
+            raise AssertionError(f"timed out after {timeout} s waiting for {said}")
+        await asyncio.sleep(poll)
 
 
 async def eventually_async(
-    probe: Callable[[], Awaitable[object]], expected: object, timeout: float = 10.0
-) -> None:
+    probe: Callable[[], Awaitable[object]],
+    expected: object = True,
+    timeout: float = 10.0,
+    *,
+    what: str | Callable[[object], str] | None = None,
+    poll: float = 0.05,
+) -> object:
     """Wait until ``await probe()`` equals ``expected`` (e.g. a status read over
-    gRPC from another process), polling, or fail after ``timeout`` seconds."""
+    gRPC from another process), polling, or fail after ``timeout`` seconds saying
+    ``what`` (a callable: given the last answer). Returns the last answer."""
     deadline = time.monotonic() + timeout
     while (got := await probe()) != expected:
-        assert time.monotonic() < deadline, f"got {got!r}, waited for {expected!r}"
-        await asyncio.sleep(0.05)
+        if time.monotonic() > deadline:
+            said = what(got) if callable(what) else what
+            raise AssertionError(said or f"got {got!r}, waited for {expected!r}")
+        await asyncio.sleep(poll)
+    return got
 
 
 def wait_until(
-    condition: Callable[[], bool], *, timeout: float = 5.0, what: str = "condition"
+    condition: Callable[[], bool],
+    *,
+    timeout: float = 5.0,
+    what: str | Callable[[], str] = "condition",
+    poll: float = 0.002,
 ) -> None:
     """The synchronous twin of :func:`eventually`, for threads (e.g. the journal writer)."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.002)
+            said = what() if callable(what) else what
+            raise AssertionError(f"timed out after {timeout} s waiting for {said}")
+        time.sleep(poll)
+
+
+async def fails(
+    call: Awaitable[object], code: grpc.StatusCode, *fragments: str, timeout: float = 30.0
+) -> str:
+    """Await ``call`` (within ``timeout`` seconds): it must fail with ``code``, its
+    details naming each of ``fragments``. Returns the details, for further checks
+    (``assert await fails(call, code) == "the whole message"``)."""
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await asyncio.wait_for(call, timeout)
+    details = err.value.details() or ""
+    assert err.value.code() == code, details
+    for fragment in fragments:
+        assert fragment in details, details
+    return details

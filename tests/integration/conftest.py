@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
@@ -14,17 +14,43 @@ from vmw.server.config import Settings
 from vmw.server.server import RunningServer, start_server
 
 TEST_SETTINGS = Settings(listen="127.0.0.1:0", keepalive_time_s=1.0, keepalive_timeout_s=1.0)
+NewServer = Callable[..., Awaitable[RunningServer]]
+"""The type of the ``new_server`` fixture: ``await new_server(**overrides)``."""
+
+
+def settings_for(request: pytest.FixtureRequest, **overrides: Any) -> Settings:
+    """:data:`TEST_SETTINGS`, then the test's ``settings`` markers (the module's, the
+    class's, then its own: the nearest wins), then ``overrides``."""
+    kw: dict[str, Any] = {}
+    for marker in reversed(list(request.node.iter_markers("settings"))):
+        kw.update(marker.kwargs)
+    kw.update(overrides)
+    return dataclasses.replace(TEST_SETTINGS, **kw)
 
 
 @pytest.fixture
-async def server(request: pytest.FixtureRequest) -> AsyncIterator[RunningServer]:
-    marker = request.node.get_closest_marker("settings")
-    settings = dataclasses.replace(TEST_SETTINGS, **(marker.kwargs if marker else {}))
-    running = await start_server(settings)
+async def new_server(request: pytest.FixtureRequest) -> AsyncIterator[NewServer]:
+    """Start a real middleware on 127.0.0.1:0: ``await new_server(**overrides)`` with
+    :func:`settings_for`'s settings. Each is stopped when the test ends (a test may
+    stop one before, e.g. to restart it on its port)."""
+    started: list[RunningServer] = []
+
+    async def start(**overrides: Any) -> RunningServer:
+        running = await start_server(settings_for(request, **overrides))
+        started.append(running)
+        return running
+
     try:
-        yield running
+        yield start
     finally:
-        await running.stop(0)
+        for running in reversed(started):
+            await running.stop(0)
+
+
+@pytest.fixture
+async def server(new_server: NewServer) -> RunningServer:
+    """The test's middleware: settings from its ``settings`` markers."""
+    return await new_server()
 
 
 class Stubs:

@@ -9,7 +9,6 @@ SDK apps; the same checks and refusals on both paths; scopes in token mode.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -26,11 +25,10 @@ from vmw.sdk import (
     ProviderClient,
 )
 from vmw.server.auth.tokens import generate_key_pair, mint
-from vmw.server.config import Settings
-from vmw.server.server import RunningServer, start_server
+from vmw.server.server import RunningServer
 
-from tests.conftest import eventually
-from tests.integration.conftest import TEST_SETTINGS
+from tests.conftest import eventually, fails
+from tests.integration.conftest import NewServer
 from tests.integration.test_kuksa_api import Provider as KuksaProvider
 
 CATALOG = Path(__file__).with_name("kuksa_catalog.json")
@@ -42,18 +40,7 @@ AUD = "vmw-test"
 Code = grpc.StatusCode
 
 
-async def _serve(settings: Settings) -> AsyncIterator[RunningServer]:
-    running = await start_server(dataclasses.replace(settings, vss=(str(CATALOG),)))
-    try:
-        yield running
-    finally:
-        await running.stop(0)
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[RunningServer]:
-    async for running in _serve(TEST_SETTINGS):
-        yield running
+pytestmark = pytest.mark.settings(vss=(str(CATALOG),))
 
 
 @pytest.fixture
@@ -84,13 +71,6 @@ class Recorder:
             raise ActuationRefusedError(self.refuse)
 
 
-async def fails(call: Awaitable[object], code: grpc.StatusCode, details: str) -> None:
-    with pytest.raises(grpc.aio.AioRpcError) as info:
-        await asyncio.wait_for(call, 10)
-    assert info.value.code() == code, info.value.details()
-    assert info.value.details() == details
-
-
 async def test_an_sdk_provider_answers_an_sdk_app_single_and_batch_and_may_refuse(
     app: AppClient, provider: ProviderClient
 ) -> None:
@@ -106,10 +86,9 @@ async def test_an_sdk_provider_answers_an_sdk_app_single_and_batch_and_may_refus
     batch = handler.requests[1]
     assert {n: decode_value(d) for n, d in batch.targets.items()} == {VOLUME: 45, SOURCE: "USB"}
     handler.refuse = "muted by the driver"
-    await fails(
-        app.actuate(VOLUME, encode(50, datatype="uint8")),
-        Code.INVALID_ARGUMENT,
-        f"value for '{VOLUME}' refused: the provider refused it: muted by the driver",
+    assert (
+        await fails(app.actuate(VOLUME, encode(50, datatype="uint8")), Code.INVALID_ARGUMENT)
+        == f"value for '{VOLUME}' refused: the provider refused it: muted by the driver"
     )
     assert stream.handled == 3
 
@@ -127,10 +106,12 @@ async def test_a_kuksa_actuate_is_answered_by_an_sdk_provider(
         )
         assert decode_value(handler.requests[0].targets[VOLUME]) == 30
         handler.refuse = "door open"
-        await fails(
-            kuksa.Actuate(v2.ActuateRequest(signal_id=signal, value=t2.Value(uint32=31))),
-            Code.INVALID_ARGUMENT,
-            f"value for '{VOLUME}' refused: the provider refused it: door open",
+        assert (
+            await fails(
+                kuksa.Actuate(v2.ActuateRequest(signal_id=signal, value=t2.Value(uint32=31))),
+                Code.INVALID_ARGUMENT,
+            )
+            == f"value for '{VOLUME}' refused: the provider refused it: door open"
         )
 
 
@@ -172,33 +153,33 @@ async def test_an_sdk_request_is_answered_by_a_kuksa_provider_stream(
                 )
             )
         )
-        await fails(
-            refused,
-            Code.INVALID_ARGUMENT,
-            f"value for '{VOLUME}' refused: the provider refused it: too loud",
+        assert (
+            await fails(refused, Code.INVALID_ARGUMENT)
+            == f"value for '{VOLUME}' refused: the provider refused it: too loud"
         )
         await kuksa.requests.put(None)
         kuksa.call.cancel()
 
 
-async def test_a_provider_that_does_not_answer_in_time_is_unavailable_to_the_caller() -> None:
-    async for server in _serve(dataclasses.replace(TEST_SETTINGS, actuation_timeout_s=0.3)):
-        async with (
-            ProviderClient(server.address, "slow", reconnect=False) as provider,
-            AppClient(server.address, "cockpit", reconnect=False) as app,
-        ):
-            handler = Recorder()
-            handler.hold = asyncio.Event()
-            await provider.provide_actuators([VOLUME], handler)
-            await fails(
-                app.actuate(VOLUME, encode(10, datatype="uint8")),
-                Code.UNAVAILABLE,
-                f"cannot actuate '{VOLUME}': its provider did not answer within 0.3 s",
-            )
-            handler.hold.set()  # its late answer is ignored; the next request is answered
-            handler.hold = None
-            await app.actuate(VOLUME, encode(11, datatype="uint8"))
-            assert len(handler.requests) == 2
+@pytest.mark.settings(actuation_timeout_s=0.3)
+async def test_a_provider_that_does_not_answer_in_time_is_unavailable_to_the_caller(
+    server: RunningServer,
+) -> None:
+    async with (
+        ProviderClient(server.address, "slow", reconnect=False) as provider,
+        AppClient(server.address, "cockpit", reconnect=False) as app,
+    ):
+        handler = Recorder()
+        handler.hold = asyncio.Event()
+        await provider.provide_actuators([VOLUME], handler)
+        assert (
+            await fails(app.actuate(VOLUME, encode(10, datatype="uint8")), Code.UNAVAILABLE)
+            == f"cannot actuate '{VOLUME}': its provider did not answer within 0.3 s"
+        )
+        handler.hold.set()  # its late answer is ignored; the next request is answered
+        handler.hold = None
+        await app.actuate(VOLUME, encode(11, datatype="uint8"))
+        assert len(handler.requests) == 2
 
 
 async def test_requests_are_checked_before_any_is_sent(
@@ -206,28 +187,26 @@ async def test_requests_are_checked_before_any_is_sent(
 ) -> None:
     handler = Recorder()
     await provider.provide_actuators([VOLUME, SOURCE], handler)
-    await fails(
-        app.actuate(VOLUME, encode(101, datatype="uint8")),
-        Code.INVALID_ARGUMENT,
-        f"targets[0]: value for '{VOLUME}' refused: value 101 is above the max 100 percent",
+    assert (
+        await fails(app.actuate(VOLUME, encode(101, datatype="uint8")), Code.INVALID_ARGUMENT)
+        == f"targets[0]: value for '{VOLUME}' refused: value 101 is above the max 100 percent"
     )
-    await fails(
+    assert await fails(
         app.actuate_many(
             {VOLUME: encode(5, datatype="uint8"), SOURCE: encode("TAPE", datatype="string")}
         ),
         Code.INVALID_ARGUMENT,
+    ) == (
         f"targets[1]: value for '{SOURCE}' refused: value 'TAPE' is not one of the allowed "
-        "values ['RADIO', 'USB', 'BLUETOOTH']",
+        "values ['RADIO', 'USB', 'BLUETOOTH']"
     )
-    await fails(
-        app.actuate(SPEED, encode(1.0, datatype="float")),
-        Code.INVALID_ARGUMENT,
-        f"targets[0]: '{SPEED}' is a sensor, not an actuator",
+    assert (
+        await fails(app.actuate(SPEED, encode(1.0, datatype="float")), Code.INVALID_ARGUMENT)
+        == f"targets[0]: '{SPEED}' is a sensor, not an actuator"
     )
-    await fails(
-        app.actuate("Vehicle.Nope", b""),
-        Code.NOT_FOUND,
-        "targets[0]: key 'Vehicle.Nope' does not exist",
+    assert (
+        await fails(app.actuate("Vehicle.Nope", b""), Code.NOT_FOUND)
+        == "targets[0]: key 'Vehicle.Nope' does not exist"
     )
     assert handler.requests == []  # nothing reached the provider
 
@@ -235,18 +214,16 @@ async def test_requests_are_checked_before_any_is_sent(
 async def test_no_provider_is_unavailable_and_a_claim_ends_with_its_stream(
     app: AppClient, provider: ProviderClient
 ) -> None:
-    await fails(
-        app.actuate(DOOR, encode(True)),
-        Code.UNAVAILABLE,
-        f"cannot actuate '{DOOR}': no provider provides this actuator",
+    assert (
+        await fails(app.actuate(DOOR, encode(True)), Code.UNAVAILABLE)
+        == f"cannot actuate '{DOOR}': no provider provides this actuator"
     )
     stream = await provider.provide_actuators([DOOR], Recorder())
     await app.actuate(DOOR, encode(True))
     await stream.close()
-    await fails(
-        app.actuate(DOOR, encode(False)),
-        Code.UNAVAILABLE,
-        f"cannot actuate '{DOOR}': no provider provides this actuator",
+    assert (
+        await fails(app.actuate(DOOR, encode(False)), Code.UNAVAILABLE)
+        == f"cannot actuate '{DOOR}': no provider provides this actuator"
     )
 
 
@@ -258,10 +235,9 @@ async def test_another_providers_actuator_is_already_exists_across_both_apis(
         ProviderClient(server.address, "rival", reconnect=False) as rival,
         grpc.aio.insecure_channel(server.address) as channel,
     ):
-        await fails(
-            rival.provide_actuators([SOURCE, VOLUME], Recorder()),
-            Code.ALREADY_EXISTS,
-            f"actuator '{VOLUME}' is already provided by 'infotainment'",
+        assert (
+            await fails(rival.provide_actuators([SOURCE, VOLUME], Recorder()), Code.ALREADY_EXISTS)
+            == f"actuator '{VOLUME}' is already provided by 'infotainment'"
         )
         await rival.provide_actuators([SOURCE], Recorder())  # all or nothing: SOURCE was free
         kuksa = KuksaProvider(v2_grpc.VALStub(channel))
@@ -272,17 +248,15 @@ async def test_another_providers_actuator_is_already_exists_across_both_apis(
                 )
             )
         )
-        await fails(
-            kuksa.call.read(),
-            Code.ALREADY_EXISTS,
-            f"actuator '{VOLUME}' is already provided by 'infotainment'",
+        assert (
+            await fails(kuksa.call.read(), Code.ALREADY_EXISTS)
+            == f"actuator '{VOLUME}' is already provided by 'infotainment'"
         )
         kuksa = KuksaProvider(v2_grpc.VALStub(channel))
         await kuksa.claim(DOOR)
-        await fails(
-            rival.provide_actuators([DOOR], Recorder()),
-            Code.ALREADY_EXISTS,
-            f"actuator '{DOOR}' is already provided by 'kuksa-client'",
+        assert (
+            await fails(rival.provide_actuators([DOOR], Recorder()), Code.ALREADY_EXISTS)
+            == f"actuator '{DOOR}' is already provided by 'kuksa-client'"
         )
         await kuksa.requests.put(None)
         kuksa.call.cancel()
@@ -294,14 +268,10 @@ def keys() -> tuple[bytes, bytes]:
 
 
 @pytest.fixture
-async def secure(keys: tuple[bytes, bytes], tmp_path: Path) -> AsyncIterator[RunningServer]:
+async def secure(new_server: NewServer, keys: tuple[bytes, bytes], tmp_path: Path) -> RunningServer:
     pub = tmp_path / "vmw.pub"
     pub.write_bytes(keys[1])
-    settings = dataclasses.replace(
-        TEST_SETTINGS, auth_mode="token", token_public_key=str(pub), token_audience=AUD
-    )
-    async for running in _serve(settings):
-        yield running
+    return await new_server(auth_mode="token", token_public_key=str(pub), token_audience=AUD)
 
 
 async def test_scopes_decide_who_may_actuate_and_who_may_provide(
@@ -322,19 +292,19 @@ async def test_scopes_decide_who_may_actuate_and_who_may_provide(
             address, "owner", token=token("owner", "provide:Vehicle.Cabin.**"), reconnect=False
         )
         clients += [reader.close, driver.close, guest.close, owner.close]
-        await fails(
-            guest.provide_actuators([VOLUME], Recorder()),
-            Code.PERMISSION_DENIED,
+        assert await fails(
+            guest.provide_actuators([VOLUME], Recorder()), Code.PERMISSION_DENIED
+        ) == (
             f"claim.names[0]: app 'guest' may not write key '{VOLUME}' "
-            "(no provide: scope matches it)",
+            "(no provide: scope matches it)"
         )
         handler = Recorder()
         await owner.provide_actuators([VOLUME], handler)
-        await fails(
-            reader.actuate(VOLUME, encode(10, datatype="uint8")),
-            Code.PERMISSION_DENIED,
+        assert await fails(
+            reader.actuate(VOLUME, encode(10, datatype="uint8")), Code.PERMISSION_DENIED
+        ) == (
             f"targets[0]: app 'reader' may not actuate key '{VOLUME}' "
-            "(no actuate: scope matches it)",
+            "(no actuate: scope matches it)"
         )
         await driver.actuate(VOLUME, encode(10, datatype="uint8"))
         await eventually(lambda: len(handler.requests) == 1, what="the request handled")
@@ -343,25 +313,18 @@ async def test_scopes_decide_who_may_actuate_and_who_may_provide(
             await close()
 
 
-async def test_after_a_middleware_restart_the_sdk_provider_claims_its_actuators_again() -> None:
-    settings = dataclasses.replace(TEST_SETTINGS, vss=(str(CATALOG),))
-    first = await start_server(settings)
-    second: RunningServer | None = None
-    try:
-        async with (
-            ProviderClient(first.address, "infotainment") as provider,
-            AppClient(first.address, "cockpit") as app,
-        ):
-            handler = Recorder()
-            stream = await provider.provide_actuators([VOLUME], handler)
-            await first.stop(0)
-            second = await start_server(
-                dataclasses.replace(settings, listen=f"127.0.0.1:{first.port}")
-            )
-            await eventually(lambda: stream.reconnects == 1, timeout=10, what="the claim again")
-            await app.actuate(VOLUME, encode(25, datatype="uint8"))
-            assert decode_value(handler.requests[-1].targets[VOLUME]) == 25
-    finally:
+async def test_after_a_middleware_restart_the_sdk_provider_claims_its_actuators_again(
+    new_server: NewServer,
+) -> None:
+    first = await new_server()
+    async with (
+        ProviderClient(first.address, "infotainment") as provider,
+        AppClient(first.address, "cockpit") as app,
+    ):
+        handler = Recorder()
+        stream = await provider.provide_actuators([VOLUME], handler)
         await first.stop(0)
-        if second is not None:
-            await second.stop(0)
+        await new_server(listen=f"127.0.0.1:{first.port}")
+        await eventually(lambda: stream.reconnects == 1, timeout=10, what="the claim again")
+        await app.actuate(VOLUME, encode(25, datatype="uint8"))
+        assert decode_value(handler.requests[-1].targets[VOLUME]) == 25

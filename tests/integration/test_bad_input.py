@@ -5,7 +5,6 @@ And changes nothing: the server's state checks pass after each.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
 from typing import Any
 
 import grpc
@@ -14,17 +13,9 @@ from vmw.proto.ess.v1 import ess_pb2
 from vmw.proto.vstore.v1 import vstore_pb2
 from vmw.server.server import RunningServer
 
+from tests.conftest import fails
+
 Code = grpc.StatusCode
-
-
-async def fails(call: Awaitable[Any], code: grpc.StatusCode, *fragments: str) -> str:
-    with pytest.raises(grpc.aio.AioRpcError) as err:
-        await call
-    assert err.value.code() == code, err.value.details()
-    details = err.value.details() or ""
-    for fragment in fragments:
-        assert fragment in details, details
-    return details
 
 
 async def open_stream(stubs: Any, *queues: ess_pb2.QueueConfig) -> Any:

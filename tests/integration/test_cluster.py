@@ -1,4 +1,4 @@
-"""Several middleware nodes as real processes on loopback ports (issue 14).
+"""Several middleware nodes as real processes on loopback ports.
 
 Each test starts its nodes with ``python -m vmw.server serve --node-id ...
 --peer ...`` (bench.nodes), bounded in time and always stopped; partitions
@@ -21,6 +21,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -46,28 +47,30 @@ async def digests(nodes: Nodes) -> set[str]:
 
 async def converged(nodes: Nodes, timeout: float = 10.0) -> None:
     """Every node has the same digest (and head) within ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        states = [await status(n.address) for n in nodes]
-        if len({s.digest for s in states}) == 1 and len({s.head for s in states}) == 1:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(
-                "nodes did not converge: "
-                + ", ".join(f"{s.node_id} {s.digest[:8]} head {s.head[:8]}" for s in states)
-            )
-        await asyncio.sleep(0.05)
+    states: list[Any] = []
+
+    async def same() -> bool:
+        states[:] = [await status(n.address) for n in nodes]
+        return len({s.digest for s in states}) == 1 and len({s.head for s in states}) == 1
+
+    await eventually_async(
+        same,
+        timeout=timeout,
+        what=lambda _: (
+            "nodes did not converge: "
+            + ", ".join(f"{s.node_id} {s.digest[:8]} head {s.head[:8]}" for s in states)
+        ),
+    )
 
 
 async def linked(nodes: Nodes, timeout: float = 10.0) -> None:
     """Every node's link to every other is up."""
-    deadline = time.monotonic() + timeout
-    while True:
+
+    async def up() -> bool:
         states = [await status(n.address) for n in nodes]
-        if all(p.link == "up" for st in states for p in st.peers):
-            return
-        assert time.monotonic() < deadline, "links did not come up"
-        await asyncio.sleep(0.05)
+        return all(p.link == "up" for st in states for p in st.peers)
+
+    await eventually_async(up, timeout=timeout, what="links did not come up")
 
 
 async def get(address: str, names: list[str]) -> vstore_pb2.GetResponse:
@@ -102,10 +105,7 @@ async def wait_keys(address: str, names: list[str], timeout: float = 10.0) -> No
     async def present() -> bool:
         return not (await get(address, names)).not_found
 
-    deadline = time.monotonic() + timeout
-    while not await present():
-        assert time.monotonic() < deadline, f"keys did not reach {address}"
-        await asyncio.sleep(0.05)
+    await eventually_async(present, timeout=timeout, what=f"keys did not reach {address}")
 
 
 @pytest.fixture(scope="module")
@@ -268,7 +268,7 @@ async def test_a_killed_node_restarts_and_catches_up_with_its_apps_seeing_the_ga
                     n += 1
                     await p.publish({k: tag + str(n).encode() for k in keys})
                     written += len(keys)
-                    await asyncio.sleep(0.01)
+                    await asyncio.sleep(0.01)  # the writers' pace, not synchronisation
 
             writers = [
                 asyncio.create_task(write(on_a, b"a")),

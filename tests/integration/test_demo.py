@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from vmw.server.journal.segments import lines, segment_files
+from vmw.contract.journal.segments import lines, segment_files
 
 
 def test_the_demo_slow_app_loses_events_the_logger_none_and_the_journal_explains_every_gap(

@@ -11,7 +11,7 @@ from vmw.proto.ess.v1 import ess_pb2
 from vmw.sdk import AppClient, DataEvent, KeyAddedEvent, ProviderClient, QueueSpec, Sub
 from vmw.server.server import RunningServer
 
-from tests.conftest import eventually
+from tests.conftest import eventually, fails
 
 SPEED = "Vehicle.Speed"
 TEMP = "Vehicle.Cabin.HVAC.AmbientAirTemperature"
@@ -171,10 +171,7 @@ async def test_a_second_get_events_replaces_the_first_and_keeps_subscriptions(
             while True:
                 await first.read()
 
-        with pytest.raises(grpc.aio.AioRpcError) as err:
-            await read_until_the_end()
-        assert err.value.code() == grpc.StatusCode.ABORTED
-        assert "replaced this one" in (err.value.details() or "")
+        await fails(read_until_the_end(), grpc.StatusCode.ABORTED, "replaced this one")
         await provider.publish({SPEED: b"9"})
         batch = await asyncio.wait_for(second.read(), 5)
         [event] = batch.events
@@ -192,7 +189,7 @@ async def test_with_a_grace_period_a_reconnecting_app_keeps_its_subscriptions(
         await app.connect()
         await app.subscribe([Sub(SPEED)])
         await app.close()
-        await eventually(lambda: not server.runtime.has_stream("flaky"), what="stream end")
+        await eventually(lambda: "flaky" not in server.runtime.streams, what="stream end")
         assert server.runtime.ess.is_watched(provider.ids[SPEED])
         async with AppClient(server.address, "flaky") as again:
             assert [i.key for i in await again.subscriptions()] == [SPEED]

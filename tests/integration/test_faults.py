@@ -350,7 +350,7 @@ async def test_an_app_that_stops_reading_is_reported_while_stuck_every_period_an
                 await eventually(lambda: received > 0, timeout=10, what="a first batch")
                 started = await asyncio.to_thread(
                     m.wait_for_log,
-                    r"WARNING middleware\.slow_apps: app stuck is not keeping up: its queues are "
+                    r"WARNING vmw\.server\.slow_apps: app stuck is not keeping up: its queues are "
                     r"dropping events \((\d+) dropped",
                     timeout=15,
                 )
@@ -373,7 +373,7 @@ async def test_an_app_that_stops_reading_is_reported_while_stuck_every_period_an
                 reading.set()
                 await asyncio.to_thread(
                     m.wait_for_log,
-                    r"INFO middleware\.slow_apps: app stuck caught up; (\d+) events dropped in "
+                    r"INFO vmw\.server\.slow_apps: app stuck caught up; (\d+) events dropped in "
                     r"this episode of [\d.]+ s",
                     timeout=20,
                 )
@@ -444,7 +444,7 @@ README = Path(__file__).parents[2] / "README.md"
 
 def readme_token_commands() -> list[tuple[str | None, list[str]]]:
     """The README's token example: (variable it is assigned to, or None; the words)."""
-    text = README.read_text()
+    text = (README.parent / "docs" / "operators.md").read_text()
     block = text.split("Development keys and tokens", 1)[1].split("```sh\n", 1)[1]
     block = block.split("```", 1)[0].replace("\\\n", " ")
     commands: list[tuple[str | None, list[str]]] = []

@@ -1,4 +1,4 @@
-"""Ordered writes on one node and the peer protocol's guards (issue 14).
+"""Ordered writes on one node and the peer protocol's guards.
 
 A real server on 127.0.0.1:0 (in process) for a node without peers: the head
 in every V-Store response, Set with if_head, the Peer service refusing what
@@ -9,7 +9,6 @@ only peers may do; and two real nodes in token mode: peer links need the
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from vmw.server.auth.tokens import generate_key_pair, mint
 from vmw.server.server import RunningServer
 
 from bench.nodes import Nodes
-from tests.conftest import eventually_async
+from tests.conftest import eventually_async, fails
 from tests.integration.pki import Authority
 
 NAME = "Vehicle.Cabin.Lock"
@@ -82,10 +81,11 @@ async def test_set_with_if_head_applies_on_the_newest_head_only(
     assert (result.head, lost.head, result.version) == (won.head, won.head, 2)
     got = await s.vstore.Get(vstore_pb2.GetRequest(names=[NAME]), metadata=s.md)
     assert (got.values[0].data, got.values[0].version, got.head) == (b"mine", 2, won.head)
-    with pytest.raises(grpc.aio.AioRpcError) as err:
-        await s.vstore.Set(set_request(b"x", if_head="not-a-head"), metadata=s.md)
-    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert "if_head: 'not-a-head' is not a head" in (err.value.details() or "")
+    await fails(
+        s.vstore.Set(set_request(b"x", if_head="not-a-head"), metadata=s.md),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "if_head: 'not-a-head' is not a head",
+    )
 
 
 async def test_a_node_without_peers_takes_no_peer_links(
@@ -108,17 +108,18 @@ async def test_in_token_mode_a_peer_link_needs_the_peer_scope_and_its_own_name(
     common = ("--auth-mode", "token", "--token-public-key", str(tmp_path / "vmw.pub"))
     extra = {n: ("--peer-token-file", str(tmp_path / f"{n}.token")) for n in ("a", "b")}
     with Nodes(["a", "b"], tmp_path, *common, "--sync-interval-s", "0.5", extra=extra) as nodes:
-        deadline = time.monotonic() + 10
         admin = mint(private, subject="ops", scope="admin", ttl_s=600)
         md = (("authorization", f"Bearer {admin}"),)
         async with grpc.aio.insecure_channel(nodes["a"].address) as channel:
             stub = cluster_pb2_grpc.PeerStub(channel)
-            while True:  # the nodes' tokens let their links up
+            last: list[Any] = []
+
+            async def linked() -> bool:  # the nodes' tokens let their links up
                 st = await stub.Status(cluster_pb2.StatusRequest(), metadata=md)
-                if st.peers[0].link == "up" and st.peers[0].inbound:
-                    break
-                assert time.monotonic() < deadline, st
-                await asyncio.sleep(0.05)
+                last[:] = [st]
+                return st.peers[0].link == "up" and st.peers[0].inbound
+
+            await eventually_async(linked, timeout=10, what=lambda _: str(last[0]))
             reader = mint(private, subject="b", scope="read:**", ttl_s=600)
             impostor = mint(private, subject="c", scope="peer", ttl_s=600)
             for token, code, words in (
@@ -128,11 +129,12 @@ async def test_in_token_mode_a_peer_link_needs_the_peer_scope_and_its_own_name(
                 error = await refused_link(stub, (("authorization", f"Bearer {token}"),), "b")
                 assert error.code() == code
                 assert words in (error.details() or "")
-            with pytest.raises(grpc.aio.AioRpcError) as err:
-                await stub.Status(
+            await fails(
+                stub.Status(
                     cluster_pb2.StatusRequest(), metadata=(("authorization", f"Bearer {reader}"),)
-                )
-            assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
+                ),
+                grpc.StatusCode.PERMISSION_DENIED,
+            )
         assert (await status_token(nodes["b"].address, admin)).peers[0].link == "up"
 
 
@@ -206,19 +208,20 @@ async def test_nodes_serving_mutual_tls_link_with_certificates_that_name_them(
         creds = grpc.ssl_channel_credentials(
             car.cert.read_bytes(), ops.key.read_bytes(), ops.cert.read_bytes()
         )
-        deadline = time.monotonic() + 10
         async with (
             grpc.aio.secure_channel(nodes["a"].address, creds) as to_a,
             grpc.aio.secure_channel(nodes["b"].address, creds) as channel,
         ):
             await vstore_pb2_grpc.VStoreStub(to_a).AddKeys(vstore_pb2.AddKeysRequest(names=[NAME]))
             stub = cluster_pb2_grpc.PeerStub(channel)
-            while True:  # the key added on a reached b: the links work over mutual TLS
+            last: list[Any] = []
+
+            async def reached() -> bool:  # the key added on a reached b: the links work over mTLS
                 st = await stub.Status(cluster_pb2.StatusRequest())
-                if st.keys == 1 and st.peers[0].link == "up" and st.peers[0].inbound:
-                    break
-                assert time.monotonic() < deadline, st
-                await asyncio.sleep(0.05)
+                last[:] = [st]
+                return st.keys == 1 and st.peers[0].link == "up" and st.peers[0].inbound
+
+            await eventually_async(reached, timeout=10, what=lambda _: str(last[0]))
             # A certificate that names another node may not speak for 'a'.
             err = await refused_link(stub, (), "a")
             assert err.code() == grpc.StatusCode.PERMISSION_DENIED

@@ -43,7 +43,7 @@ from vmw.server.health import TICK_S
 from vmw.server.journal import read_journal
 from vmw.server.server import RunningServer, start_server
 
-from tests.conftest import eventually
+from tests.conftest import eventually, fails
 from tests.integration.conftest import TEST_SETTINGS
 
 PERIOD = 0.5
@@ -76,7 +76,6 @@ class Reader:
     def __init__(self, client: AppClient) -> None:
         self.client = client
         self.events: list[tuple[float, ClientEvent]] = []
-        self.changed = asyncio.Event()
         self.paused = asyncio.Event()
         self.paused.set()
         self._task = asyncio.create_task(self._read())
@@ -86,7 +85,6 @@ class Reader:
             await self.paused.wait()
             now = time.time()
             self.events.extend((now, e) for e in batch)
-            self.changed.set()
 
     def of(self, kind: type[Any]) -> list[tuple[float, Any]]:
         return [(t, e) for t, e in self.events if isinstance(e, kind)]
@@ -96,14 +94,9 @@ class Reader:
 
     async def wait_for(self, kind: type[Any], count: int = 1, timeout: float = 10.0) -> Any:
         """The ``count``-th event of ``kind`` (with its arrival time), waiting for it."""
-        deadline = time.monotonic() + timeout
-        while len(self.of(kind)) < count:
-            self.changed.clear()
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise AssertionError(f"no {kind.__name__} #{count} within {timeout} s")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.changed.wait(), left)
+        await eventually(
+            lambda: len(self.of(kind)) >= count, timeout=timeout, what=f"{kind.__name__} #{count}"
+        )
         return self.of(kind)[count - 1]
 
     async def close(self) -> None:
@@ -142,7 +135,7 @@ async def get(server: RunningServer, *names: str) -> dict[str, vstore_pb2.Value]
 
 
 async def test_a_watched_key_that_stops_being_written_is_stale_then_fresh(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async with serving(tmp_path) as server:
         provider = ProviderClient(server.address, "sensor")
@@ -171,7 +164,19 @@ async def test_a_watched_key_that_stops_being_written_is_stale_then_fresh(
             assert fresh.name == HEALTHY
             assert resumed <= fresh.write_ns / 1e9 <= arrived
             assert arrived - resumed <= TICK_S + DELIVERY  # up to one tick late
-            await asyncio.sleep(2 * TICK_S)  # while it is written, nothing else comes
+            # While it is written, nothing else comes: two more looks tell nothing.
+            health = server.runtime.health
+            looks: list[list[Any]] = []
+
+            def look(now_ns: int | None = None) -> list[Any]:
+                notices = tick(now_ns)
+                looks.append(notices)
+                return notices
+
+            tick = health.tick
+            monkeypatch.setattr(health, "tick", look)
+            await eventually(lambda: len(looks) >= 2, timeout=10, what="two health ticks")
+            assert looks[:2] == [[], []]
             resume.set()
             await again
             assert [type(e) for e in watcher.health()] == [KeyStaleEvent, KeyFreshEvent]
@@ -370,12 +375,18 @@ async def test_a_provider_that_flushes_and_writes_on_keeps_its_claims(tmp_path: 
                 await provider.publish({CLAIMED[0]: bytes([i])})
                 await provider.flush()
             await provider.publish({CLAIMED[0]: b"after"})
-            await asyncio.sleep(1.5)  # past the grace: what a flush would have released
+            store = server.runtime.store
+            await eventually(
+                lambda: store.get(CLAIMED[0]).data == b"after",
+                timeout=10,
+                what="the write after the flushes stored (its Publish stream open)",
+            )
+            # The behaviour tested, not synchronisation: past the grace, nothing the
+            # flushes could have left pending releases the claims.
+            await asyncio.sleep(1.5)
             assert subscriber.health() == []
             assert server.runtime.access.claimed_by(CLAIMED[0]) == "flusher"
-            with pytest.raises(grpc.aio.AioRpcError) as refused:
-                await other.add_keys(CLAIMED[:1], claim=True)
-            assert refused.value.code() is grpc.StatusCode.PERMISSION_DENIED
+            await fails(other.add_keys(CLAIMED[:1], claim=True), grpc.StatusCode.PERMISSION_DENIED)
         finally:
             await subscriber.close()
             await provider.close()

@@ -26,12 +26,12 @@ from typing import Any
 
 import grpc
 from vmw.contract.journal.chain import succ, verify_line
+from vmw.contract.journal.segments import lines, segment_files
 from vmw.fleet.collect import Collector, Landing, Options
 from vmw.sdk import ProviderClient
-from vmw.server.journal.segments import lines, segment_files
 from vmw.server.server import start_server
 
-from tests.conftest import eventually
+from tests.conftest import eventually, wait_until
 from tests.integration.conftest import TEST_SETTINGS
 from tests.integration.test_journal_faults import SPEED, kill9, publish, serve
 from tests.integration.test_process import stop
@@ -112,15 +112,21 @@ def landed(landing: Path) -> tuple[list[bytes], list[dict[str, Any]]]:
 
 def wait_landed(journal: Path, landing: Path, proc: subprocess.Popen[str]) -> list[bytes]:
     """Wait until every line on disk is landed (the middleware is idle); the disk's lines."""
-    deadline = time.monotonic() + 30
-    while True:
-        disk = on_disk(journal)
+    disk: list[bytes] = []
+    missing: set[bytes] = set()
+
+    def all_landed() -> bool:
+        disk[:] = on_disk(journal)
         data, _ = landed(landing)
-        if set(disk) <= set(data):
-            return disk
+        missing.clear()
+        missing.update(set(disk) - set(data))
+        if not missing:
+            return True
         assert proc.poll() is None, proc.communicate(timeout=5)
-        assert time.monotonic() < deadline, f"{len(set(disk) - set(data))} lines not landed"
-        time.sleep(0.05)
+        return False
+
+    wait_until(all_landed, timeout=30, poll=0.05, what=lambda: f"{len(missing)} lines not landed")
+    return disk
 
 
 def key(line: bytes) -> tuple[str, int]:
@@ -177,6 +183,17 @@ async def test_a_middleware_stopped_cleanly_hands_its_followers_the_stop_record(
             try:
                 await still.add_keys([SPEED])
                 await still.publish({SPEED: b"x"})
+                # The stream is open on the middleware's side (its connect is journaled)
+                # before the stop: publish() returns once the request is sent, not read.
+                await eventually(
+                    lambda: any(
+                        (r["kind"], r.get("app"), r.get("stream"))
+                        == ("connect", "still-connected", "publish")
+                        for r in map(json.loads, on_disk(journal))
+                    ),
+                    timeout=30,
+                    what="the provider's Publish stream open",
+                )
                 began = time.monotonic()
                 code, err = stop(mw)
                 took = time.monotonic() - began
@@ -256,13 +273,15 @@ async def test_a_middleware_that_goes_silent_is_noticed_and_followed_on_when_it_
             await publish(address, 100)
             wait_landed(journal, landing, coll)
             mw.send_signal(signal.SIGSTOP)
-            silent = time.monotonic()
             try:
-                while "retrying in" not in log.read_text():
-                    assert time.monotonic() - silent < 15, (
-                        "the collector did not notice the silent middleware:\n" + log.read_text()
-                    )
-                    await asyncio.sleep(0.05)
+                await eventually(
+                    lambda: "retrying in" in log.read_text(),
+                    timeout=15,
+                    poll=0.05,
+                    what=lambda: (
+                        "the collector to notice the silent middleware:\n" + log.read_text()
+                    ),
+                )
             finally:
                 mw.send_signal(signal.SIGCONT)
             await publish(address, 100)
@@ -295,20 +314,24 @@ async def test_polling_releases_only_what_is_landed(tmp_path: Path) -> None:
         run = asyncio.create_task(collector.run())
         try:
             read_ahead = 0
-            deadline = time.monotonic() + 20
-            while True:
-                assert time.monotonic() < deadline, "the collector did not land"
+
+            def caught_up() -> bool:
+                """It landed; meanwhile, nothing read ahead is released before it lands."""
+                nonlocal read_ahead
                 assert not run.done(), run.result()
                 v = next(iter(collector.vehicles.values()), None)
                 if v is not None and v.counts.records:
-                    break  # caught up: it landed
+                    return True
                 c = feed.consumers.get("collector", "collector")
                 if v is not None and c is not None and v.at.offset != v.landed.offset:
                     read_ahead += 1
                     assert (c.boot_id, c.offset) == (v.landed.boot_id, v.landed.offset), (
                         "records released before they were landed"
                     )
-                await asyncio.sleep(0.001)
+                return False
+
+            await eventually(caught_up, timeout=20, poll=0.001, what="the collector to land")
+            v = next(iter(collector.vehicles.values()))
             assert read_ahead > 0  # it did read ahead of what it landed
             # Once landed, the next Poll releases them.
             await eventually(

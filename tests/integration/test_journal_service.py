@@ -15,18 +15,17 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-import pytest
 from vmw.contract.journal.chain import OFFSET_MOD, pred, succ, verify_line
+from vmw.contract.journal.segments import segment_files
 from vmw.proto.journal.v1 import journal_pb2 as pb
 from vmw.proto.journal.v1 import journal_pb2_grpc as pb_grpc
 from vmw.sdk import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
 from vmw.server.auth.tokens import generate_key_pair, mint
 from vmw.server.config import Settings
 from vmw.server.journal.consumers import CONSUMERS_NAME
-from vmw.server.journal.segments import segment_files
 from vmw.server.server import RunningServer, start_server
 
-from tests.conftest import eventually
+from tests.conftest import eventually, fails
 from tests.integration.conftest import TEST_SETTINGS
 
 Code = grpc.StatusCode
@@ -64,11 +63,25 @@ async def publish(address: str, n: int) -> None:
 
 
 async def settled(server: RunningServer) -> None:
-    """Wait until the journal has written everything it was given."""
-    journal = server.runtime.journal
+    """Wait until the journal has written everything it was given, and handed it over
+    to its history: its buffer is empty, then its writer thread ends one more pass
+    (it writes its batch, hands it to the history, then ticks the feed)."""
+    journal, feed = server.runtime.journal, server.runtime.journal_feed
     assert journal is not None
+    assert feed is not None
     await eventually(lambda: journal.pending() == 0, timeout=10, what="the journal writer")
-    await asyncio.sleep(0.02)  # the last batch's history hand-over
+    passes: list[None] = []
+    tick = feed.tick
+
+    def counted() -> None:
+        tick()
+        passes.append(None)
+
+    setattr(feed, "tick", counted)  # noqa: B010 (the writer thread calls feed.tick)
+    try:
+        await eventually(lambda: bool(passes), timeout=10, what="the writer's next pass")
+    finally:
+        delattr(feed, "tick")
 
 
 async def poll(
@@ -85,14 +98,6 @@ async def poll(
         metadata=MD,
         timeout=10,
     )
-
-
-async def fails(call: Any, code: grpc.StatusCode, *fragments: str) -> None:
-    with pytest.raises(grpc.aio.AioRpcError) as e:
-        await call
-    assert e.value.code() == code, e.value.details()
-    for fragment in fragments:
-        assert fragment in (e.value.details() or ""), e.value.details()
 
 
 def disk_bytes(directory: Path) -> int:
@@ -319,6 +324,7 @@ async def test_follow_sends_groups_at_once_numbered_from_zero_and_acks_release(
             await settled(server)
             first = [await asyncio.wait_for(groups.get(), 5) for _ in range(2)]
             assert [g.seq for g in first] == [0, 1]
+            # The behaviour tested, not synchronisation: for a while, nothing more comes.
             await asyncio.sleep(0.3)
             assert groups.empty()  # two groups unacknowledged: the window is full
             await call.write(pb.FollowRequest(ack=pb.FollowAck(seq=1)))

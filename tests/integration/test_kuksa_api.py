@@ -7,7 +7,6 @@ the real ``kuksa-client`` is driven in ``test_kuksa_client.py``.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -22,20 +21,14 @@ from vmw.proto.kuksa.val.v2 import val_pb2 as v2
 from vmw.proto.kuksa.val.v2 import val_pb2_grpc as v2_grpc
 from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 from vmw.sdk import ProviderClient
-from vmw.server.server import RunningServer, start_server
+from vmw.server.server import RunningServer
 
-from tests.integration.conftest import TEST_SETTINGS
+from tests.conftest import fails
 
 CATALOG = Path(__file__).with_name("kuksa_catalog.json")
 
 
-@pytest.fixture
-async def server() -> AsyncIterator[RunningServer]:
-    running = await start_server(dataclasses.replace(TEST_SETTINGS, vss=(str(CATALOG),)))
-    try:
-        yield running
-    finally:
-        await running.stop(0)
+pytestmark = pytest.mark.settings(vss=(str(CATALOG),))
 
 
 @pytest.fixture
@@ -97,38 +90,38 @@ async def test_a_value_outside_the_rule_is_invalid_argument_naming_key_value_and
     channel: grpc.aio.Channel,
 ) -> None:
     stub = v2_grpc.VALStub(channel)
-    with pytest.raises(grpc.aio.AioRpcError) as info:
-        await stub.PublishValue(
+    assert await fails(
+        stub.PublishValue(
             v2.PublishValueRequest(
                 signal_id=path("Vehicle.Cabin.Infotainment.Volume"),
                 data_point=t2.Datapoint(value=t2.Value(uint32=101)),
             )
-        )
-    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert info.value.details() == (
+        ),
+        grpc.StatusCode.INVALID_ARGUMENT,
+    ) == (
         "value for 'Vehicle.Cabin.Infotainment.Volume' refused: "
         "value 101 is above the max 100 percent"
     )
-    with pytest.raises(grpc.aio.AioRpcError) as info:
-        await stub.PublishValue(
+    await fails(
+        stub.PublishValue(
             v2.PublishValueRequest(
                 signal_id=path("Vehicle.Cabin.Infotainment.Source"),
                 data_point=t2.Datapoint(value=t2.Value(string="CD")),
             )
-        )
-    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert "'CD' is not one of the allowed values ['RADIO', 'USB', 'BLUETOOTH']" in (
-        info.value.details() or ""
+        ),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "'CD' is not one of the allowed values ['RADIO', 'USB', 'BLUETOOTH']",
     )
-    with pytest.raises(grpc.aio.AioRpcError) as info:
-        await stub.PublishValue(
+    await fails(
+        stub.PublishValue(
             v2.PublishValueRequest(
                 signal_id=path("Vehicle.Speed"),
                 data_point=t2.Datapoint(value=t2.Value(string="fast")),
             )
-        )
-    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert "value 'fast' (str) is not a float" in (info.value.details() or "")
+        ),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "value 'fast' (str) is not a float",
+    )
 
 
 async def test_the_projects_own_set_is_checked_against_the_same_metadata(
@@ -137,17 +130,18 @@ async def test_the_projects_own_set_is_checked_against_the_same_metadata(
     stub = vstore_pb2_grpc.VStoreStub(channel)
     md = (("app-id", "tool"),)
     bad = vstore_pb2.Update(name="Vehicle.Cabin.HVAC.TargetTemperature", data=encode(45))
-    with pytest.raises(grpc.aio.AioRpcError) as info:
-        await stub.Set(vstore_pb2.SetRequest(updates=[bad]), metadata=md)
-    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert info.value.details() == (
+    assert await fails(
+        stub.Set(vstore_pb2.SetRequest(updates=[bad]), metadata=md),
+        grpc.StatusCode.INVALID_ARGUMENT,
+    ) == (
         "updates[0]: value for 'Vehicle.Cabin.HVAC.TargetTemperature' refused: "
         "value 45 is above the max 30 celsius"
     )
     opaque = vstore_pb2.Update(name="Vehicle.Speed", data=b"\xff\xff")
-    with pytest.raises(grpc.aio.AioRpcError) as info:
-        await stub.Set(vstore_pb2.SetRequest(updates=[opaque]), metadata=md)
-    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    await fails(
+        stub.Set(vstore_pb2.SetRequest(updates=[opaque]), metadata=md),
+        grpc.StatusCode.INVALID_ARGUMENT,
+    )
     ok = vstore_pb2.Update(name="Vehicle.Cabin.HVAC.TargetTemperature", data=encode(21))
     await stub.Set(vstore_pb2.SetRequest(updates=[ok]), metadata=md)
     value = await v2_grpc.VALStub(channel).GetValue(
@@ -158,23 +152,27 @@ async def test_the_projects_own_set_is_checked_against_the_same_metadata(
 
 async def test_an_unknown_path_is_not_found(channel: grpc.aio.Channel) -> None:
     stub = v2_grpc.VALStub(channel)
-    with pytest.raises(grpc.aio.AioRpcError) as info:
-        await stub.GetValue(v2.GetValueRequest(signal_id=path("Vehicle.Nope")))
-    assert info.value.code() == grpc.StatusCode.NOT_FOUND
-    assert info.value.details() == "key 'Vehicle.Nope' does not exist"
-    with pytest.raises(grpc.aio.AioRpcError) as info:
-        await stub.GetValue(v2.GetValueRequest(signal_id=t2.SignalID(id=9999)))
-    assert info.value.code() == grpc.StatusCode.NOT_FOUND
-    with pytest.raises(grpc.aio.AioRpcError) as info:
-        await stub.ListMetadata(v2.ListMetadataRequest(root="Vehicle.Nope"))
-    assert info.value.code() == grpc.StatusCode.NOT_FOUND
+    assert (
+        await fails(
+            stub.GetValue(v2.GetValueRequest(signal_id=path("Vehicle.Nope"))),
+            grpc.StatusCode.NOT_FOUND,
+        )
+        == "key 'Vehicle.Nope' does not exist"
+    )
+    await fails(
+        stub.GetValue(v2.GetValueRequest(signal_id=t2.SignalID(id=9999))), grpc.StatusCode.NOT_FOUND
+    )
+    await fails(
+        stub.ListMetadata(v2.ListMetadataRequest(root="Vehicle.Nope")), grpc.StatusCode.NOT_FOUND
+    )
 
 
 async def test_calls_not_served_are_unimplemented(channel: grpc.aio.Channel) -> None:
     stub = v2_grpc.VALStub(channel)
-    with pytest.raises(grpc.aio.AioRpcError) as info:
-        await stub.ActuateStream(iter([v2.ActuateRequest(signal_id=path("Vehicle.Speed"))]))
-    assert info.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    await fails(
+        stub.ActuateStream(iter([v2.ActuateRequest(signal_id=path("Vehicle.Speed"))])),
+        grpc.StatusCode.UNIMPLEMENTED,
+    )
 
 
 async def test_a_v2_subscription_gets_current_values_then_writes_of_the_projects_provider(
@@ -339,10 +337,7 @@ async def test_an_actuation_goes_to_the_provider_that_claimed_it_and_returns_its
             )
         )
     )
-    with pytest.raises(grpc.aio.AioRpcError) as info:
-        await asyncio.wait_for(actuate, 5)
-    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert info.value.details() == (
+    assert await fails(asyncio.wait_for(actuate, 5), grpc.StatusCode.INVALID_ARGUMENT) == (
         f"value for '{VOLUME}' refused: the provider refused it: too loud now"
     )
     await provider.requests.put(None)
@@ -353,19 +348,22 @@ async def test_actuation_refusals_unavailable_already_exists_and_bad_values(
     channel: grpc.aio.Channel,
 ) -> None:
     stub = v2_grpc.VALStub(channel)
-    with pytest.raises(grpc.aio.AioRpcError) as info:
-        await stub.Actuate(v2.ActuateRequest(signal_id=path(VOLUME), value=t2.Value(uint32=3)))
-    assert info.value.code() == grpc.StatusCode.UNAVAILABLE
-    assert info.value.details() == f"cannot actuate '{VOLUME}': no provider provides this actuator"
-    with pytest.raises(grpc.aio.AioRpcError) as info:
-        await stub.Actuate(v2.ActuateRequest(signal_id=path(VOLUME), value=t2.Value(uint32=300)))
-    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    with pytest.raises(grpc.aio.AioRpcError) as info:
-        await stub.Actuate(
-            v2.ActuateRequest(signal_id=path("Vehicle.Speed"), value=t2.Value(float=1.0))
+    assert (
+        await fails(
+            stub.Actuate(v2.ActuateRequest(signal_id=path(VOLUME), value=t2.Value(uint32=3))),
+            grpc.StatusCode.UNAVAILABLE,
         )
-    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert "'Vehicle.Speed' is a sensor, not an actuator" in (info.value.details() or "")
+        == f"cannot actuate '{VOLUME}': no provider provides this actuator"
+    )
+    await fails(
+        stub.Actuate(v2.ActuateRequest(signal_id=path(VOLUME), value=t2.Value(uint32=300))),
+        grpc.StatusCode.INVALID_ARGUMENT,
+    )
+    await fails(
+        stub.Actuate(v2.ActuateRequest(signal_id=path("Vehicle.Speed"), value=t2.Value(float=1.0))),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "'Vehicle.Speed' is a sensor, not an actuator",
+    )
     first = Provider(stub)
     await first.claim(VOLUME)
     second = Provider(stub)
@@ -376,10 +374,10 @@ async def test_actuation_refusals_unavailable_already_exists_and_bad_values(
             )
         )
     )
-    with pytest.raises(grpc.aio.AioRpcError) as info:
-        await asyncio.wait_for(second.call.read(), 5)
-    assert info.value.code() == grpc.StatusCode.ALREADY_EXISTS
-    assert info.value.details() == f"actuator '{VOLUME}' is already provided by 'kuksa-client'"
+    assert (
+        await fails(asyncio.wait_for(second.call.read(), 5), grpc.StatusCode.ALREADY_EXISTS)
+        == f"actuator '{VOLUME}' is already provided by 'kuksa-client'"
+    )
     await first.requests.put(None)
     first.call.cancel()
 

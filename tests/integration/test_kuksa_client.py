@@ -9,12 +9,10 @@ The middleware serves the test catalog (``kuksa_catalog.json``) on 127.0.0.1:0.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import re
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +20,10 @@ import pytest
 from vmw.contract.values import decode_value, encode
 from vmw.sdk import ProviderClient
 from vmw.server.auth.tokens import generate_key_pair, mint
-from vmw.server.server import RunningServer, start_server
+from vmw.server.server import RunningServer
 
-from tests.integration.conftest import TEST_SETTINGS
+from tests.conftest import eventually_async
+from tests.integration.conftest import NewServer
 
 ROOT = Path(__file__).resolve().parents[2]
 KUKSA_VENV = ROOT / ".venv-kuksa"
@@ -58,17 +57,10 @@ def kuksa_venv() -> Path:
     return KUKSA_VENV
 
 
-async def _start(**settings: Any) -> RunningServer:
-    return await start_server(dataclasses.replace(TEST_SETTINGS, vss=(str(CATALOG),), **settings))
-
-
-@pytest.fixture
-async def server(kuksa_venv: Path) -> AsyncIterator[RunningServer]:
-    running = await _start()
-    try:
-        yield running
-    finally:
-        await running.stop(0)
+pytestmark = [
+    pytest.mark.settings(vss=(str(CATALOG),)),
+    pytest.mark.usefixtures("kuksa_venv"),
+]
 
 
 async def drive(server: RunningServer, scenario: str, *args: str) -> list[Any]:
@@ -185,13 +177,13 @@ async def test_set_target_values_reaches_the_kuksa_client_providing_the_actuator
         assert json.loads(await asyncio.wait_for(proc.stdout.readline(), DEADLINE_S)) == {
             "providing": volume
         }
+
         # Its claim arrives on its stream after that line: ask until it is there.
-        deadline = asyncio.get_running_loop().time() + DEADLINE_S
-        while True:
+        async def actuate() -> Any:
             [result] = await drive(server, "actuate", volume, "40")
-            if result.get("ok") or asyncio.get_running_loop().time() > deadline:
-                break
-        assert result == {"ok": True, "target": 40}
+            return result
+
+        await eventually_async(actuate, {"ok": True, "target": 40}, DEADLINE_S)
         got = json.loads(await asyncio.wait_for(proc.stdout.readline(), DEADLINE_S))
         assert got == {"path": volume, "target": 40}
         assert await asyncio.wait_for(proc.wait(), DEADLINE_S) == 0
@@ -214,27 +206,24 @@ async def test_errors_unknown_path_and_value_out_of_range(server: RunningServer)
 
 
 async def test_a_token_without_the_scope_is_denied_and_a_forged_one_unauthenticated(
-    kuksa_venv: Path, tmp_path: Path
+    new_server: NewServer, tmp_path: Path
 ) -> None:
     private, public = generate_key_pair("ES256")
     (tmp_path / "k.pub").write_bytes(public)
-    running = await _start(auth_mode="token", token_public_key=str(tmp_path / "k.pub"))
-    try:
-        token = mint(private, subject="dash", scope="read:Vehicle.Speed", ttl_s=600)
-        allowed, denied_read, denied_write = await drive(running, "denied", f"token={token}")
-        assert allowed == {"ok": True, "values": {}}
-        assert denied_read["errors"][0]["error"]["code"] == 403
-        assert denied_read["errors"][0]["error"]["message"] == (
-            "entries[0]: app 'dash' may not read key 'Vehicle.Cabin.Infotainment.Volume' "
-            "(no read: scope matches it)"
-        )
-        assert denied_write["error"]["code"] == 7  # PERMISSION_DENIED
-        assert "may not write key 'Vehicle.Speed'" in denied_write["error"]["message"]
-        forged = token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")
-        results = await drive(running, "denied", f"token={forged}")
-        assert {r["error"]["code"] for r in results} == {16}  # UNAUTHENTICATED
-    finally:
-        await running.stop(0)
+    running = await new_server(auth_mode="token", token_public_key=str(tmp_path / "k.pub"))
+    token = mint(private, subject="dash", scope="read:Vehicle.Speed", ttl_s=600)
+    allowed, denied_read, denied_write = await drive(running, "denied", f"token={token}")
+    assert allowed == {"ok": True, "values": {}}
+    assert denied_read["errors"][0]["error"]["code"] == 403
+    assert denied_read["errors"][0]["error"]["message"] == (
+        "entries[0]: app 'dash' may not read key 'Vehicle.Cabin.Infotainment.Volume' "
+        "(no read: scope matches it)"
+    )
+    assert denied_write["error"]["code"] == 7  # PERMISSION_DENIED
+    assert "may not write key 'Vehicle.Speed'" in denied_write["error"]["message"]
+    forged = token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")
+    results = await drive(running, "denied", f"token={forged}")
+    assert {r["error"]["code"] for r in results} == {16}  # UNAUTHENTICATED
 
 
 async def test_the_command_line_gets_and_sets(server: RunningServer, tmp_path: Path) -> None:

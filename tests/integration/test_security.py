@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import dataclasses
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +16,10 @@ import pytest
 from vmw.proto.ess.v1 import ess_pb2, ess_pb2_grpc
 from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 from vmw.server.auth.tokens import generate_key_pair, mint
-from vmw.server.server import RunningServer, start_server
+from vmw.server.server import RunningServer
 
-from tests.conftest import eventually
-from tests.integration.conftest import TEST_SETTINGS
+from tests.conftest import eventually, fails
+from tests.integration.conftest import NewServer
 
 AUD = "vmw-test"
 CABIN = "Vehicle.Cabin.Temperature"
@@ -42,21 +41,12 @@ def keys() -> dict[str, bytes]:
 
 
 @pytest.fixture
-async def secure(keys: dict[str, bytes], tmp_path: Path) -> AsyncIterator[RunningServer]:
+async def secure(new_server: NewServer, keys: dict[str, bytes], tmp_path: Path) -> RunningServer:
     pub = tmp_path / "vmw.pub"
     pub.write_bytes(keys["public"])
-    settings = dataclasses.replace(
-        TEST_SETTINGS,
-        auth_mode="token",
-        token_public_key=str(pub),
-        token_audience=AUD,
-        claim_grace_s=0.5,
+    return await new_server(
+        auth_mode="token", token_public_key=str(pub), token_audience=AUD, claim_grace_s=0.5
     )
-    running = await start_server(settings)
-    try:
-        yield running
-    finally:
-        await running.stop(0)
 
 
 class Client:
@@ -101,14 +91,6 @@ async def client(secure: RunningServer, keys: dict[str, bytes]) -> AsyncIterator
     yield make
     for c in made:
         await c.channel.close()
-
-
-async def fails(call: Awaitable[Any], code: grpc.StatusCode, *fragments: str) -> None:
-    with pytest.raises(grpc.aio.AioRpcError) as err:
-        await call
-    assert err.value.code() == code, err.value.details()
-    for fragment in fragments:
-        assert fragment in (err.value.details() or ""), err.value.details()
 
 
 async def admin_setup(client: Any) -> None:
@@ -192,21 +174,17 @@ async def test_bad_tokens_are_refused(
 
 
 async def test_rs256_tokens_are_accepted_when_the_key_is_rsa(
-    keys: dict[str, bytes], tmp_path: Path
+    new_server: NewServer, keys: dict[str, bytes], tmp_path: Path
 ) -> None:
     _, rs_public = generate_key_pair("RS256")  # a different pair: generate a matching one
     private, public = generate_key_pair("RS256")
     pub = tmp_path / "rs.pub"
     pub.write_bytes(public)
-    settings = dataclasses.replace(TEST_SETTINGS, auth_mode="token", token_public_key=str(pub))
-    running = await start_server(settings)
-    try:
-        c = Client(running.address, mint(private, subject="rs-app", scope="read:**", ttl_s=60))
-        reply = await c.vstore.ListKeys(vstore_pb2.ListKeysRequest(), metadata=c.md)
-        assert list(reply.keys) == []
-        await c.channel.close()
-    finally:
-        await running.stop(0)
+    running = await new_server(auth_mode="token", token_public_key=str(pub))
+    c = Client(running.address, mint(private, subject="rs-app", scope="read:**", ttl_s=60))
+    reply = await c.vstore.ListKeys(vstore_pb2.ListKeysRequest(), metadata=c.md)
+    assert list(reply.keys) == []
+    await c.channel.close()
     del rs_public
 
 

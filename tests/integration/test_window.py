@@ -26,6 +26,7 @@ from vmw.sdk import (
 )
 from vmw.server.server import RunningServer
 
+from tests.conftest import eventually
 from tests.integration.test_bad_input import check
 
 KEYS = [f"Vehicle.Window.Test{i}" for i in range(5)]
@@ -42,7 +43,7 @@ async def _writer(address: str, stop: asyncio.Event, per_s: int) -> int:
             for _ in range(due - written):
                 await provider.publish({KEYS[written % len(KEYS)]: written.to_bytes(8, "big")})
                 written += 1
-            await asyncio.sleep(0.002)
+            await asyncio.sleep(0.002)  # the writer's pace, not synchronisation
         await provider.flush()
     return written
 
@@ -158,8 +159,9 @@ async def test_window_protocol_errors_end_the_stream_with_a_clear_status(
     assert code is grpc.StatusCode.INVALID_ARGUMENT
     assert "only the first" in details
     # Each failed stream took its app away with it; nothing else changed.
-    await asyncio.sleep(0.1)
-    assert "bad" not in server.runtime.ess.apps()
+    await eventually(
+        lambda: "bad" not in server.runtime.ess.apps(), timeout=10, what="the app 'bad' gone"
+    )
     check(server)
 
 
@@ -193,7 +195,12 @@ async def test_a_slow_app_never_receives_events_older_than_its_queue_and_window_
         server.address, "slow", queues=[QueueSpec(0, 1, 5)], window=1, reconnect=False
     ) as app:
         assert app.window == 1
-        await asyncio.sleep(0.1)  # the writer adds the keys
+        store = server.runtime.store
+        await eventually(
+            lambda: all(store.id_of(k) is not None for k in KEYS),
+            timeout=10,
+            what="the writer to add the keys",
+        )
         await app.subscribe([Sub(k, on_update=True) for k in KEYS])
         start = time.monotonic()
         async for batch in app.batches():

@@ -9,13 +9,13 @@ and in report.md, and no loss goes unreported.
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 from vmw.fleet import job
 from vmw.sdk import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
 
+from tests.conftest import eventually
 from tests.integration.test_journal_faults import kill9, publish, serve, verify_cli
 from tests.integration.test_process import stop
 
@@ -45,17 +45,19 @@ async def _slow_reader(address: str, n: int) -> None:
             reader = asyncio.create_task(reader_loop())
             for i in range(n):
                 await provider.publish({keys[i % 4]: i.to_bytes(4, "big") + bytes(4096)})
-                await asyncio.sleep(0.001)
+                await asyncio.sleep(0.001)  # the provider's pace, not synchronisation
             await provider.flush()
             # Deliveries go on after the writes stopped, behind their drops (what the
             # window, a batch, and the full queue still hold): wait until the app has
             # read everything, i.e. nothing more arrives for half a second.
             seen = -1
-            deadline = time.monotonic() + 30
-            while seen != read and time.monotonic() < deadline:
-                seen = read
-                await asyncio.sleep(0.5)
-            assert seen == read, "the slow app was still reading after 30 s"
+
+            def quiet() -> bool:  # nothing read since the last look, half a second ago
+                nonlocal seen
+                still, seen = seen == read, read
+                return still
+
+            await eventually(quiet, timeout=30, poll=0.5, what="the slow app to stop reading")
             reader.cancel()
 
 

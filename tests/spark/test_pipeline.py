@@ -64,7 +64,7 @@ def test_the_analysis_finds_exactly_the_drops_a_slow_app_saw(
     assert (tmp_path / "report" / "drops.png").stat().st_size > 0
 
 
-README = Path(__file__).parents[2] / "README.md"
+README = Path(__file__).parents[2] / "docs" / "fleet.md"
 
 
 def readme_command(command: str) -> list[str]:

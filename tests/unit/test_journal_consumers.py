@@ -22,6 +22,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from vmw.contract.journal.chain import OFFSET_MOD, Chain, distance, pred, succ, verify_line
+from vmw.contract.journal.segments import segment_name
 from vmw.server.errors import (
     InvalidRequestError,
     LimitExceededError,
@@ -45,7 +46,6 @@ from vmw.server.journal.archive import Archive, BootSpan, Segment
 from vmw.server.journal.consumers import CONSUMERS_NAME, Consumers, Lost, check_component
 from vmw.server.journal.history import History
 from vmw.server.journal.pinning import Pin, lag_bytes, plan
-from vmw.server.journal.segments import segment_name
 
 TOP = OFFSET_MOD - 3  # a boot starting here wraps after three records
 STARTS = [1000, TOP]
@@ -75,7 +75,7 @@ def test_a_line_whose_value_was_edited_fails_verification() -> None:
         verify_line(line[:-1])
 
 
-# -- the three answers (seed 003) ---------------------------------------------------------
+# -- the three answers (the consumer contract) ------------------------------------------
 
 
 def view(start: int, first: int, last: int, *, older: tuple[BootSpan, ...] = ()) -> View:
@@ -108,7 +108,7 @@ def test_case_3_an_overrun_history_gets_a_recovery_with_n0_and_n1(start: int) ->
     assert isinstance(got, Recover)
     assert (got.boot_id, got.n0, got.n1) == ("cur", at(start, 5), at(start, 9))
     assert got.reason is Reason.NOT_IN_HISTORY
-    # Seed 003 as written (no boot): the same recovery.
+    # The contract as written (no boot): the same recovery.
     seed = answer(v, "", at(start, 2))
     assert isinstance(seed, Recover)
     assert (seed.boot_id, seed.n0, seed.n1) == (got.boot_id, got.n0, got.n1)

@@ -1,6 +1,6 @@
 """The contract between the middleware, its apps and providers, and the fleet side.
 
-What both sides of a wire or a file import, defined once:
+Owns what both sides of a wire or a file import, defined once:
 
 - :mod:`vmw.contract.wire`: metadata names and values beyond the ``.proto``
   files, the seq cycle;

@@ -1,4 +1,4 @@
-"""``python -m vmw.fleet ingest|analyze|synth``: see the README."""
+"""``python -m vmw.fleet collect|ingest|analyze|synth``: see docs/fleet.md."""
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ into a landing area that Spark ingests.
 One collector follows one or many middlewares (one per vehicle) as a reliable
 consumer of their ``JournalService`` (``Follow``, or ``Poll`` with ``--poll``
 or ``--once``) and writes what it receives into the landing area, a local
-path or a Hadoop-filesystem URI, by the landing contract:
+path or a Hadoop-filesystem URI, by the landing contract
+(:mod:`vmw.contract.journal.landing`):
 
 - ``LANDING/vehicle=V/boot=B/part-<first offset:010d>-<n>.jsonl``: journal
   lines exactly as the middleware wrote them; each file appears atomically
@@ -56,7 +57,10 @@ from typing import Any, Final
 
 import grpc
 from vmw.contract.channel import RECEIVE_LIMIT, open_channel
+from vmw.contract.journal import landing as layout
 from vmw.contract.journal.chain import OFFSET_MOD, distance, pred, succ, verify_line
+from vmw.contract.journal.landing import CollectorKind
+from vmw.contract.journal.records import Kind
 from vmw.contract.wire import APP_ID_HEADER, AUTH_HEADER
 from vmw.proto.journal.v1 import journal_pb2 as pb
 from vmw.proto.journal.v1 import journal_pb2_grpc as pb_grpc
@@ -73,8 +77,6 @@ __all__ = ["Collector", "Landing", "add_collect_parser", "collect_main"]
 
 log = logging.getLogger(__name__)
 
-POSITIONS: Final = "_positions"
-TMP: Final = "_tmp"
 _NAME: Final = re.compile(r"[A-Za-z0-9_.\-]{1,64}", re.ASCII)
 _HALF: Final = OFFSET_MOD // 2
 _RETRYABLE: Final = frozenset(
@@ -223,10 +225,6 @@ class Position:
         return dataclasses.replace(self, done_boots=list(self.done_boots))
 
 
-def _position_rel(vehicle: str) -> str:
-    return f"{POSITIONS}/vehicle={vehicle}.json"
-
-
 @dataclass(slots=True)
 class Held:
     """A vehicle's position file: the position, who holds the vehicle, and a flush
@@ -240,7 +238,7 @@ class Held:
 
 def load_position(landing: Landing, vehicle: str) -> Held | None:
     """The vehicle's position file, or None."""
-    data = landing.read_replaced(_position_rel(vehicle))
+    data = landing.read_replaced(layout.position_path(vehicle))
     if data is None:
         return None
     doc = json.loads(data)
@@ -282,7 +280,7 @@ def save_position(
     if pending is not None:
         state, moves = pending
         doc["pending"] = {"state": dataclasses.asdict(state), "moves": moves}
-    landing.replace(_position_rel(vehicle), json.dumps(doc, sort_keys=True).encode())
+    landing.replace(layout.position_path(vehicle), json.dumps(doc, sort_keys=True).encode())
 
 
 def complete_pending(landing: Landing, vehicle: str, held: Held, owner: str) -> None:
@@ -374,7 +372,7 @@ class Vehicle:
                 )
             self._add(boot, offset, line)
             at.offset, at.hash = offset, str(rec.get("hash", ""))
-            if rec.get("kind") == "stop":
+            if rec.get("kind") == Kind.STOP:
                 self.boot_stopped = True  # the boot's last record: land it now
         at.offset = records.last_offset
 
@@ -422,7 +420,7 @@ class Vehicle:
         if restarted and at.boot_id and at.boot_id not in at.done_boots:
             self._notes.append(
                 {
-                    "kind": "collect_restart",
+                    "kind": CollectorKind.RESTART.value,
                     "vehicle_id": self.vehicle_id,
                     "old_boot_id": at.boot_id,
                     "new_boot_id": boot,
@@ -439,7 +437,7 @@ class Vehicle:
         count = distance(start, end) + 1
         self._notes.append(
             {
-                "kind": "collect_gap",
+                "kind": CollectorKind.GAP.value,
                 "vehicle_id": self.vehicle_id,
                 "boot_id": boot,
                 "from_offset": start,
@@ -506,18 +504,18 @@ class Vehicle:
         files = self.landed.files
         moves: list[tuple[str, str]] = []
         writes: list[tuple[str, bytes]] = []
-        base = f"vehicle={self.vehicle_id}"
+        vehicle = self.vehicle_id
         for boot, first, lines in self._parts:
-            name = f"{base}/boot={boot}/part-{first:010d}-{files:06d}.jsonl"
+            name = layout.data_path(vehicle, boot, first, files)
             writes.append((name, b"".join(lines)))
             files += 1
         if self._notes:
-            name = f"{base}/collector-{self.owner}-{time.time_ns()}.jsonl"
+            name = layout.collector_path(vehicle, self.owner, time.time_ns())
             body = "".join(json.dumps(n, sort_keys=True) + "\n" for n in self._notes)
             writes.append((name, body.encode()))
         after.files = files
         for final, data in writes:
-            tmp = f"{base}/{TMP}/{final.rsplit('/', 1)[1]}.{self.owner}"
+            tmp = layout.tmp_path(vehicle, final, self.owner)
             landing.write(tmp, data)
             moves.append((tmp, final))
         if moves:
@@ -526,7 +524,7 @@ class Vehicle:
                 landing.move(tmp, final)
         save_position(landing, self.vehicle_id, after, self.owner)
         self.counts.records += self.buffered
-        self.counts.files += sum(1 for _, final in moves if "/boot=" in final)
+        self.counts.files += sum(1 for _, final in moves if layout.is_data_path(final))
         self._parts, self._notes, self.buffered = [], [], 0
         self.boot_stopped = False
         self.landed = after
@@ -889,7 +887,7 @@ def add_collect_parser(sub: Any) -> None:
     """The ``collect`` subcommand's arguments (``sub``: the subparsers of the CLI)."""
     p = sub.add_parser(
         "collect",
-        help="follow middlewares' journals into a landing area (issue 16's export path)",
+        help="follow middlewares' journals into a landing area (docs/fleet.md)",
         description=__doc__.split("\n\n")[0] if __doc__ else None,
     )
     p.add_argument(

@@ -34,6 +34,7 @@ from pyspark.sql import SparkSession
 __all__ = [
     "BAD",
     "COLLECTOR",
+    "COMMITS",
     "LINKS",
     "RECORDS",
     "TABLES",
@@ -45,7 +46,8 @@ LINKS: Final = "links"
 COLLECTOR: Final = "collector"
 BAD: Final = "_bad"
 TABLES: Final = (RECORDS, LINKS, COLLECTOR, BAD)
-_COMMITS: Final = "_commits"
+COMMITS: Final = "_commits"
+"""Commit markers: ``DATASET/_commits/<tag>.json``."""
 _STAGING: Final = "_staging"
 _MOVERS: Final = 8
 
@@ -142,18 +144,18 @@ class Dataset:
     def clear(self) -> None:
         """Remove every table, commit and staged batch (a batch ``ingest`` replaces
         the dataset)."""
-        for name in (*TABLES, _COMMITS, _STAGING):
+        for name in (*TABLES, COMMITS, _STAGING):
             self.delete(self.table(name))
 
     def committed(self, tag: str) -> dict[str, Any] | None:
         """The counts of batch ``tag`` if it is committed, else None."""
-        path = f"{self.table(_COMMITS)}/{tag}.json"
+        path = f"{self.table(COMMITS)}/{tag}.json"
         return json.loads(self._read(path)) if self.exists(path) else None
 
     def begin(self, tag: str) -> None:
         """Make batch ``tag`` start afresh: no staged files, and none of a cut
         commit of it in the tables."""
-        moving = f"{self.table(_COMMITS)}/{tag}.moving"
+        moving = f"{self.table(COMMITS)}/{tag}.moving"
         if self.exists(moving):
             for name in TABLES:
                 self._delete_named(self.table(name), f"{tag}-")
@@ -170,7 +172,7 @@ class Dataset:
         path -> table name) into its table, keeping the directories below it
         (partitions) and prefixing each name with ``tag``; then mark ``tag``
         committed with ``counts``. Idempotent with :meth:`begin` before it."""
-        commits = self.table(_COMMITS)
+        commits = self.table(COMMITS)
         self._write(f"{commits}/{tag}.moving", "")
         for staged, table in moves.items():
             self._move_files(staged, self.table(table), prefix=f"{tag}-")

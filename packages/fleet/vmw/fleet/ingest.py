@@ -37,6 +37,7 @@ from typing import Final
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from vmw.contract.journal.records import HASH_FIELDS
 from vmw.fleet import chain, extract, jvm, transforms
 from vmw.fleet.dataset import BAD, COLLECTOR, LINKS, RECORDS, Dataset
 
@@ -44,7 +45,7 @@ __all__ = ["BATCH_TAG", "ingest", "ingest_batch", "ingest_stream", "stream_tag"]
 
 log = logging.getLogger(__name__)
 
-_RANDOM: Final = ("hash", "prev_hash", "kept_prev_hash")
+_RANDOM: Final = HASH_FIELDS  # random bytes: no dictionary, no statistics
 WRITE_OPTIONS: Final = {
     **{f"parquet.enable.dictionary#{c}": "false" for c in (*_RANDOM, "offset", "time_ns")},
     **{f"parquet.column.statistics.enabled#{c}": "false" for c in _RANDOM},

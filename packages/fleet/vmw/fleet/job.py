@@ -11,6 +11,7 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame, Observation, Row, SparkSession
 from pyspark.sql import functions as F
+from vmw.contract.journal.landing import CollectorKind
 from vmw.fleet import chain, extract, load, transforms
 from vmw.fleet.dataset import BAD, COLLECTOR, LINKS, RECORDS, Dataset
 from vmw.fleet.ingest import ingest, ingest_stream
@@ -207,13 +208,13 @@ def not_collected_rows(notes: Iterable[Any]) -> list[dict[str, Any]]:
         return r
 
     for n in notes:
-        if n["kind"] == "collect_gap":
+        if n["kind"] == CollectorKind.GAP:
             r = row(n["vehicle_id"], n["boot_id"], n["time_ns"] or 0)
             r["gaps"] += 1
             r["records"] += int(n["count"])
             if n["reason"] and n["reason"] not in r["reasons"]:
                 r["reasons"].append(n["reason"])
-        elif n["kind"] == "collect_restart":
+        elif n["kind"] == CollectorKind.RESTART:
             r = row(n["vehicle_id"], n["new_boot_id"], n["time_ns"] or 0)
             r["restarted_from"].append(n["old_boot_id"])
     return sorted(rows.values(), key=lambda r: (r["vehicle_id"], r["first_ns"], r["boot_id"]))
@@ -266,7 +267,7 @@ def analyze(
     # The collector's records (a few) and the chain, from the runs ingest cut
     # (a few per boot and batch).
     notes = _collector(spark, ds).coalesce(1).cache()
-    gaps = notes.where(F.col("kind") == "collect_gap")
+    gaps = notes.where(F.col("kind") == CollectorKind.GAP)
     chained = chain.chain_facts(
         spark.read.parquet(ds.table(LINKS)),
         transforms.trims(active),
@@ -385,7 +386,9 @@ def analyze(
             "unreported_journal_losses": int(per_boot["unreported_lost"]),
             "collect_gaps": int(per_boot["collect_gaps"]),
             "not_collected_records": int(per_boot["not_collected"]),
-            "collector_restarts": sum(1 for n in found["notes"] if n["kind"] == "collect_restart"),
+            "collector_restarts": sum(
+                1 for n in found["notes"] if n["kind"] == CollectorKind.RESTART
+            ),
             "apps": apps,
             "stale_keys": stale_keys(found["stale_keys"]),
         }

@@ -35,12 +35,13 @@ from pyspark.sql.types import (
     StringType,
     StructType,
 )
-from vmw.fleet.schema import RECORD
+from vmw.fleet.schema import HASH_PREFIX_LEN, RECORD
 
 __all__ = [
     "CLASS",
     "FUNCTION",
     "HASH_CHECKS",
+    "PREFIX",
     "SPEC",
     "available",
     "build_jar",
@@ -54,7 +55,8 @@ FUNCTION: Final = "journal_line"
 """(line bytes, :data:`SPEC`) -> the record's struct, or null (from_json's line)."""
 CLASS: Final = "vmw.telemetry.JournalLine"
 HASH_CHECKS: Final = "journal_hash_checks"
-"""(line bytes, hash field) -> whether the line's hash checks (parse_lines' definition)."""
+"""(line bytes, hash field, :data:`PREFIX`) -> whether the line's hash checks
+(parse_lines' definition)."""
 _HASH_CLASS: Final = "vmw.telemetry.JournalLine$HashChecks"
 SOURCE: Final = Path(__file__).parent / "jvm" / "JournalLine.java"
 _CODE: Final[dict[type[DataType], str]] = {
@@ -78,6 +80,9 @@ def spec(schema: StructType) -> str:
 
 SPEC: Final = spec(RECORD)
 """The record schema, for the function's second argument."""
+PREFIX: Final = HASH_PREFIX_LEN
+"""The characters before a line's body (``{"hash":"<64 hex>",``), for
+:data:`HASH_CHECKS`' third argument: the contract's, not retyped in Java."""
 
 
 def build_jar(cache: Path) -> Path | None:

@@ -1,6 +1,6 @@
 """The explicit schemas of what ingest reads: a journal record (see
 vmw.contract.journal.records) and a collector record (the landing contract's
-``collect_gap`` and ``collect_restart``, written by vmw.fleet.collect).
+``collect_gap`` and ``collect_restart``: vmw.contract.journal.landing).
 
 Fields added by later journal versions are nullable: an older journal reads
 with them null."""
@@ -20,6 +20,8 @@ from pyspark.sql.types import (
     StructType,
 )
 from vmw.contract.journal.chain import HASH_PREFIX_LEN
+from vmw.contract.journal.landing import COLLECTOR_FIELDS, COLLECTOR_KINDS, COLLECTOR_REQUIRED
+from vmw.contract.journal.records import ENVELOPE, HASH_FIELDS
 from vmw.contract.journal.records import FIELDS as JOURNAL_FIELDS
 
 __all__ = [
@@ -60,35 +62,12 @@ RECORD: Final = StructType(
 """A journal record: every field of :data:`vmw.contract.journal.records.FIELDS`, the
 journal's one definition of them (batch records' arrays are expanded by
 :func:`vmw.fleet.transforms.expand_batches`)."""
-HASH_FIELDS: Final = ("hash", "prev_hash", "kept_prev_hash")
-"""Hex SHA-256 fields, stored as 32 bytes."""
-REQUIRED: Final = ("kind", "vehicle_id", "boot_id", "offset", "time_ns", "hash", "prev_hash")
+REQUIRED: Final = ENVELOPE
+"""The fields without which a line is no journal record (every record has them)."""
 
-COLLECTOR_KINDS: Final = ("collect_gap", "collect_restart")
-"""Records a collector adds to a landing area; in no hash chain (no offset, no hash)."""
 COLLECTOR: Final = StructType(
-    [
-        StructField(n, t, nullable=True)
-        for n, t in [
-            ("kind", StringType()),
-            ("vehicle_id", StringType()),
-            ("time_ns", LongType()),
-            ("collector", StringType()),
-            # collect_gap: offsets from_offset..to_offset (inclusive, wrapping) of
-            # boot_id were written but not collected; count of them, and why.
-            ("boot_id", StringType()),
-            ("from_offset", LongType()),
-            ("to_offset", LongType()),
-            ("count", LongType()),
-            ("reason", StringType()),
-            # collect_restart: the collector followed the middleware into a new boot.
-            ("old_boot_id", StringType()),
-            ("new_boot_id", StringType()),
-        ]
-    ]
+    [StructField(n, _spark_type(t), nullable=True) for n, t in COLLECTOR_FIELDS.items()]
 )
-"""The landing contract's collector records (see :mod:`vmw.fleet.collect`)."""
-COLLECTOR_REQUIRED: Final = {
-    "collect_gap": ("vehicle_id", "boot_id", "from_offset", "to_offset", "count"),
-    "collect_restart": ("vehicle_id", "old_boot_id", "new_boot_id"),
-}
+"""The landing contract's collector records (:data:`COLLECTOR_KINDS`; in no hash
+chain: no offset, no hash): every field of
+:data:`vmw.contract.journal.landing.COLLECTOR_FIELDS`."""

@@ -28,7 +28,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from vmw.contract.journal import landing
 from vmw.contract.journal.chain import OFFSET_MOD, Chain, OffsetCounter
+from vmw.contract.journal.records import Cause, Kind
+from vmw.contract.journal.segments import segment_name
 
 __all__ = ["KEYS", "STALE_KEY", "TICK_NS", "landing_files", "write_fleet"]
 
@@ -76,7 +79,7 @@ class _Boot:
         if self.fh is not None:
             self.fh.close()
         self.segment += 1
-        self.path = self.out / f"journal-{self.started:020d}-{self.boot}-{self.segment:06d}.jsonl"
+        self.path = self.out / segment_name(self.started, self.boot, self.segment, compress=False)
         self.fh = self.path.open("wb")
         self._segment_kinds = Counter()
 
@@ -85,7 +88,7 @@ class _Boot:
             self.fh.close()
             self.fh = None
 
-    def write(self, kind: str, **fields: Any) -> dict[str, Any]:
+    def write(self, kind: Kind, **fields: Any) -> dict[str, Any]:
         rec = {
             "kind": kind,
             "vehicle_id": self.vehicle,
@@ -111,7 +114,7 @@ class _Boot:
         takes the directory over its cap)."""
         first, removed = self.path, Counter(self._segment_kinds)
         self.rotate()
-        kept = self.write("key_added", app="vehicle-sim", key=KEYS[0], key_id=1)
+        kept = self.write(Kind.KEY_ADDED, app="vehicle-sim", key=KEYS[0], key_id=1)
         size = first.stat().st_size
         first.unlink()
         self.kinds -= removed
@@ -122,7 +125,7 @@ class _Boot:
             "kept_offset": kept["offset"],
             "kept_prev_hash": kept["prev_hash"],
         }
-        self.write("journal_trimmed", **fact)
+        self.write(Kind.JOURNAL_TRIMMED, **fact)
         return {**fact, "vehicle_id": self.vehicle, "records": sum(removed.values())}
 
 
@@ -184,9 +187,9 @@ def write_fleet(
             t = boot.t + RESTART_NS
             boot.close()
             facts["records"] += sum(boot.kinds.values())
-            facts["delivered"] += boot.kinds["delivered"]
-            facts["dropped"] += boot.kinds["evicted"]
-            facts["unclean_stops"] += 0 if boot.kinds["stop"] else 1
+            facts["delivered"] += boot.kinds[Kind.DELIVERED]
+            facts["dropped"] += boot.kinds[Kind.EVICTED]
+            facts["unclean_stops"] += 0 if boot.kinds[Kind.STOP] else 1
             if tamper and v == 0 and b == 0:
                 facts["tampered"] = _tamper(boot.path)
     return facts
@@ -204,22 +207,22 @@ def _run_boot(
     trim: bool,
 ) -> dict[str, Any] | None:
     """One boot's records; what it lost that the next boot must report (a crash)."""
-    boot.write("start", address="127.0.0.1:50051", level="full", settings={"batch_max": 64})
+    boot.write(Kind.START, address="127.0.0.1:50051", level="full", settings={"batch_max": 64})
     if report_lost:
         # What the boot before lost and could not report (it crashed).
         for cause, count in report_lost["counts"].items():
             boot.write(
-                "journal_dropped", count=count, cause=cause, lost_boot_id=report_lost["boot"]
+                Kind.JOURNAL_DROPPED, count=count, cause=cause, lost_boot_id=report_lost["boot"]
             )
             facts["reported_journal_drops"] += count
         facts["lost_reported_later"].append({"boot_id": report_lost["boot"], **report_lost})
     for i, key in enumerate(KEYS, 1):
-        boot.write("key_added", app="vehicle-sim", key=key, key_id=i)
+        boot.write(Kind.KEY_ADDED, app="vehicle-sim", key=key, key_id=i)
     for app in ("dashboard", "slow"):
-        boot.write("connect", app=app, stream="events", details="{}")
+        boot.write(Kind.CONNECT, app=app, stream="events", details="{}")
         for i, key in enumerate(KEYS, 1):
             boot.write(
-                "register", app=app, key=key, key_id=i, queue=0, trigger="on_update", status="ok"
+                Kind.REGISTER, app=app, key=key, key_id=i, queue=0, trigger="on_update", status="ok"
             )
     seq = {(app, k): 0 for app in ("dashboard", "slow") for k in range(1, len(KEYS) + 1)}
     in_a_row = dict.fromkeys(range(1, len(KEYS) + 1), 0)
@@ -237,7 +240,7 @@ def _run_boot(
             facts["trimmed"] = boot.trim_first_segment()
         if tick == lost_once:
             boot.skip(7)
-            boot.write("journal_dropped", count=7, cause="buffer full")
+            boot.write(Kind.JOURNAL_DROPPED, count=7, cause=Cause.BUFFER.value)
             facts["missing_journal_records"] += 7
             facts["reported_journal_drops"] += 7
         if crash and tick == failed_at:
@@ -249,7 +252,7 @@ def _run_boot(
                 continue
             version[i] += 1
             boot.write(
-                "publish",
+                Kind.PUBLISH,
                 key=key,
                 key_id=i,
                 version=version[i],
@@ -263,14 +266,20 @@ def _run_boot(
                 if app == "slow" and in_a_row[i] < MAX_DROPS_IN_A_ROW and rng.random() < 0.3:
                     in_a_row[i] += 1
                     boot.write(
-                        "evicted", app=app, key=key, key_id=i, queue=0, seq=s, reason="queue full"
+                        Kind.EVICTED,
+                        app=app,
+                        key=key,
+                        key_id=i,
+                        queue=0,
+                        seq=s,
+                        reason="queue full",
                     )
                     continue
                 if app == "slow":
                     in_a_row[i] = 0
-                boot.write("queued", app=app, key_id=i, queue=0, seq=s)
+                boot.write(Kind.QUEUED, app=app, key_id=i, queue=0, seq=s)
                 boot.write(
-                    "delivered",
+                    Kind.DELIVERED,
                     app=app,
                     key_id=i,
                     seq=s,
@@ -279,7 +288,7 @@ def _run_boot(
                     sent_ns=boot.t + 200_000,
                 )
     if not crash:
-        boot.write("stop", reason="shutdown")
+        boot.write(Kind.STOP, reason="shutdown")
         return None
     # Records buffered but not written when the process died: offsets after
     # its last record (no gap shows them).
@@ -287,8 +296,8 @@ def _run_boot(
     return {
         "boot": boot.boot,
         "counts": {
-            "write failed": LOST_IN_CRASH[0],
-            "not written before the process ended": LOST_IN_CRASH[1],
+            Cause.WRITE.value: LOST_IN_CRASH[0],
+            Cause.CRASH.value: LOST_IN_CRASH[1],
         },
     }
 
@@ -308,8 +317,8 @@ def landing_files(fleet: str, *, lines_per_file: int = 1000) -> dict[str, bytes]
     """The journals under ``fleet`` (as :func:`write_fleet` writes them, or a
     copied journal directory per vehicle) as a collector lands them: files of
     at most ``lines_per_file`` lines of one boot, by the landing contract's
-    names (``vehicle=V/boot=B/part-<first offset:010d>-<n:06d>.jsonl``, ``n``
-    counting per vehicle), in the order a collector writes them. Returns each
+    names (:func:`vmw.contract.journal.landing.data_path`, ``n`` counting per
+    vehicle), in the order a collector writes them. Returns each
     file's path (relative to the landing area) and its bytes; the caller
     writes them (to land them in steps, or edit one first).
     """
@@ -321,7 +330,8 @@ def landing_files(fleet: str, *, lines_per_file: int = 1000) -> dict[str, bytes]
             chunk = lines[i : i + lines_per_file]
             first = json.loads(chunk[0])
             vehicle, boot = first["vehicle_id"], first["boot_id"]
-            name = f"vehicle={vehicle}/boot={boot}/part-{first['offset']:010d}-{count[vehicle]:06d}"
-            files[f"{name}.jsonl"] = b"".join(chunk)
+            files[landing.data_path(vehicle, boot, first["offset"], count[vehicle])] = b"".join(
+                chunk
+            )
             count[vehicle] += 1
     return files

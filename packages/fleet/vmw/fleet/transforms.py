@@ -12,7 +12,7 @@ from typing import Final
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from vmw.contract.journal.chain import OFFSET_MOD
-from vmw.contract.journal.records import BATCH_FIELDS
+from vmw.contract.journal.records import BATCH_FIELDS, Kind
 from vmw.fleet import jvm
 from vmw.fleet.chain import BOOT, offset_of
 from vmw.fleet.schema import (
@@ -81,7 +81,8 @@ ANALYSED = [
 ]
 """The columns the analysis reads of the records; the rest stay in the dataset
 for people. (The chain is read from the ``links`` table: :mod:`vmw.fleet.chain`.)"""
-DROP_KINDS = ["evicted", "lost"]
+DROP_KINDS: Final = [Kind.EVICTED.value, Kind.LOST.value]
+"""The drop records the analysis counts as drops (not ``discarded``)."""
 TABLES: Final = ("records", "collector", "bad")
 """Where :func:`parse_lines` sends each line (its ``table``)."""
 _ASIDE: Final = "_aside"
@@ -116,7 +117,7 @@ def parse_lines(lines: DataFrame, *, fast: bool = False) -> DataFrame:
         line = F.col("value").cast("binary")
         # The fast path's struct, else from_json's (the same for the lines it reads).
         record = F.coalesce(F.call_function(jvm.FUNCTION, line, F.lit(jvm.SPEC)), record)
-        checked = F.call_function(jvm.HASH_CHECKS, line, F.col("r.hash"))
+        checked = F.call_function(jvm.HASH_CHECKS, line, F.col("r.hash"), F.lit(jvm.PREFIX))
     parsed = lines.select(record.alias("r"), "value", "source")
     parsed = parsed.select(
         *(F.col(f"r.{c}").alias(c) for c in RECORD.fieldNames()),
@@ -318,7 +319,7 @@ def activity(records: DataFrame, *, bucket_ns: int, window_ns: int) -> DataFrame
     :func:`vmw.fleet.chain.chain_facts` reads the ``links`` table.)
     """
     kind = F.col("kind")
-    event = kind.isin(["delivered", *DROP_KINDS])
+    event = kind.isin([Kind.DELIVERED, *DROP_KINDS])
     drop = kind.isin(DROP_KINDS)
     # Records not expanded (expand_batches) are one line each.
     batch_index = F.col("batch_index") if "batch_index" in records.columns else F.lit(None)
@@ -326,26 +327,26 @@ def activity(records: DataFrame, *, bucket_ns: int, window_ns: int) -> DataFrame
         *BOOT,
         "kind",
         F.when(event, F.col("app")).alias("app"),
-        F.when(event | (kind == "publish") | (kind == "key_added"), F.col("key_id")).alias(
+        F.when(event | (kind == Kind.PUBLISH) | (kind == Kind.KEY_ADDED), F.col("key_id")).alias(
             "key_id"
         ),
         # Key names where records carry them (deliveries do not): a key_id
         # names one key in a boot, so this adds no rows.
-        F.when((kind == "publish") | drop | (kind == "key_added"), F.col("key")).alias("key"),
+        F.when((kind == Kind.PUBLISH) | drop | (kind == Kind.KEY_ADDED), F.col("key")).alias("key"),
         F.when(event, F.col("queue")).alias("queue"),
-        F.when(kind.isin("publish", "delivered"), _floor_to(F.col("time_ns"), bucket_ns)).alias(
-            "bucket"
-        ),
+        F.when(
+            kind.isin(Kind.PUBLISH, Kind.DELIVERED), _floor_to(F.col("time_ns"), bucket_ns)
+        ).alias("bucket"),
         F.when(event, _floor_to(F.col("time_ns"), window_ns)).alias("window_start_ns"),
         F.when(event, F.shiftright("seq", _BLOCK_BITS)).alias("seq_block"),
         # The boot a journal_trimmed or journal_dropped record is about, when
         # not its writer's.
-        F.when(kind == "journal_trimmed", F.col("trimmed_boot_id"))
-        .when(kind == "journal_dropped", F.col("lost_boot_id"))
+        F.when(kind == Kind.JOURNAL_TRIMMED, F.col("trimmed_boot_id"))
+        .when(kind == Kind.JOURNAL_DROPPED, F.col("lost_boot_id"))
         .alias("about_boot"),
         # Where a trimmed boot's chain now starts (journal_trimmed only: few rows).
-        F.when(kind == "journal_trimmed", F.col("kept_offset")).alias("kept_offset"),
-        F.when(kind == "journal_trimmed", F.col("kept_prev_hash")).alias("kept_prev_hash"),
+        F.when(kind == Kind.JOURNAL_TRIMMED, F.col("kept_offset")).alias("kept_offset"),
+        F.when(kind == Kind.JOURNAL_TRIMMED, F.col("kept_prev_hash")).alias("kept_prev_hash"),
     ).agg(
         F.count(F.lit(1)).alias("n"),
         # Journal lines: a batch record's events count once (expand_batches).
@@ -366,7 +367,7 @@ def trims(activity: DataFrame) -> DataFrame:
     trimmed boot's chain starts, as :func:`vmw.fleet.chain.chain_facts`
     takes them (``boot_id``: the trimmed boot)."""
     return activity.where(
-        (F.col("kind") == "journal_trimmed") & F.col("kept_offset").isNotNull()
+        (F.col("kind") == Kind.JOURNAL_TRIMMED) & F.col("kept_offset").isNotNull()
     ).select("vehicle_id", F.col("about_boot").alias("boot_id"), "kept_offset", "kept_prev_hash")
 
 
@@ -404,24 +405,28 @@ def boot_facts(activity: DataFrame, chain: DataFrame, not_collected: DataFrame) 
             F.sum("lines").alias("records"),
             F.min("first_ns").alias("first_ns"),
             F.max("last_ns").alias("last_ns"),
-            F.max((kind == "stop").cast("int")).cast("boolean").alias("clean_stop"),
-            F.coalesce(F.sum(F.when(kind == "delivered", F.col("n"))), F.lit(0)).alias("delivered"),
+            F.max((kind == Kind.STOP).cast("int")).cast("boolean").alias("clean_stop"),
+            F.coalesce(F.sum(F.when(kind == Kind.DELIVERED, F.col("n"))), F.lit(0)).alias(
+                "delivered"
+            ),
             F.coalesce(F.sum(F.when(kind.isin(DROP_KINDS), F.col("n"))), F.lit(0)).alias("dropped"),
         )
         .join(chain, BOOT, "left")
     )
     # What journal_dropped and journal_trimmed records say, by the boot they
     # are about (a few rows per boot).
-    about = F.when(kind == "journal_trimmed", F.col("about_boot")).otherwise(
+    about = F.when(kind == Kind.JOURNAL_TRIMMED, F.col("about_boot")).otherwise(
         F.coalesce(F.col("about_boot"), F.col("boot_id"))
     )
     said = (
-        activity.where(kind.isin("journal_dropped", "journal_trimmed"))
+        activity.where(kind.isin(Kind.JOURNAL_DROPPED, Kind.JOURNAL_TRIMMED))
         .groupBy("vehicle_id", about.alias("boot_id"))
         .agg(
-            F.sum(F.when(kind == "journal_dropped", F.col("reported"))).alias("reported_dropped"),
-            F.sum(F.when(kind == "journal_trimmed", F.col("files"))).alias("trimmed_files"),
-            F.sum(F.when(kind == "journal_trimmed", F.col("bytes"))).alias("trimmed_bytes"),
+            F.sum(F.when(kind == Kind.JOURNAL_DROPPED, F.col("reported"))).alias(
+                "reported_dropped"
+            ),
+            F.sum(F.when(kind == Kind.JOURNAL_TRIMMED, F.col("files"))).alias("trimmed_files"),
+            F.sum(F.when(kind == Kind.JOURNAL_TRIMMED, F.col("bytes"))).alias("trimmed_bytes"),
         )
         .where(F.col("boot_id").isNotNull())
     )
@@ -554,9 +559,9 @@ def seq_floors(activity: DataFrame, facts: DataFrame) -> DataFrame:
     lowest = (
         F.col("seq_block") * _BLOCK + F.length(bits) - F.length(F.regexp_replace(bits, "0+$", ""))
     )
-    delivered = F.col("kind") == "delivered"
+    delivered = F.col("kind") == Kind.DELIVERED
     return (
-        activity.where(F.col("kind").isin(["delivered", *DROP_KINDS]))
+        activity.where(F.col("kind").isin([Kind.DELIVERED, *DROP_KINDS]))
         .join(F.broadcast(trimmed), BOOT)
         .groupBy(*BOOT, "app", "key_id")
         .agg(
@@ -602,7 +607,7 @@ def seq_gaps(activity: DataFrame, floors: DataFrame | None = None) -> DataFrame:
     """
     keys = [*BOOT, "app", "key_id"]
     block, seqs = F.col("seq_block"), F.col("seqs")
-    rows = activity.where(F.col("kind") == "delivered").select(
+    rows = activity.where(F.col("kind") == Kind.DELIVERED).select(
         *keys, "queue", "window_start_ns", "seq_block", "seqs"
     )
     in_block = Window.partitionBy(*keys, "seq_block").orderBy("window_start_ns", "queue")
@@ -680,9 +685,9 @@ def seq_reconciliation(activity: DataFrame, floors: DataFrame | None = None) -> 
     """
     keys = [*BOOT, "app", "key_id"]
     delivered, dropped = F.col("_delivered"), F.col("_dropped")
-    is_delivered = F.col("kind") == "delivered"
+    is_delivered = F.col("kind") == Kind.DELIVERED
     blocks = (
-        activity.where(F.col("kind").isin(["delivered", *DROP_KINDS]))
+        activity.where(F.col("kind").isin([Kind.DELIVERED, *DROP_KINDS]))
         .groupBy(*keys, "seq_block")
         .agg(
             F.coalesce(F.bit_or(F.when(is_delivered, F.col("seqs"))), F.lit(0)).alias("_delivered"),
@@ -774,9 +779,9 @@ def stale_intervals(
     """
     group = [*BOOT, "key_id", "what", "app"]
     spans = (
-        activity.where(F.col("kind").isin("publish", "delivered"))
+        activity.where(F.col("kind").isin(Kind.PUBLISH, Kind.DELIVERED))
         .withColumn(
-            "what", F.when(F.col("kind") == "publish", F.lit("write")).otherwise("delivery")
+            "what", F.when(F.col("kind") == Kind.PUBLISH, F.lit("write")).otherwise("delivery")
         )
         .groupBy(*group, "bucket")
         .agg(
@@ -821,11 +826,13 @@ def drop_rates(activity: DataFrame) -> DataFrame:
     deliveries, drops and the drop rate. An app's queues are those of one
     middleware process: a restart starts new ones."""
     return (
-        activity.where(F.col("kind").isin(["delivered", *DROP_KINDS]))
+        activity.where(F.col("kind").isin([Kind.DELIVERED, *DROP_KINDS]))
         .groupBy(*BOOT, "app", "queue", "window_start_ns")
         .agg(
             F.sum("n").alias("events"),
-            F.sum(F.when(F.col("kind") != "delivered", F.col("n")).otherwise(0)).alias("dropped"),
+            F.sum(F.when(F.col("kind") != Kind.DELIVERED, F.col("n")).otherwise(0)).alias(
+                "dropped"
+            ),
         )
         .withColumn("drop_rate", F.col("dropped") / F.col("events"))
     )

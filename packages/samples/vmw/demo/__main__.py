@@ -19,7 +19,8 @@
 6. Spark: ``ingest --stream --once`` (Structured Streaming, availableNow,
    checkpointed in ``OUT/dataset/_checkpoint``) takes the landing area into
    the dataset ``OUT/dataset``, and ``analyze`` writes ``OUT/report``, in one
-   Spark session (:mod:`vmw.demo.spark`); the demo prints what each
+   Spark session (:mod:`vmw.demo.spark`: a minute or two on two cores,
+   its stages and heartbeats shown as they come); then the demo prints what each
    app saw beside what the journal says, whether every gap is explained, and
    whether the dataset holds every record the journal on disk holds, once
    and unaltered (:mod:`vmw.demo.export`).
@@ -46,6 +47,7 @@ from typing import Any, NoReturn
 
 from vmw.demo.export import Collected, check_export
 from vmw.demo.processes import DemoError, Supervisor, last_json
+from vmw.demo.spark import PREFIX
 from vmw.demo.summary import judge, render
 from vmw.sdk.status_file import read_status
 
@@ -229,6 +231,13 @@ def _stop(sup: Supervisor, out: Path, address: str) -> Collected:
     return collected
 
 
+def _spark_progress(line: str) -> None:
+    """Show a progress line of the Spark step (``spark: ...``) as it comes:
+    starting its session and the ingest take a while on two cores."""
+    if line.startswith(PREFIX):
+        print(f"spark       {line.removeprefix(PREFIX)}", flush=True)
+
+
 def _analyse(sup: Supervisor, out: Path, threshold: float) -> dict[str, Any]:
     """Spark: the landing area into the dataset (the streaming ingest, once), then
     the dataset's analysis, in one Spark session (:mod:`vmw.demo.spark`);
@@ -258,8 +267,11 @@ def _analyse(sup: Supervisor, out: Path, threshold: float) -> dict[str, Any]:
             *ingest, "--", *analyze,
         ],
         timeout=900,
+        on_line=_spark_progress,
     )  # fmt: skip
-    done: dict[str, Any] = json.loads(stdout)
+    done: dict[str, Any] = last_json(stdout)
+    if not done:
+        raise DemoError(f"the Spark step printed no result; see {out / 'logs' / 'spark.log'}")
     n = done["ingest"]
     print(
         f"ingest      {n.get('lines', 0):,} journal lines ({n.get('records', 0):,} events) in "

@@ -2,9 +2,10 @@
 landing area the collector wrote and the dataset the ingest wrote.
 
 Each place is read as the records it holds, by ``(boot_id, offset)`` with
-their ``hash``: the journal's segments (:mod:`vmw.server.journal.segments`),
-the landing area's data files (``vehicle=V/boot=B/*.jsonl``, the landing
-contract; ``_``/``.`` paths are the collector's bookkeeping) and its
+their ``hash``: the journal's segments (:mod:`vmw.contract.journal.segments`),
+the landing area's data files (``vehicle=V/boot=B/part-*.jsonl``, the landing
+contract: :mod:`vmw.contract.journal.landing`; ``_``/``.`` paths are the
+collector's bookkeeping) and its
 collector records (``collect_gap``, ``collect_restart``), and the Parquet
 dataset's ``records`` table (one row per journal line, or per event of a batch
 line: the line is the row with ``batch_index`` null or 0). :func:`compare` is
@@ -24,7 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vmw.server.journal.segments import lines, segment_files
+from vmw.contract.journal import landing as layout
+from vmw.contract.journal.landing import CollectorKind
+from vmw.contract.journal.segments import lines, segment_files
 
 __all__ = [
     "Collected",
@@ -224,8 +227,10 @@ def compare(
         landing=_held(by_key, landing_records),
         dataset=None if dataset_records is None else _held(by_key, dataset_records),
         not_exported=dict(Counter(r.kind for r in missing)),
-        collect_gaps=sum(int(n.get("count", 0)) for n in notes if n.get("kind") == "collect_gap"),
-        collect_restarts=sum(1 for n in notes if n.get("kind") == "collect_restart"),
+        collect_gaps=sum(
+            int(n.get("count", 0)) for n in notes if n.get("kind") == CollectorKind.GAP
+        ),
+        collect_restarts=sum(1 for n in notes if n.get("kind") == CollectorKind.RESTART),
     )
 
 
@@ -253,8 +258,7 @@ def _data_files(landing: Path, pattern: str) -> Iterator[Path]:
     """``landing``'s files matching ``pattern``, without the collector's bookkeeping
     (any path component starting with ``_`` or ``.``)."""
     for path in sorted(landing.glob(pattern)):
-        parts = path.relative_to(landing).parts
-        if path.is_file() and not any(p.startswith(("_", ".")) for p in parts):
+        if path.is_file() and not layout.is_bookkeeping(path.relative_to(landing).parts):
             yield path
 
 
@@ -262,13 +266,13 @@ def read_landing(landing: Path) -> tuple[list[Record], list[dict[str, Any]]]:
     """The journal records a (local) landing area holds, and its collector records."""
     records = [
         r
-        for path in _data_files(landing, "vehicle=*/boot=*/*.jsonl")
+        for path in _data_files(landing, layout.DATA_GLOB)
         for line in lines(path)
         if (r := _record(line))
     ]
     notes = [
         json.loads(line)
-        for path in _data_files(landing, "vehicle=*/collector-*.jsonl")
+        for path in _data_files(landing, layout.COLLECTOR_GLOB)
         for line in lines(path)
         if line.strip()
     ]

@@ -19,7 +19,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -171,33 +171,56 @@ class Supervisor:
         del self.children[name]
         return status
 
-    def run(self, name: str, argv: Sequence[str], timeout: float) -> str:
+    def run(
+        self,
+        name: str,
+        argv: Sequence[str],
+        timeout: float,
+        on_line: Callable[[str], None] | None = None,
+    ) -> str:
         """Run ``argv`` to its end (stopped like the others if interrupted); its stdout.
 
-        Its stderr goes to ``LOGS/name.log``, its stdout to ``LOGS/name.out``.
+        Its stderr goes to ``LOGS/name.log``, its stdout to ``LOGS/name.out``;
+        ``on_line`` is called (on this thread) with each line of its stdout
+        (without the newline) as it comes, e.g. to show its progress.
 
         Raises:
             DemoError: it failed, or took longer than ``timeout``.
         """
         log_path = self._logs / f"{name}.log"
         out_path = self._logs / f"{name}.out"
-        with log_path.open("w", encoding="utf-8") as log, out_path.open("w") as out:
+        out = out_path.open("w", encoding="utf-8")  # the pump closes it
+        with log_path.open("w", encoding="utf-8") as log:
             process = subprocess.Popen(
                 list(argv),
-                stdout=out,
+                stdout=subprocess.PIPE,
                 stderr=log,
                 stdin=subprocess.DEVNULL,
                 text=True,
                 env=self._env,
                 start_new_session=True,
             )
-            child = Child(name, process, log_path)
-            self.children[name] = child
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.stop(name)
-            raise DemoError(f"{name} took longer than {timeout:.0f} s; see {log_path}") from None
+        child = Child(name, process, log_path)
+        assert process.stdout is not None
+        child.pump = threading.Thread(target=_pump, args=(process.stdout, out, child), daemon=True)
+        child.pump.start()
+        self.children[name] = child
+        deadline = time.monotonic() + timeout
+        while process.poll() is None:
+            if time.monotonic() > deadline:
+                self.stop(name)
+                raise DemoError(f"{name} took longer than {timeout:.0f} s; see {log_path}")
+            try:
+                line = child.lines.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if on_line is not None:
+                on_line(line.rstrip("\n"))
+        # Its last lines (a grandchild that kept the pipe open does not hold
+        # the demo up for long).
+        child.pump.join(5.0)
+        while on_line is not None and not child.lines.empty():
+            on_line(child.lines.get_nowait().rstrip("\n"))
         del self.children[name]
         if process.returncode != 0:
             self._died(child)

@@ -45,7 +45,7 @@ from vmw.sdk.status_file import status_path, write_periodically
 
 __all__ = ["main"]
 
-log = logging.getLogger("providers")
+log = logging.getLogger("vmw.providers")
 
 
 def _stall(text: str) -> Stall:

@@ -298,9 +298,14 @@ class ProviderClient:
         if call is None:
             return vstore_pb2.PublishSummary()
         try:
-            if going_on:
-                await call.write(vstore_pb2.PublishRequest(flushing=True))
-            await call.done_writing()
+            try:
+                if going_on:
+                    await call.write(vstore_pb2.PublishRequest(flushing=True))
+                await call.done_writing()
+            except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
+                # The middleware ended the call first (e.g. refusing a stale key id): a
+                # write then fails with grpc's own INTERNAL; the call's status says why.
+                pass
             summary: vstore_pb2.PublishSummary = await call
         except grpc.aio.AioRpcError as e:
             if e.code() is not grpc.StatusCode.FAILED_PRECONDITION or not self._reconnect_enabled:

@@ -1,4 +1,6 @@
-"""replica: the replicated model of several middleware nodes (seeds 001 and 000).
+"""replica: the replicated model of several middleware nodes.
+
+The rules: docs/design.md, "Several nodes" and "Ordered writes".
 
 Pure and synchronous: no I/O, no gRPC, time from injected clocks. The
 middleware's ``vmw.server.cluster`` carries it over gRPC peer links and

@@ -6,7 +6,7 @@ the key's *name* (ids are node-local), the version it gave the key and the
 write's time. Events of one node form a *chain* per process start (its
 ``boot``): ``seq`` counts from 1 and ``prev`` is the hash of the chain's
 previous event, so a receiver applies a chain in order and notices a gap.
-``seen`` is the node's head when it made the event (seed 000: the newest
+``seen`` is the node's head when it made the event (ordered writes: the newest
 event it had applied): what a guarded write names and is judged by.
 
 ``stamp`` is a hybrid logical clock (:class:`HybridClock`): the node's wall

@@ -1,6 +1,7 @@
 """The replicated model of one node: the protocol's rules, without the wire. Pure.
 
-Seed 001 (the network protocol) and seed 000 (the ordered writes), adapted:
+The network protocol and the ordered writes (docs/design.md, "Several nodes" and
+"Ordered writes"), adapted:
 
 * Every write request accepted on a node becomes an event of the node's
   chain (:meth:`Model.record_local`); the node has applied it already (a

@@ -8,6 +8,6 @@ the gRPC services (``rpc``, ``kuksa``, ``cluster``), identity and scopes
 (``auth``, ``access``), the journal writer and its services (``journal``),
 metrics (``metrics``), health, TLS, the CLI.
 
-Imports the contract (:mod:`vmw.contract`, :mod:`vmw.proto`), never the SDK,
-the tools, the samples or the fleet side (``tests/unit/test_layout.py``).
+Imports the contract (:mod:`vmw.contract`, :mod:`vmw.proto`); must not import
+the SDK, the tools, the samples or the fleet side (``tests/unit/test_layout.py``).
 """

@@ -17,12 +17,13 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
+from vmw.server import dev_certs
 from vmw.server.config import Settings, load_settings, masked
 from vmw.server.server import start_server
 from vmw.server.tls import TlsConfigError
 from vmw.vss import CatalogError
 
-log = logging.getLogger("middleware")
+log = logging.getLogger("vmw.server")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -52,6 +53,15 @@ def _parser() -> argparse.ArgumentParser:
         "a broken chain or a loss no record reports",
     )
     verify_p.add_argument("paths", type=Path, nargs="+", help="journal directories or segments")
+    tls = sub.add_parser("tls", help="development certificates")
+    tls_sub = tls.add_subparsers(dest="tls_command", required=True)
+    dev_certs.add_arguments(
+        tls_sub.add_parser(
+            "dev-certs",
+            help="write a throwaway CA, a server certificate and client certificates "
+            "(for development only)",
+        )
+    )
     serve = sub.add_parser("serve", help="run the middleware")
     serve.add_argument("--config", type=Path, help="TOML settings file")
     serve.add_argument(
@@ -207,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
         return _token(args)
     if args.command == "journal":
         return _journal(args)
+    if args.command == "tls":
+        return dev_certs.main(args)
     overrides = {f.name: getattr(args, f.name) for f in fields(Settings)}
     try:
         settings = load_settings(toml_path=args.config, env=os.environ, overrides=overrides)

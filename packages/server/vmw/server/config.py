@@ -19,7 +19,15 @@ from typing import Any, Final
 from vmw.contract.journal.chain import OFFSET_MOD
 from vmw.ess import parse_expect_rule
 
-__all__ = ["Settings", "load_settings", "masked", "parse_peer"]
+__all__ = [
+    "ClusterSettings",
+    "RequestLimits",
+    "Settings",
+    "StreamSettings",
+    "load_settings",
+    "masked",
+    "parse_peer",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,6 +322,92 @@ class Settings:
 
 
 _NODE_ID: Final = re.compile(r"[A-Za-z0-9_.\-]{1,64}", re.ASCII)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestLimits:
+    """The section of :class:`Settings` every servicer checks a request against."""
+
+    max_keys_per_request: int
+    """Entries of one request (keys, updates, subscriptions), at most."""
+    max_message_bytes: int
+    """The most bytes of one message, either way."""
+    max_subscriptions_per_app: int
+    """Subscriptions one app holds, at most."""
+    stream_window: int
+    """An ``Events`` stream's window when its app asks for none."""
+    max_stream_window: int
+    """The largest window an app may ask for."""
+    publish_messages_per_s: float
+    """Messages a Publish stream may send per second (said when it is refused)."""
+    publish_burst: int
+    """... and in a burst."""
+
+    @classmethod
+    def of(cls, s: Settings) -> RequestLimits:
+        return cls(
+            max_keys_per_request=s.max_keys_per_request,
+            max_message_bytes=s.max_message_bytes,
+            max_subscriptions_per_app=s.max_subscriptions_per_app,
+            stream_window=s.stream_window,
+            max_stream_window=s.max_stream_window,
+            publish_messages_per_s=s.publish_messages_per_s,
+            publish_burst=s.publish_burst,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StreamSettings:
+    """The section of :class:`Settings` the subscriber streams use (:mod:`vmw.server.session`)."""
+
+    max_apps: int
+    """Apps with an open stream, at most."""
+    grace_period_s: float
+    """How long an app's state outlives its stream (0: removed at once)."""
+    batch_max: int
+    """Events drained into one batch, at most."""
+
+    @classmethod
+    def of(cls, s: Settings) -> StreamSettings:
+        return cls(max_apps=s.max_apps, grace_period_s=s.grace_period_s, batch_max=s.batch_max)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSettings:
+    """The section of :class:`Settings` a cluster node uses (:mod:`vmw.server.cluster`)."""
+
+    node_id: str
+    peers: tuple[tuple[str, str], ...]
+    """``(name, address)`` of every other node."""
+    max_confirms: int | None
+    """Confirmations an event needs (None: every peer's)."""
+    max_events: int
+    max_bytes: int
+    event_max_age_s: float
+    event_max_ahead_s: float
+    max_pending: int
+    send_unread_interval_s: float
+    sync_interval_s: float
+    guard_timeout_s: float
+    max_message_bytes: int
+    """The most bytes of one message (a link's send limit; events up to a quarter)."""
+
+    @classmethod
+    def of(cls, s: Settings) -> ClusterSettings:
+        return cls(
+            node_id=s.node_id,
+            peers=tuple(parse_peer(entry) for entry in s.peers),
+            max_confirms=None if s.max_confirms == "all" else int(s.max_confirms),
+            max_events=s.cluster_max_events,
+            max_bytes=s.cluster_max_bytes,
+            event_max_age_s=s.event_max_age_s,
+            event_max_ahead_s=s.event_max_ahead_s,
+            max_pending=s.cluster_max_pending,
+            send_unread_interval_s=s.send_unread_interval_s,
+            sync_interval_s=s.sync_interval_s,
+            guard_timeout_s=s.guard_timeout_s,
+            max_message_bytes=s.max_message_bytes,
+        )
 
 
 def parse_peer(entry: str) -> tuple[str, str]:

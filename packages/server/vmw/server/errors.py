@@ -6,9 +6,12 @@ Mapped to gRPC status codes, with the cores' errors, in one table:
 
 from __future__ import annotations
 
+import enum
+
 __all__ = [
     "ActuationUnavailableError",
     "AlreadyProvidedError",
+    "EndReason",
     "FollowReplacedError",
     "InvalidRequestError",
     "JournalDisabledError",
@@ -18,6 +21,7 @@ __all__ = [
     "PermissionDeniedError",
     "ScopeDeniedError",
     "StreamConflictError",
+    "StreamEndedError",
     "UnauthenticatedError",
     "UnavailableError",
     "UnknownConsumerError",
@@ -68,6 +72,36 @@ class LimitExceededError(MiddlewareError):
 
 class StreamConflictError(MiddlewareError):
     """A precondition about the caller's streams does not hold."""
+
+
+class EndReason(enum.Enum):
+    """Why a subscriber stream ended (the value is what the journal records)."""
+
+    CLOSED = "closed"
+    """The app ended the call, or went away (not an error: no status to send)."""
+    REPLACED = "replaced"
+    """A newer stream of the same app took over."""
+    EXPIRED = "token expired"
+    """The app's token expired."""
+    SHUTDOWN = "shutdown"
+    """The middleware is shutting down."""
+    FAILED = "failed"
+    """The app broke the stream's protocol (the error says how)."""
+
+
+class StreamEndedError(MiddlewareError):
+    """The middleware ended a subscriber stream; ``reason`` says why.
+
+    Its status comes from :data:`vmw.server.rpc.status.STREAM_END`, the same
+    for every API's streams; with :attr:`EndReason.FAILED` the app's protocol
+    error (``error``) is the status instead.
+    """
+
+    def __init__(self, reason: EndReason, app: str, error: Exception | None = None) -> None:
+        self.reason = reason
+        self.app = app
+        self.error = error
+        super().__init__(f"the stream of app {app!r} ended: {reason.value}")
 
 
 class UnavailableError(MiddlewareError):

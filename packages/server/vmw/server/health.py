@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
+from vmw.contract.journal.records import Kind
 from vmw.ess import EventSubSystem, ExpectedPeriods, KeyStale, StaleNotice, parse_expect_rule
 from vmw.vss import Signal, expected_period
 from vmw.vstore import VStore
@@ -109,7 +110,7 @@ class HealthWatch:
             name = name_of(e.key) or f"#{e.key}"
             if isinstance(e, KeyStale):
                 self._record(
-                    "key_stale",
+                    Kind.KEY_STALE,
                     key=name,
                     key_id=e.key,
                     write_time_ns=e.last_write_ns,
@@ -121,7 +122,7 @@ class HealthWatch:
                     stale.append(name)
             else:
                 self._record(
-                    "key_fresh",
+                    Kind.KEY_FRESH,
                     key=name,
                     key_id=e.key,
                     write_time_ns=e.write_ns,
@@ -159,7 +160,7 @@ class HealthWatch:
             return
         if not held:
             told = self._ess.provider_gone(provider, ids)
-            self._note("provider_gone", provider, ids, told)
+            self._note(Kind.PROVIDER_GONE, provider, ids, told)
             log.warning(
                 "provider %s went away: %d keys have no provider (%d apps subscribed told)",
                 provider,
@@ -169,7 +170,7 @@ class HealthWatch:
             return
         back, told = self._ess.provider_back(provider, ids)
         if back:
-            self._note("provider_back", provider, back, told)
+            self._note(Kind.PROVIDER_BACK, provider, back, told)
             log.info(
                 "provider %s claims %d keys that had no provider (%d apps subscribed told)",
                 provider,
@@ -177,7 +178,7 @@ class HealthWatch:
                 len(told),
             )
 
-    def _note(self, kind: str, provider: str, ids: Sequence[int], told: dict[str, Any]) -> None:
+    def _note(self, kind: Kind, provider: str, ids: Sequence[int], told: dict[str, Any]) -> None:
         name_of = self._store.name_of
         self._record(
             kind,

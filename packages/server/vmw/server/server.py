@@ -26,11 +26,13 @@ import os
 import socket
 import stat
 from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
+from vmw.contract.channel import Tls
 from vmw.proto.actuation.v1 import actuation_pb2, actuation_pb2_grpc
 from vmw.proto.admin.v1 import admin_pb2, admin_pb2_grpc
 from vmw.proto.cluster.v1 import cluster_pb2, cluster_pb2_grpc
@@ -38,20 +40,20 @@ from vmw.proto.ess.v1 import ess_pb2, ess_pb2_grpc
 from vmw.proto.journal.v1 import journal_pb2, journal_pb2_grpc
 from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 from vmw.server.actuation import Actuation
-from vmw.server.cluster import ClusterNode
-from vmw.server.cluster.service import PeerService
-from vmw.server.config import Settings
+from vmw.server.cluster.node import PeerCredentials
+from vmw.server.config import RequestLimits, Settings
 from vmw.server.kuksa import KUKSA_SERVICES, add_kuksa_services
-from vmw.server.kuksa.common import authenticate_kuksa
+from vmw.server.kuksa.common import KuksaParts, authenticate_kuksa
 from vmw.server.metrics import MetricsEndpoint, MetricsListenError, StatsReader, registry_for
 from vmw.server.rpc.actuation_service import ActuationService
 from vmw.server.rpc.admin_service import AdminService
 from vmw.server.rpc.calls import Calls
 from vmw.server.rpc.decoding import DecodeGuard
-from vmw.server.rpc.event_service import EventService
+from vmw.server.rpc.event_service import EventParts, EventService
 from vmw.server.rpc.identity import Identify
 from vmw.server.rpc.journal_service import JournalService
-from vmw.server.rpc.vstore_service import VStoreService
+from vmw.server.rpc.peer_service import PeerService
+from vmw.server.rpc.vstore_service import VStoreParts, VStoreService
 from vmw.server.runtime import Runtime
 from vmw.server.signals import Signals
 from vmw.server.tls import ServerTls, load_server_tls
@@ -246,7 +248,20 @@ def _bind_unix(server: grpc.aio.Server, address: str, mode: int) -> None:
     os.chmod(path, mode)
 
 
-async def start_server(settings: Settings, runtime: Runtime | None = None) -> RunningServer:
+def peer_credentials(settings: Settings) -> PeerCredentials:
+    """What this node's links present to its peers: the token file's token, TLS files."""
+    token = Path(settings.peer_token_file).read_text().strip() if settings.peer_token_file else None
+    tls = None
+    if settings.peer_tls_ca:
+        tls = Tls(
+            ca=settings.peer_tls_ca,
+            cert=settings.peer_tls_cert or None,
+            key=settings.peer_tls_key or None,
+        )
+    return PeerCredentials(token, tls)
+
+
+async def start_server(settings: Settings) -> RunningServer:
     """Start serving; returns once the server listens.
 
     Raises:
@@ -262,12 +277,7 @@ async def start_server(settings: Settings, runtime: Runtime | None = None) -> Ru
     if settings.tls_cert:
         tls = load_server_tls(settings.tls_cert, settings.tls_key, settings.tls_client_ca)
     signals = Signals.load(settings.vss)
-    runtime = runtime or Runtime(settings)
-    signals.install(runtime.store)
-    runtime.health.expect_catalog(signals)
-    if settings.peers:
-        # After the catalogs: their keys are every node's own configuration, not writes.
-        runtime.cluster = ClusterNode(runtime)
+    runtime = Runtime(settings, signals, peer_credentials(settings) if settings.peers else None)
     identify = Identify(
         runtime.access,
         {
@@ -289,16 +299,66 @@ async def start_server(settings: Settings, runtime: Runtime | None = None) -> Ru
     server = grpc.aio.server(
         options=_options(settings), interceptors=[calls, DecodeGuard(), identify]
     )
-    ess_pb2_grpc.add_EventServiceServicer_to_server(EventService(runtime), server)
-    vstore_pb2_grpc.add_VStoreServicer_to_server(VStoreService(runtime), server)
+    limits = RequestLimits.of(settings)
+    ess_pb2_grpc.add_EventServiceServicer_to_server(
+        EventService(
+            EventParts(
+                runtime.streams,
+                runtime.ess,
+                runtime.store,
+                runtime.access,
+                runtime.writes,
+                runtime.boot_id,
+                limits,
+                runtime.record,
+            )
+        ),
+        server,
+    )
+    vstore_pb2_grpc.add_VStoreServicer_to_server(
+        VStoreService(
+            VStoreParts(
+                runtime.store,
+                runtime.ess,
+                runtime.access,
+                runtime.writes,
+                runtime.cluster,
+                limits,
+                runtime.record,
+            )
+        ),
+        server,
+    )
     actuation = Actuation(runtime.store, signals, runtime.access, settings.actuation_timeout_s)
-    actuation_pb2_grpc.add_ActuationServicer_to_server(ActuationService(runtime, actuation), server)
-    journal_service = JournalService(runtime)
+    actuation_pb2_grpc.add_ActuationServicer_to_server(
+        ActuationService(runtime.access, limits, actuation), server
+    )
+    journal_service = JournalService(runtime.access, runtime.journal_feed, settings.vehicle_id)
+    if runtime.journal_feed is not None:
+        runtime.collectors.register("journal_consumers", runtime.journal_feed.figures)
     journal_pb2_grpc.add_JournalServiceServicer_to_server(journal_service, server)
-    add_kuksa_services(server, runtime, signals, actuation)
+    kuksa = KuksaParts(
+        runtime.store,
+        runtime.ess,
+        runtime.access,
+        runtime.writes,
+        runtime.streams,
+        limits,
+        runtime.record,
+    )
+    add_kuksa_services(server, kuksa, signals, actuation)
     stats = StatsReader(runtime, top_keys=settings.metrics_top_keys)
-    admin_pb2_grpc.add_AdminServicer_to_server(AdminService(runtime, stats), server)
-    cluster_pb2_grpc.add_PeerServicer_to_server(PeerService(runtime), server)
+    admin_pb2_grpc.add_AdminServicer_to_server(AdminService(runtime.access, limits, stats), server)
+    cluster_pb2_grpc.add_PeerServicer_to_server(
+        PeerService(
+            runtime.access,
+            runtime.cluster,
+            lambda: cluster_pb2.StatusResponse(
+                node_id=settings.node_id, head=runtime.head(), keys=len(runtime.store)
+            ),
+        ),
+        server,
+    )
     health = health_aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     reflection.enable_server_reflection(

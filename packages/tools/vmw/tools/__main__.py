@@ -11,6 +11,8 @@ import argparse
 import asyncio
 import sys
 
+from vmw.sdk.cli import TlsOptionsError, add_tls_arguments, tls_from_args
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -28,6 +30,7 @@ def _parser() -> argparse.ArgumentParser:
     status.add_argument("--app-id", default="cluster-status", help="identity (open mode)")
     status.add_argument("--token", default=None, help="a JWT with the peer or admin scope")
     status.add_argument("--json", action="store_true", help="the status as JSON")
+    add_tls_arguments(status)
     return parser
 
 
@@ -90,7 +93,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "cluster-status":
         from vmw.tools.cluster_status import status_command
 
-        return status_command(args.target, args.app_id, args.token, as_json=args.json)
+        try:
+            tls = tls_from_args(args)
+        except TlsOptionsError as e:
+            print(f"vmw.tools cluster-status: {e}", file=sys.stderr)
+            return 2
+        return status_command(args.target, args.app_id, args.token, as_json=args.json, tls=tls)
     return _top(args)
 
 

@@ -17,7 +17,7 @@ import time
 
 import grpc
 from google.protobuf.json_format import MessageToDict
-from vmw.contract.channel import metadata
+from vmw.contract.channel import Tls, metadata, open_channel
 from vmw.proto.cluster.v1 import cluster_pb2, cluster_pb2_grpc
 
 __all__ = ["format_status", "status_command"]
@@ -70,9 +70,9 @@ def format_status(st: cluster_pb2.StatusResponse, now_ns: int | None = None) -> 
 
 
 async def fetch_status(
-    target: str, app_id: str, token: str | None, timeout: float = 10.0
+    target: str, app_id: str, token: str | None, timeout: float = 10.0, *, tls: Tls | None = None
 ) -> cluster_pb2.StatusResponse:
-    async with grpc.aio.insecure_channel(target) as channel:
+    async with open_channel(target, tls=tls) as channel:
         stub = cluster_pb2_grpc.PeerStub(channel)
         response: cluster_pb2.StatusResponse = await stub.Status(
             cluster_pb2.StatusRequest(), metadata=metadata(app_id, token), timeout=timeout
@@ -80,9 +80,12 @@ async def fetch_status(
         return response
 
 
-def status_command(target: str, app_id: str, token: str | None, *, as_json: bool) -> int:
+def status_command(
+    target: str, app_id: str, token: str | None, *, as_json: bool, tls: Tls | None = None
+) -> int:
+    """Print the node's status (``tls``: dial with TLS); the exit status."""
     try:
-        st = asyncio.run(fetch_status(target, app_id, token))
+        st = asyncio.run(fetch_status(target, app_id, token, tls=tls))
     except grpc.aio.AioRpcError as e:
         print(
             f"vmw.tools cluster-status: {target}: {e.code().name}: {e.details()}",

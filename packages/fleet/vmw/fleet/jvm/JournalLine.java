@@ -10,6 +10,7 @@ import java.util.List;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.api.java.UDF2;
+import org.apache.spark.sql.api.java.UDF3;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
@@ -20,7 +21,8 @@ import org.apache.spark.unsafe.types.UTF8String;
  *
  * <p>{@link HashChecks}, the second function: whether a line's hash checks, as
  * vmw.fleet.transforms.parse_lines defines it, over the bytes without
- * copying them.
+ * copying them; the length of the line's hash prefix comes as an argument, from
+ * vmw.contract.journal.chain.HASH_PREFIX_LEN (as the schema comes as a spec).
  *
  * <p>Why: Spark's from_json costs about 5 us per line here (a character reader
  * allocated per line, the schema's default values looked up per line); this
@@ -55,20 +57,19 @@ public final class JournalLine implements UDF2<byte[], String, Row> {
   }
 
   /**
-   * (line, its hash field) -> whether SHA-256 over "{" and the line from its
-   * 76th character, in lower-case hex, is the hash field (null without one):
-   * parse_lines' sha2(concat('{', substring(value, 76))) = hash, without the
-   * copies.
+   * (line, its hash field, the hash prefix's length P in characters) -> whether
+   * SHA-256 over "{" and the line from its (P + 1)th character, in lower-case
+   * hex, is the hash field (null without one): parse_lines'
+   * sha2(concat('{', substring(value, P + 1))) = hash, without the copies.
    */
-  public static final class HashChecks implements UDF2<byte[], String, Boolean> {
+  public static final class HashChecks implements UDF3<byte[], String, Integer, Boolean> {
     private static final long serialVersionUID = 1L;
-    private static final int PREFIX = 75; // {"hash":"<64 hex>",
     private static final byte[] HEX = "0123456789abcdef".getBytes(StandardCharsets.ISO_8859_1);
     private transient MessageDigest sha256;
 
     @Override
-    public Boolean call(byte[] line, String hash) throws NoSuchAlgorithmException {
-      if (line == null || hash == null) {
+    public Boolean call(byte[] line, String hash, Integer prefix) throws NoSuchAlgorithmException {
+      if (line == null || hash == null || prefix == null) {
         return null;
       }
       if (sha256 == null) {
@@ -76,7 +77,7 @@ public final class JournalLine implements UDF2<byte[], String, Row> {
       }
       sha256.reset();
       sha256.update((byte) '{');
-      int body = skipCharacters(line, PREFIX);
+      int body = skipCharacters(line, prefix);
       sha256.update(line, body, line.length - body);
       byte[] digest = sha256.digest();
       if (hash.length() != 2 * digest.length) {

@@ -21,15 +21,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable
+from typing import Any, Final
 
 import grpc
-from vmw.contract.channel import Backoff, Tls, metadata
+from vmw.contract.channel import Backoff, Tls
 from vmw.proto.cluster.v1 import cluster_pb2
+from vmw.replica import Model
 from vmw.server.cluster import convert
-
-if TYPE_CHECKING:
-    from vmw.server.cluster.node import ClusterNode
 
 __all__ = ["LINK_METHOD", "MESSAGE_BUDGET", "PeerLink"]
 
@@ -60,14 +59,27 @@ class PeerLink:
 
     def __init__(
         self,
-        node: ClusterNode,
+        model: Model,
+        encoder: convert.EventBytes,
+        hello: bytes,
+        changed: Callable[[PeerLink, int | None], None],
         name: str,
         address: str,
-        token: str | None,
+        md: tuple[tuple[str, str], ...],
         max_bytes: int,
         tls: Tls | None = None,
     ) -> None:
-        self.node = node
+        """A link to peer ``name`` at ``address``.
+
+        ``model``: the node's replicated model (what to send, peer up and down);
+        ``encoder``: turns the model's messages into bytes; ``hello``: this
+        node's first message (serialized); ``changed``: told of each state change (with the
+        peer's boot once up); ``md``: the identity metadata of the call.
+        """
+        self._model = model
+        self._encoder = encoder
+        self._hello = hello
+        self._changed = changed
         self._max_bytes = max_bytes
         self._tls = tls
         self.name = name
@@ -76,7 +88,7 @@ class PeerLink:
         self.since = time.monotonic()
         self.error = ""
         self.wake = asyncio.Event()
-        self._md = metadata(node.node_id, token)
+        self._md = md
         self._was_up = False
 
     def _set(self, state: str, error: str = "", boot: int | None = None) -> None:
@@ -90,7 +102,7 @@ class PeerLink:
         else:
             self._was_up = True
             log.info("peer %s (%s): link %s", self.name, self.address, state)
-        self.node.link_changed(self, boot)
+        self._changed(self, boot)
 
     async def run(self) -> None:
         log.info("peer %s (%s): link connecting", self.name, self.address)
@@ -114,7 +126,7 @@ class PeerLink:
                     request_serializer=None,  # bytes, composed by convert.EventBytes
                     response_deserializer=cluster_pb2.PeerMessage.FromString,
                 )(metadata=self._md)
-                await call.write(convert.hello(self.node.node_id, self.node.boot))
+                await call.write(self._hello)
                 reply = await asyncio.wait_for(call.read(), _WELCOME_TIMEOUT_S)
                 if not isinstance(reply, cluster_pb2.PeerMessage) or not reply.HasField("welcome"):
                     raise LinkError("the peer ended the link before its welcome")
@@ -124,9 +136,7 @@ class PeerLink:
                         f"the node at {self.address} is {welcome.node_id!r}, not {self.name!r}: "
                         "check --peer NAME=ADDRESS (NAME is the peer's --node-id)"
                     )
-                self.node.model.peer_up(
-                    self.name, welcome.boot, convert.leaves_from_pb(welcome.leaves)
-                )
+                self._model.peer_up(self.name, welcome.boot, convert.leaves_from_pb(welcome.leaves))
                 up = True
                 self._set("up", boot=welcome.boot)
                 backoff.reset()
@@ -142,13 +152,13 @@ class PeerLink:
                 self._set("down", f"internal error: {type(e).__name__}: {e}")
             finally:
                 if up:
-                    self.node.model.peer_down(self.name)
+                    self._model.peer_down(self.name)
                 await channel.close(grace=None)
             await asyncio.sleep(backoff.delay())
 
     async def _send(self, call: Any) -> None:
-        model = self.node.model
-        encoder = self.node.encoder
+        model = self._model
+        encoder = self._encoder
         wake = self.wake
         loop = asyncio.get_running_loop()
         # Confirmations held back to go together are due at a time: one timer

@@ -22,24 +22,22 @@ import contextlib
 import logging
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
-from vmw.contract.channel import Tls
+from vmw.contract.channel import Tls, metadata
+from vmw.contract.journal.records import Kind
 from vmw.proto.cluster.v1 import cluster_pb2
 from vmw.replica import ALL_CONFIRMS, Event, Model, Refusal, Refused, Write
 from vmw.server.cluster import convert
 from vmw.server.cluster.links import PeerLink
 from vmw.server.cluster.tap import ClusterTap
-from vmw.server.config import parse_peer
-from vmw.vstore import KeyCapacityError
+from vmw.server.config import ClusterSettings
+from vmw.server.journal.taps import PublishTap
+from vmw.vstore import KeyCapacityError, StoreListener, VStore
 
-if TYPE_CHECKING:
-    from vmw.server.runtime import Runtime
-
-__all__ = ["ClusterNode"]
+__all__ = ["ClusterNode", "PeerCredentials"]
 
 log = logging.getLogger(__name__)
 
@@ -53,49 +51,80 @@ class _RefusalEpisode:
     first: Refused
 
 
-class ClusterNode:
-    """The replication of one middleware process with peers."""
+@dataclass(frozen=True, slots=True)
+class PeerCredentials:
+    """How this node proves itself to its peers (read at start-up by the server)."""
 
-    def __init__(self, runtime: Runtime) -> None:
-        s = runtime.settings
-        self._rt = runtime
+    token: str | None = None
+    """The token its links present (token mode), or None."""
+    tls: Tls | None = None
+    """TLS to dial peers with, or None (plaintext)."""
+
+
+class ClusterNode:
+    """The replication of one middleware process with peers.
+
+    Built from explicit parts: its settings section, the boot, the V-Store and
+    the listener its writes reach today (the node's :attr:`tap` wraps it: the
+    server installs the tap as the store's listener), the journal's publish
+    tap and record function, and the peer credentials.
+    """
+
+    def __init__(
+        self,
+        settings: ClusterSettings,
+        boot_id: str,
+        store: VStore,
+        listener: StoreListener,
+        publish_tap: PublishTap | None,
+        record: Callable[..., None],
+        credentials: PeerCredentials,
+    ) -> None:
+        s = settings
+        self._settings = s
+        self._store = store
+        self._publish_tap = publish_tap
+        self._record = record
         self.node_id = s.node_id
-        self.addresses = dict(parse_peer(entry) for entry in s.peers)
-        self.boot = int(runtime.boot_id[:16], 16) & (2**63 - 1)
-        confirms = ALL_CONFIRMS if s.max_confirms == "all" else int(s.max_confirms)
+        self.addresses = dict(s.peers)
+        self.boot = int(boot_id[:16], 16) & (2**63 - 1)
         self.model = Model(
             s.node_id,
             self.boot,
             list(self.addresses),
             self,
-            max_confirms=confirms,
-            max_events=s.cluster_max_events,
-            max_bytes=s.cluster_max_bytes,
+            max_confirms=ALL_CONFIRMS if s.max_confirms is None else s.max_confirms,
+            max_events=s.max_events,
+            max_bytes=s.max_bytes,
             max_age_s=s.event_max_age_s,
             max_ahead_s=s.event_max_ahead_s,
-            max_pending=s.cluster_max_pending,
+            max_pending=s.max_pending,
             send_unread_interval_s=s.send_unread_interval_s,
             guard_timeout_s=s.guard_timeout_s,
             wall=time.time_ns,
             monotonic=time.monotonic,
         )
-        inner = runtime.store.listener
-        assert inner is not None, "the runtime installs its listeners before the cluster"
         self.tap = ClusterTap(
-            inner,
-            runtime.store,
+            listener,
+            store,
             self._local,
             self.model.forget_key,
             max_event_bytes=max(1024, s.max_message_bytes // 4),
         )
-        runtime.store.set_listener(self.tap)
+        """This node's writes become events here; install it as the store's listener."""
         self.encoder = convert.EventBytes()
-        token = Path(s.peer_token_file).read_text().strip() if s.peer_token_file else None
-        tls = None
-        if s.peer_tls_ca:
-            tls = Tls(ca=s.peer_tls_ca, cert=s.peer_tls_cert or None, key=s.peer_tls_key or None)
         self.links = {
-            name: PeerLink(self, name, address, token, s.max_message_bytes, tls)
+            name: PeerLink(
+                self.model,
+                self.encoder,
+                convert.hello(self.node_id, self.boot),
+                self.link_changed,
+                name,
+                address,
+                metadata(self.node_id, credentials.token),
+                s.max_message_bytes,
+                credentials.tls,
+            )
             for name, address in self.addresses.items()
         }
         self.inbound: Counter[str] = Counter()
@@ -118,13 +147,13 @@ class ClusterNode:
 
     async def start(self) -> None:
         """Dial every peer and start the clock. Returns at once."""
-        s = self._rt.settings
+        s = self._settings
         log.info(
             "node %s: %d peers (%s), max_confirms %s (%d confirmations), sync every %.1f s",
             self.node_id,
             len(self.links),
             ", ".join(f"{n}={a}" for n, a in self.addresses.items()),
-            s.max_confirms,
+            "all" if s.max_confirms is None else s.max_confirms,
             self.model.need,
             s.sync_interval_s,
         )
@@ -146,7 +175,7 @@ class ClusterNode:
         self._flush_refusals()
 
     async def _ticker(self) -> None:
-        s = self._rt.settings
+        s = self._settings
         period = min(0.2, s.sync_interval_s / 4, s.send_unread_interval_s / 2)
         next_sync = time.monotonic() + s.sync_interval_s
         next_unread = time.monotonic() + s.send_unread_interval_s
@@ -192,7 +221,7 @@ class ClusterNode:
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._waiting[event.hash] = future
         try:
-            return await asyncio.wait_for(future, self._rt.settings.guard_timeout_s + 5)
+            return await asyncio.wait_for(future, self._settings.guard_timeout_s + 5)
         finally:
             self._waiting.pop(event.hash, None)
 
@@ -200,10 +229,9 @@ class ClusterNode:
 
     def apply(self, origin: str, writes: Sequence[Write]) -> None:
         """Writes the model decided to apply: by name, adding unknown keys."""
-        rt = self._rt
-        store = rt.store
+        store = self._store
         writer = f"peer:{origin}"
-        publish_tap = rt.publish_tap
+        publish_tap = self._publish_tap
         self.tap.applying = True
         if publish_tap is not None:
             publish_tap.begin(writer)
@@ -226,7 +254,7 @@ class ClusterNode:
                                 origin,
                             )
                         continue
-                    rt.record("key_added", app=writer, key=w.key, key_id=key_id)
+                    self._record(Kind.KEY_ADDED, app=writer, key=w.key, key_id=key_id)
                 if w.data is not None:
                     try:
                         store.apply(key_id, w.data, version=w.version, time_ns=w.time_ns)
@@ -283,9 +311,9 @@ class ClusterNode:
     def link_changed(self, link: PeerLink, boot: int | None) -> None:
         """A link's state changed (the link logged it): journal it."""
         if link.state == "up":
-            self._rt.record("peer_up", peer=link.name, address=link.address, boot=boot)
+            self._record(Kind.PEER_UP, peer=link.name, address=link.address, boot=boot)
         elif link.state == "down":
-            self._rt.record("peer_down", peer=link.name, address=link.address, error=link.error)
+            self._record(Kind.PEER_DOWN, peer=link.name, address=link.address, error=link.error)
 
     def _note_refusal(self, peer: str, refused: Refused) -> None:
         key = (peer, refused.reason)
@@ -298,8 +326,8 @@ class ClusterNode:
     def _flush_refusals(self) -> None:
         for (peer, reason), episode in self._refusals.items():
             e = episode.first.event
-            self._rt.record(
-                "cluster_refused",
+            self._record(
+                Kind.CLUSTER_REFUSED,
                 peer=peer,
                 reason=reason.value,
                 count=episode.count,

@@ -5,7 +5,7 @@ listener it wraps (the ESS, or the journal's publish tap) first, unchanged,
 and notes each write this node made (name, value, version, time: read as the
 write happened, no copy of the value). The writes of one request (between
 :meth:`ClusterTap.begin` and :meth:`ClusterTap.end`, which
-``Runtime.writing`` calls) become one event (more if they are large); a
+``Writes.writing`` calls) become one event (more if they are large); a
 write outside a request, one of its own. Writes that came from peers pass
 through unnoted (:attr:`ClusterTap.applying`).
 """

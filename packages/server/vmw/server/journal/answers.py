@@ -1,5 +1,6 @@
 """What the journal answers a consumer that holds a position: the logged-event-offsets
-contract (seed 003), over every boot the journal holds. Pure: no I/O, no clock.
+contract (docs/design.md, "The journal's consumers"), over every boot the journal
+holds. Pure: no I/O, no clock.
 
 A consumer says which record it holds last, ``(boot_id, offset)`` (``offset`` 0
 and no boot when it holds none). Given a :class:`View` of what is held (per
@@ -15,7 +16,7 @@ picks one of the three answers:
    than the history holds.
 
 Without a boot (``boot_id`` empty) the offset is taken in the current boot,
-exactly as seed 003 says (a restart shows as a recovery naming another boot).
+exactly as that contract says (a restart shows as a recovery naming another boot).
 With a boot the journal also serves the boots before the current one from
 disk: after the last record of a boot that ended, the recovery names the next
 boot (the middleware restarted) and its range. An offset its boot never
@@ -189,7 +190,7 @@ def answer(
         )
     if _held(span, offset):
         return Read(b, offset, span.first)
-    if not boot_id:  # seed 003 as written: anything not held is a recovery
+    if not boot_id:  # the contract as written: anything not held is a recovery
         return _recover(
             view,
             span,

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 from vmw.contract.journal.chain import distance, pred
+from vmw.contract.journal.segments import segment_boot, segment_files
 from vmw.server.journal.history import Slice
-from vmw.server.journal.segments import segment_boot, segment_files
 
 __all__ = ["Archive", "BootSpan", "Segment"]
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Final
 
 from vmw.contract.journal.chain import OFFSET_MOD, distance, pred
+from vmw.contract.journal.segments import segment_files
 from vmw.server.errors import OffsetOutOfRangeError, UnavailableError, UnknownConsumerError
 from vmw.server.journal.answers import (
     Nothing,
@@ -40,7 +41,6 @@ from vmw.server.journal.archive import Archive
 from vmw.server.journal.consumers import LIVE, Consumer, Consumers, check_component
 from vmw.server.journal.history import History, Slice
 from vmw.server.journal.pinning import Cut, Pin, Plan, lag_bytes, plan
-from vmw.server.journal.segments import segment_files
 from vmw.server.metrics.collectors import Figure
 
 __all__ = ["ConsumerState", "Feed", "Records"]
@@ -326,7 +326,7 @@ class Feed:
         want: frozenset[str] | None,
         acknowledge: bool = True,
     ) -> Records | Nothing | Recover:
-        """Seed 003's answer to a consumer holding ``offset`` of ``boot_id`` (see :mod:`answers`).
+        """The contract's answer to a consumer holding ``offset`` of ``boot_id`` (:mod:`answers`).
 
         A registered consumer's position is acknowledged (``acknowledge``) when
         it is a position held. Reads at most ``max_records`` wanted records and

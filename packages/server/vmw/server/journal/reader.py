@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from vmw.contract.journal.chain import OFFSET_MOD, hash_checks
-from vmw.server.journal.segments import lines, segment_files
+from vmw.contract.journal.records import Kind
+from vmw.contract.journal.segments import lines, segment_files
 
 __all__ = ["BootReport", "JournalReport", "read_journal", "trim_anchors", "verify"]
 
@@ -96,7 +97,7 @@ def trim_anchors(records: Iterable[dict[str, Any]]) -> dict[tuple[str, int], str
     """
     anchors: dict[tuple[str, int], str] = {}
     for rec in records:
-        if rec.get("kind") == "journal_trimmed" and rec.get("kept_offset") is not None:
+        if rec.get("kind") == Kind.JOURNAL_TRIMMED and rec.get("kept_offset") is not None:
             boot = str(rec.get("trimmed_boot_id", ""))
             anchors[(boot, int(rec["kept_offset"]))] = str(rec.get("kept_prev_hash", ""))
     return anchors
@@ -121,16 +122,16 @@ def verify(records: Iterable[dict[str, Any]], report: JournalReport | None = Non
         b.records += 1
         offset = int(rec.get("offset", -1))
         kind = rec.get("kind")
-        if kind == "journal_dropped":
+        if kind == Kind.JOURNAL_DROPPED:
             lost_boot = str(rec.get("lost_boot_id") or boot)
             target = report.boots.setdefault(lost_boot, BootReport(lost_boot))
             target.reported_dropped += int(rec.get("count", 0))
-        elif kind == "journal_trimmed":
+        elif kind == Kind.JOURNAL_TRIMMED:
             t_boot = str(rec.get("trimmed_boot_id", ""))
             target = report.boots.setdefault(t_boot, BootReport(t_boot))
             target.trimmed_files += int(rec.get("files", 0))
             target.trimmed_bytes += int(rec.get("bytes", 0))
-        elif kind == "stop":
+        elif kind == Kind.STOP:
             b.stopped = True
         if boot in last_offset:
             gap = (offset - last_offset[boot] - 1) % OFFSET_MOD

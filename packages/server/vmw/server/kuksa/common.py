@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Final
 
 import grpc
 from vmw.contract.wire import APP_ID_HEADER, AUTH_HEADER
+from vmw.ess import EventSubSystem
 from vmw.proto.kuksa.val.v2 import types_pb2
 from vmw.server.access import Access, Caller
 from vmw.server.actuation import Actuation, Target
 from vmw.server.auth.scopes import ScopeError, compile_glob
+from vmw.server.config import RequestLimits
 from vmw.server.errors import InvalidRequestError
 from vmw.server.kuksa.convert import to_store
 from vmw.server.rpc.identity import caller, certified_names
+from vmw.server.session import Record, Streams
 from vmw.server.signals import Signals
+from vmw.server.writes import Writes
 from vmw.vstore import UnknownKeyError, VStore
 
 __all__ = [
@@ -104,3 +109,16 @@ def actuation_target(
     key_id = actuation.admit(who, name, field)
     data = to_store(name, signals.get(name), value, "typed_value")
     return actuation.target(name, key_id, data)
+
+
+@dataclass(frozen=True, slots=True)
+class KuksaParts:
+    """What the KUKSA services use (both versions, and their subscriptions)."""
+
+    store: VStore
+    ess: EventSubSystem
+    access: Access
+    writes: Writes
+    streams: Streams
+    limits: RequestLimits
+    record: Record

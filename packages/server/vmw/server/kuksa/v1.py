@@ -17,12 +17,11 @@ from vmw.server.access import Caller
 from vmw.server.actuation import Actuation, Target
 from vmw.server.errors import InvalidRequestError, UnavailableError
 from vmw.server.kuksa import convert
-from vmw.server.kuksa.common import actuation_target, kuksa_caller, resolve_path
+from vmw.server.kuksa.common import KuksaParts, actuation_target, kuksa_caller, resolve_path
 from vmw.server.kuksa.info import SERVER_NAME, SERVER_VERSION
 from vmw.server.kuksa.subscriptions import updates
 from vmw.server.rpc.convert import check_count
 from vmw.server.rpc.status import maps_errors
-from vmw.server.runtime import Runtime
 from vmw.server.signals import Signals
 from vmw.vstore import UnknownKeyError, Update, VStoreError
 
@@ -33,8 +32,8 @@ _METADATA_FIELDS = frozenset(f for f in types_pb2.Field.values() if f >= types_p
 
 
 class KuksaV1(val_pb2_grpc.VALServicer):
-    def __init__(self, runtime: Runtime, signals: Signals, actuation: Actuation) -> None:
-        self._rt = runtime
+    def __init__(self, parts: KuksaParts, signals: Signals, actuation: Actuation) -> None:
+        self._p = parts
         self._signals = signals
         self._actuation = actuation
 
@@ -42,20 +41,20 @@ class KuksaV1(val_pb2_grpc.VALServicer):
     async def GetServerInfo(
         self, request: val_pb2.GetServerInfoRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> val_pb2.GetServerInfoResponse:
-        kuksa_caller(context, self._rt.access)
+        kuksa_caller(context, self._p.access)
         return val_pb2.GetServerInfoResponse(name=SERVER_NAME, version=SERVER_VERSION)
 
     @maps_errors(field="entries")
     async def Get(
         self, request: val_pb2.GetRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> val_pb2.GetResponse:
-        who = kuksa_caller(context, self._rt.access)
-        check_count("entries", request.entries, self._rt.settings.max_keys_per_request)
+        who = kuksa_caller(context, self._p.access)
+        check_count("entries", request.entries, self._p.limits.max_keys_per_request)
         response = val_pb2.GetResponse()
         for i, req in enumerate(request.entries):
             try:
                 self._check_read(who, req.path, i)
-                found = resolve_path(self._rt.store, req.path)
+                found = resolve_path(self._p.store, req.path)
             except (VStoreError, InvalidRequestError, PermissionError) as e:
                 response.errors.append(
                     types_pb2.DataEntryError(path=req.path, error=convert.v1_error(e))
@@ -68,7 +67,7 @@ class KuksaV1(val_pb2_grpc.VALServicer):
                 response.entries.append(self._entry(name, key_id, value, target, metadata))
         if response.errors:
             response.error.CopyFrom(response.errors[0].error)
-        convert_fits(response.ByteSize(), self._rt.settings.max_message_bytes)
+        convert_fits(response.ByteSize(), self._p.limits.max_message_bytes)
         return response
 
     def _check_read(self, who: Caller, path: str, i: int) -> None:
@@ -76,15 +75,15 @@ class KuksaV1(val_pb2_grpc.VALServicer):
         if (
             "*" not in path
             and not who.grants.allows("read", path)
-            and not any(who.grants.allows("read", n) for n, _ in self._rt.store.iter_keys(path))
+            and not any(who.grants.allows("read", n) for n, _ in self._p.store.iter_keys(path))
         ):
-            self._rt.access.check(who, "read", path, field=f"entries[{i}]")
+            self._p.access.check(who, "read", path, field=f"entries[{i}]")
 
     def _entry(
         self, name: str, key_id: int, value: bool, target: bool, metadata: bool
     ) -> types_pb2.DataEntry:
         entry = types_pb2.DataEntry(path=name)
-        data, time_ns = self._rt.store.peek(key_id)
+        data, time_ns = self._p.store.peek(key_id)
         signal = self._signals.get(name)
         if value and convert.set_wire(entry.value, data, signal):
             entry.value.timestamp.CopyFrom(convert.timestamp(time_ns))
@@ -99,9 +98,9 @@ class KuksaV1(val_pb2_grpc.VALServicer):
     async def Set(
         self, request: val_pb2.SetRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> val_pb2.SetResponse:
-        who = kuksa_caller(context, self._rt.access)
-        check_count("updates", request.updates, self._rt.settings.max_keys_per_request)
-        store = self._rt.store
+        who = kuksa_caller(context, self._p.access)
+        check_count("updates", request.updates, self._p.limits.max_keys_per_request)
+        store = self._p.store
         writes: list[Update] = []
         targets: list[Target] = []
         response = val_pb2.SetResponse()
@@ -122,7 +121,7 @@ class KuksaV1(val_pb2_grpc.VALServicer):
                     )
                 if types_pb2.FIELD_VALUE not in fields:
                     continue
-                self._rt.access.check(who, "provide", path, field=f"updates[{i}]")
+                self._p.access.check(who, "provide", path, field=f"updates[{i}]")
                 if path not in store:
                     raise UnknownKeyError(path)
                 data = convert.to_store(path, self._signals.get(path), update.entry.value, "value")
@@ -139,7 +138,7 @@ class KuksaV1(val_pb2_grpc.VALServicer):
             response.error.CopyFrom(response.errors[0].error)
             return response
         if writes:
-            with self._rt.writing(who.app):
+            with self._p.writes.writing(who.app):
                 store.set_many(writes)
         if targets:
             try:
@@ -156,8 +155,8 @@ class KuksaV1(val_pb2_grpc.VALServicer):
     async def Subscribe(
         self, request: val_pb2.SubscribeRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> None:
-        who = kuksa_caller(context, self._rt.access)
-        check_count("entries", request.entries, self._rt.settings.max_keys_per_request)
+        who = kuksa_caller(context, self._p.access)
+        check_count("entries", request.entries, self._p.limits.max_keys_per_request)
         names: list[str] = []
         for i, entry in enumerate(request.entries):
             if entry.view not in _VALUE_VIEWS and not (
@@ -170,11 +169,11 @@ class KuksaV1(val_pb2_grpc.VALServicer):
             self._check_read(who, entry.path, i)
             names.extend(
                 n
-                for n, _ in resolve_path(self._rt.store, entry.path)
+                for n, _ in resolve_path(self._p.store, entry.path)
                 if who.grants.allows("read", n)
             )
-        store = self._rt.store
-        async with contextlib.aclosing(updates(self._rt, who, names, 0)) as stream:
+        store = self._p.store
+        async with contextlib.aclosing(updates(self._p, who, names, 0)) as stream:
             async for batch in stream:
                 response = val_pb2.SubscribeResponse()
                 for key_id, data, time_ns in batch:

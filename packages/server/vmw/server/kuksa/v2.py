@@ -18,12 +18,11 @@ from vmw.server.access import Caller
 from vmw.server.actuation import Actuation, ActuatorProvider
 from vmw.server.errors import LimitExceededError
 from vmw.server.kuksa import convert
-from vmw.server.kuksa.common import actuation_target, kuksa_caller, resolve_path
+from vmw.server.kuksa.common import KuksaParts, actuation_target, kuksa_caller, resolve_path
 from vmw.server.kuksa.info import SERVER_NAME, SERVER_VERSION
 from vmw.server.kuksa.subscriptions import Update, updates
 from vmw.server.rpc.convert import check_count
 from vmw.server.rpc.status import maps_errors
-from vmw.server.runtime import Runtime
 from vmw.server.signals import Signals
 from vmw.vstore import UnknownKeyError
 
@@ -31,8 +30,8 @@ __all__ = ["KuksaV2"]
 
 
 class KuksaV2(val_pb2_grpc.VALServicer):
-    def __init__(self, runtime: Runtime, signals: Signals, actuation: Actuation) -> None:
-        self._rt = runtime
+    def __init__(self, parts: KuksaParts, signals: Signals, actuation: Actuation) -> None:
+        self._p = parts
         self._signals = signals
         self._actuation = actuation
 
@@ -42,21 +41,21 @@ class KuksaV2(val_pb2_grpc.VALServicer):
     async def GetServerInfo(
         self, request: val_pb2.GetServerInfoRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> val_pb2.GetServerInfoResponse:
-        kuksa_caller(context, self._rt.access)
+        kuksa_caller(context, self._p.access)
         return val_pb2.GetServerInfoResponse(name=SERVER_NAME, version=SERVER_VERSION)
 
     @maps_errors()
     async def GetValue(
         self, request: val_pb2.GetValueRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> val_pb2.GetValueResponse:
-        who = kuksa_caller(context, self._rt.access)
+        who = kuksa_caller(context, self._p.access)
         return val_pb2.GetValueResponse(data_point=self._datapoint(who, request.signal_id))
 
     @maps_errors(field="signal_ids")
     async def GetValues(
         self, request: val_pb2.GetValuesRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> val_pb2.GetValuesResponse:
-        who = kuksa_caller(context, self._rt.access)
+        who = kuksa_caller(context, self._p.access)
         self._check_count("signal_ids", request.signal_ids)
         points = []
         for i, signal_id in enumerate(request.signal_ids):
@@ -70,9 +69,9 @@ class KuksaV2(val_pb2_grpc.VALServicer):
     def _datapoint(
         self, who: Caller, signal_id: types_pb2.SignalID, field: str = "signal_id"
     ) -> types_pb2.Datapoint:
-        name = convert.signal_name(signal_id, self._rt.store.name_of)
-        self._rt.access.check(who, "read", name, field=field)
-        entry = self._rt.store.get(name)
+        name = convert.signal_name(signal_id, self._p.store.name_of)
+        self._p.access.check(who, "read", name, field=field)
+        entry = self._p.store.get(name)
         point = types_pb2.Datapoint()
         if convert.set_wire(point.value, entry.data, self._signals.get(name)):
             point.timestamp.CopyFrom(convert.timestamp(entry.time_ns))
@@ -82,8 +81,8 @@ class KuksaV2(val_pb2_grpc.VALServicer):
     async def ListMetadata(
         self, request: val_pb2.ListMetadataRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> val_pb2.ListMetadataResponse:
-        who = kuksa_caller(context, self._rt.access)
-        store = self._rt.store
+        who = kuksa_caller(context, self._p.access)
+        store = self._p.store
         found = [
             (name, key_id)
             for name, key_id in resolve_path(store, request.root)
@@ -91,7 +90,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         ]
         if not found:
             raise UnknownKeyError(request.root)
-        limit = self._rt.settings.max_message_bytes // 400
+        limit = self._p.limits.max_message_bytes // 400
         if len(found) > limit:
             raise LimitExceededError(
                 "metadata entries per response", limit, f"{request.root!r} matches {len(found)}"
@@ -109,19 +108,19 @@ class KuksaV2(val_pb2_grpc.VALServicer):
     async def PublishValue(
         self, request: val_pb2.PublishValueRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> val_pb2.PublishValueResponse:
-        who = kuksa_caller(context, self._rt.access)
-        name = convert.signal_name(request.signal_id, self._rt.store.name_of)
+        who = kuksa_caller(context, self._p.access)
+        name = convert.signal_name(request.signal_id, self._p.store.name_of)
         self._write(who, name, request.data_point, "signal_id")
         return val_pb2.PublishValueResponse()
 
     def _write(self, who: Caller, name: str, point: types_pb2.Datapoint, field: str) -> None:
-        store = self._rt.store
-        self._rt.access.check(who, "provide", name, field=field)
+        store = self._p.store
+        self._p.access.check(who, "provide", name, field=field)
         if name not in store:
             raise UnknownKeyError(name)
         data = convert.to_store(name, self._signals.get(name), point.value, "typed_value")
         time_ns = point.timestamp.ToNanoseconds() if point.HasField("timestamp") else None
-        with self._rt.writing(who.app):
+        with self._p.writes.writing(who.app):
             store.set(name, data, time_ns=time_ns if time_ns and time_ns > 0 else None)
 
     # -- actuation -------------------------------------------------------------------
@@ -130,8 +129,8 @@ class KuksaV2(val_pb2_grpc.VALServicer):
     async def Actuate(
         self, request: val_pb2.ActuateRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> val_pb2.ActuateResponse:
-        who = kuksa_caller(context, self._rt.access)
-        name = convert.signal_name(request.signal_id, self._rt.store.name_of)
+        who = kuksa_caller(context, self._p.access)
+        name = convert.signal_name(request.signal_id, self._p.store.name_of)
         target = actuation_target(
             self._actuation, self._signals, who, name, request.value, "signal_id"
         )
@@ -142,12 +141,12 @@ class KuksaV2(val_pb2_grpc.VALServicer):
     async def BatchActuate(
         self, request: val_pb2.BatchActuateRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> val_pb2.BatchActuateResponse:
-        who = kuksa_caller(context, self._rt.access)
+        who = kuksa_caller(context, self._p.access)
         self._check_count("actuate_requests", request.actuate_requests)
         targets = []
         for i, r in enumerate(request.actuate_requests):
             where = f"actuate_requests[{i}]"
-            name = convert.signal_name(r.signal_id, self._rt.store.name_of)
+            name = convert.signal_name(r.signal_id, self._p.store.name_of)
             targets.append(
                 actuation_target(self._actuation, self._signals, who, name, r.value, where)
             )
@@ -160,7 +159,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         request_iterator: AsyncIterator[val_pb2.OpenProviderStreamRequest],
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> None:
-        who = kuksa_caller(context, self._rt.access)
+        who = kuksa_caller(context, self._p.access)
         stream: ActuatorProvider[val_pb2.OpenProviderStreamResponse] = ActuatorProvider(
             who.app, lambda forward: convert.actuation_request(forward, self._signals.get)
         )
@@ -173,7 +172,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         stream: ActuatorProvider[val_pb2.OpenProviderStreamResponse],
         requests: AsyncIterator[val_pb2.OpenProviderStreamRequest],
     ) -> None:
-        store = self._rt.store
+        store = self._p.store
         async for request in requests:
             action = request.WhichOneof("action")
             if action == "provide_actuation_request":
@@ -220,7 +219,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
     async def Subscribe(
         self, request: val_pb2.SubscribeRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> None:
-        who = kuksa_caller(context, self._rt.access)
+        who = kuksa_caller(context, self._p.access)
         await self._stream(
             who,
             list(request.signal_paths),
@@ -233,10 +232,10 @@ class KuksaV2(val_pb2_grpc.VALServicer):
     async def SubscribeById(
         self, request: val_pb2.SubscribeByIdRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> None:
-        who = kuksa_caller(context, self._rt.access)
+        who = kuksa_caller(context, self._p.access)
         names = []
         for i, key_id in enumerate(request.signal_ids):
-            name = self._rt.store.name_of(key_id) if key_id > 0 else None
+            name = self._p.store.name_of(key_id) if key_id > 0 else None
             if name is None:
                 e = UnknownKeyError(key_id)
                 e.index = i
@@ -258,12 +257,12 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         context: grpc.aio.ServicerContext[Any, Any],
         message: Callable[[list[Update]], Any],
     ) -> None:
-        async with contextlib.aclosing(updates(self._rt, who, names, buffer_size)) as stream:
+        async with contextlib.aclosing(updates(self._p, who, names, buffer_size)) as stream:
             async for batch in stream:
                 await context.write(message(batch))
 
     def _points(self, batch: list[Update], *, by_name: bool) -> dict[Any, types_pb2.Datapoint]:
-        store = self._rt.store
+        store = self._p.store
         out: dict[Any, types_pb2.Datapoint] = {}
         for key_id, data, time_ns in batch:
             name = store.name_of(key_id)
@@ -275,4 +274,4 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         return out
 
     def _check_count(self, field: str, items: Sequence[Any]) -> None:
-        check_count(field, items, self._rt.settings.max_keys_per_request)
+        check_count(field, items, self._p.limits.max_keys_per_request)

@@ -148,7 +148,7 @@ class StatsReader:
             if queues is None:
                 continue
             queued += queues.depth
-            stream = rt.stream_of(app)
+            stream = rt.streams.get(app)
             apps.append(
                 AppFigures(
                     queues,

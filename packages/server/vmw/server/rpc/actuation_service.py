@@ -12,12 +12,12 @@ from typing import Any
 import grpc
 from vmw.proto.actuation.v1 import actuation_pb2 as pb
 from vmw.proto.actuation.v1 import actuation_pb2_grpc as pb_grpc
-from vmw.server.access import Caller
+from vmw.server.access import Access, Caller
 from vmw.server.actuation import Actuation, ActuatorProvider, Forward
+from vmw.server.config import RequestLimits
 from vmw.server.rpc import convert
 from vmw.server.rpc.identity import caller
 from vmw.server.rpc.status import check_decoded, maps_errors
-from vmw.server.runtime import Runtime
 from vmw.vstore import VStoreError
 
 __all__ = ["ActuationService"]
@@ -36,16 +36,16 @@ def _request(forward: Forward) -> pb.ProviderInstruction:
 
 
 class ActuationService(pb_grpc.ActuationServicer):
-    def __init__(self, runtime: Runtime, actuation: Actuation) -> None:
-        self._rt = runtime
+    def __init__(self, access: Access, limits: RequestLimits, actuation: Actuation) -> None:
+        self._access = access
         self._actuation = actuation
-        self._limit = runtime.settings.max_keys_per_request
+        self._limit = limits.max_keys_per_request
 
     @maps_errors(field="targets")
     async def Actuate(
         self, request: pb.ActuateRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.ActuateResponse:
-        who = caller(context, self._rt.access)
+        who = caller(context, self._access)
         convert.check_count("targets", request.targets, self._limit)
         targets = []
         for i, t in enumerate(request.targets):
@@ -63,7 +63,7 @@ class ActuationService(pb_grpc.ActuationServicer):
         request_iterator: AsyncIterator[pb.ProviderMessage],
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> None:
-        who = caller(context, self._rt.access)
+        who = caller(context, self._access)
         stream: ActuatorProvider[pb.ProviderInstruction] = ActuatorProvider(
             who.app, _request, answers=True
         )

@@ -10,11 +10,12 @@ from typing import Any
 
 import grpc
 from vmw.proto.admin.v1 import admin_pb2, admin_pb2_grpc
+from vmw.server.access import Access
+from vmw.server.config import RequestLimits
 from vmw.server.errors import InvalidRequestError
 from vmw.server.metrics import MAX_TOP_KEYS, Stats, StatsReader
 from vmw.server.rpc.identity import caller
 from vmw.server.rpc.status import maps_errors
-from vmw.server.runtime import Runtime
 
 __all__ = ["AdminService", "stats_message"]
 
@@ -22,19 +23,20 @@ _NS = 1e-9
 
 
 class AdminService(admin_pb2_grpc.AdminServicer):
-    def __init__(self, runtime: Runtime, reader: StatsReader) -> None:
-        self._rt = runtime
+    def __init__(self, access: Access, limits: RequestLimits, reader: StatsReader) -> None:
+        self._access = access
+        self._limits = limits
         self._reader = reader
 
     @maps_errors("keys")
     async def GetStats(
         self, request: admin_pb2.GetStatsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> admin_pb2.Stats:
-        who = caller(context, self._rt.access)
-        self._rt.access.check_admin(who)
+        who = caller(context, self._access)
+        self._access.check_admin(who)
         if request.top_keys > MAX_TOP_KEYS:
             raise InvalidRequestError("top_keys", f"at most {MAX_TOP_KEYS}, got {request.top_keys}")
-        limit = self._rt.settings.max_keys_per_request
+        limit = self._limits.max_keys_per_request
         if len(request.keys) > limit:
             raise InvalidRequestError(
                 "keys", f"at most {limit} per request, got {len(request.keys)}"

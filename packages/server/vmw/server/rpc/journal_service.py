@@ -14,7 +14,7 @@ from typing import Any
 import grpc
 from vmw.proto.journal.v1 import journal_pb2 as pb
 from vmw.proto.journal.v1 import journal_pb2_grpc as pb_grpc
-from vmw.server.access import Caller
+from vmw.server.access import Access, Caller
 from vmw.server.auth.scopes import JOURNAL_READ
 from vmw.server.errors import (
     InvalidRequestError,
@@ -28,19 +28,18 @@ from vmw.server.journal.follow import FollowSession, Group
 from vmw.server.rpc import convert
 from vmw.server.rpc.identity import caller
 from vmw.server.rpc.status import check_decoded, maps_errors
-from vmw.server.runtime import Runtime
 
 __all__ = ["JournalService"]
 
 
 class JournalService(pb_grpc.JournalServiceServicer):
-    def __init__(self, runtime: Runtime) -> None:
-        self._rt = runtime
-        self._vehicle = runtime.settings.vehicle_id
+    def __init__(self, access: Access, feed: Feed | None, vehicle_id: str) -> None:
+        """``feed``: what the journal's consumers read (None: no journal)."""
+        self._access = access
+        self._feed = feed
+        self._vehicle = vehicle_id
         self._followers: dict[tuple[str, str], FollowSession] = {}
         self._following: set[asyncio.Task[Any]] = set()  # every Follow call's task
-        if runtime.journal_feed is not None:
-            runtime.collectors.register("journal_consumers", runtime.journal_feed.figures)
 
     def _caller(self, context: grpc.aio.ServicerContext[Any, Any]) -> tuple[Caller, Feed]:
         """The caller, allowed to read the journal, and the journal's feed.
@@ -48,10 +47,10 @@ class JournalService(pb_grpc.JournalServiceServicer):
         Raises:
             UnauthenticatedError, LimitExceededError, ScopeDeniedError, JournalDisabledError.
         """
-        who = caller(context, self._rt.access)
+        who = caller(context, self._access)
         if not (who.grants.everything or who.grants.journal):
             raise ScopeDeniedError(who.app, "read the journal", JOURNAL_READ)
-        feed = self._rt.journal_feed
+        feed = self._feed
         if feed is None:
             raise JournalDisabledError(
                 "this middleware runs without a journal: start it with --journal-dir DIR"
@@ -179,7 +178,7 @@ class JournalService(pb_grpc.JournalServiceServicer):
     async def finish(self, timeout: float) -> None:
         """The journal is closed (its ``stop`` record written): let every Follow send
         what is left and see it acknowledged, for at most ``timeout`` seconds."""
-        feed = self._rt.journal_feed
+        feed = self._feed
         if feed is None:
             return
         feed.end()

@@ -13,9 +13,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Final, TypeVar
 
 import grpc
+from vmw.contract.wire import REASON_HEADER, REASON_REPLACED, REASON_SHUTDOWN
 from vmw.ess.errors import BudgetExceededError, InvalidQueueConfigError, NotReadingEventsError
 from vmw.server.errors import (
     AlreadyProvidedError,
+    EndReason,
     FollowReplacedError,
     InvalidRequestError,
     JournalDisabledError,
@@ -24,6 +26,7 @@ from vmw.server.errors import (
     PermissionDeniedError,
     ScopeDeniedError,
     StreamConflictError,
+    StreamEndedError,
     UnauthenticatedError,
     UnavailableError,
     UnknownConsumerError,
@@ -39,7 +42,7 @@ from vmw.vstore.errors import (
     VStoreError,
 )
 
-__all__ = ["STATUS_OF", "check_decoded", "maps_errors", "status_for"]
+__all__ = ["STATUS_OF", "STREAM_END", "check_decoded", "maps_errors", "status_for", "trailer_for"]
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +68,35 @@ STATUS_OF: Final[tuple[tuple[type[BaseException], grpc.StatusCode], ...]] = (
     (UnknownConsumerError, grpc.StatusCode.NOT_FOUND),
     (OffsetOutOfRangeError, grpc.StatusCode.OUT_OF_RANGE),
     (FollowReplacedError, grpc.StatusCode.ABORTED),
+    # Its code depends on why the stream ended: STREAM_END (status_for looks there first).
+    (StreamEndedError, grpc.StatusCode.ABORTED),
 )
-"""First match wins. Anything else is INTERNAL (and logged with its traceback)."""
+"""First match wins. Anything else is INTERNAL (and logged with its traceback).
+A :class:`StreamEndedError` is looked up in :data:`STREAM_END` first."""
+
+STREAM_END: Final[dict[EndReason, tuple[grpc.StatusCode, str, str | None]]] = {
+    EndReason.REPLACED: (
+        grpc.StatusCode.ABORTED,
+        "a newer stream of app {app!r} replaced this one",
+        REASON_REPLACED,
+    ),
+    EndReason.EXPIRED: (
+        grpc.StatusCode.UNAUTHENTICATED,
+        "the token of app {app!r} expired: its stream and subscriptions are gone; "
+        "reconnect with a fresh token",
+        None,
+    ),
+    EndReason.SHUTDOWN: (
+        grpc.StatusCode.UNAVAILABLE,
+        "the middleware is shutting down; reconnect and subscribe again",
+        REASON_SHUTDOWN,
+    ),
+    EndReason.CLOSED: (grpc.StatusCode.CANCELLED, "the stream of app {app!r} ended", None),
+}
+"""Why the middleware ended a subscriber stream -> its status, message and the
+``vmw-reason`` trailer the SDK reads (whether to reconnect). The same for the
+own event streams and KUKSA subscriptions. :attr:`EndReason.FAILED` is the
+app's own protocol error, mapped as that error."""
 
 
 def status_for(error: BaseException, *, field: str = "") -> tuple[grpc.StatusCode, str]:
@@ -75,6 +105,11 @@ def status_for(error: BaseException, *, field: str = "") -> tuple[grpc.StatusCod
     ``field`` names the repeated field of a batch; a core error that carries the
     index of the bad item is reported as ``field[index]: message``.
     """
+    if isinstance(error, StreamEndedError):
+        if error.reason is EndReason.FAILED and error.error is not None:
+            return status_for(error.error, field=field)
+        code, text, _ = STREAM_END[error.reason]
+        return code, text.format(app=error.app)
     for kind, code in STATUS_OF:
         if isinstance(error, kind):
             message = str(error)
@@ -83,6 +118,15 @@ def status_for(error: BaseException, *, field: str = "") -> tuple[grpc.StatusCod
                 message = f"{field}[{index}]: {message}"
             return code, message
     return grpc.StatusCode.INTERNAL, "internal error (logged by the middleware)"
+
+
+def trailer_for(error: BaseException) -> tuple[tuple[str, str], ...]:
+    """The trailing metadata that goes with the error's status (the stream end's reason)."""
+    if isinstance(error, StreamEndedError) and error.reason in STREAM_END:
+        reason = STREAM_END[error.reason][2]
+        if reason is not None:
+            return ((REASON_HEADER, reason),)
+    return ()
 
 
 _H = TypeVar("_H", bound=Callable[..., Awaitable[Any]])
@@ -124,7 +168,7 @@ def maps_errors(field: str = "") -> Callable[[_H], _H]:
                 code, message = status_for(e, field=field)
                 if code is grpc.StatusCode.INTERNAL:
                     log.exception("%s failed", handler.__qualname__)
-                await context.abort(code, message)
+                await context.abort(code, message, trailing_metadata=trailer_for(e))
 
         return mapped  # type: ignore[return-value]
 

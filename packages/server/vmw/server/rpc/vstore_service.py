@@ -6,13 +6,17 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
+from vmw.contract.journal.records import Kind
 from vmw.contract.wire import KEYS_VERSION_HEADER
+from vmw.ess import EventSubSystem
 from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
-from vmw.server.access import Caller
-from vmw.server.cluster.guarded import guarded_set
+from vmw.server.access import Access, Caller
+from vmw.server.cluster.node import ClusterNode
+from vmw.server.config import RequestLimits
 from vmw.server.errors import (
     LimitExceededError,
     PermissionDeniedError,
@@ -20,30 +24,46 @@ from vmw.server.errors import (
     UnauthenticatedError,
 )
 from vmw.server.rpc import convert
+from vmw.server.rpc.guarded import guarded_set
 from vmw.server.rpc.identity import caller
 from vmw.server.rpc.status import check_decoded, maps_errors, status_for
-from vmw.server.runtime import Runtime
-from vmw.vstore import Entry, InvalidKeyNameError, Update, VStoreError, check_key_name
+from vmw.server.session import Record
+from vmw.server.writes import Writes
+from vmw.vstore import Entry, InvalidKeyNameError, Update, VStore, VStoreError, check_key_name
 
 __all__ = ["VStoreService"]
 
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True, slots=True)
+class VStoreParts:
+    """What the VStore service uses."""
+
+    store: VStore
+    ess: EventSubSystem
+    access: Access
+    writes: Writes
+    cluster: ClusterNode | None
+    """The replication with peers (``Set`` with ``if_head`` waits for it)."""
+    limits: RequestLimits
+    record: Record
+
+
 class VStoreService(vstore_pb2_grpc.VStoreServicer):
-    def __init__(self, runtime: Runtime) -> None:
-        self._rt = runtime
-        self._limit = runtime.settings.max_keys_per_request
+    def __init__(self, parts: VStoreParts) -> None:
+        self._p = parts
+        self._limit = parts.limits.max_keys_per_request
         # A key name is at most 255 bytes: a page always fits in one message.
-        self._page_size = max(1, min(10_000, runtime.settings.max_message_bytes // 300))
+        self._page_size = max(1, min(10_000, parts.limits.max_message_bytes // 300))
 
     @maps_errors(field="names")
     async def AddKeys(
         self, request: vstore_pb2.AddKeysRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> vstore_pb2.AddKeysResponse:
         who, names = self._names_request(request.names, context)
-        access = self._rt.access
-        store = self._rt.store
+        access = self._p.access
+        store = self._p.store
         for i, name in enumerate(names):
             # A new key needs create; an existing one (nothing changes, but its id
             # is returned) needs create or read, judged by name so that the answer
@@ -56,7 +76,7 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
             access.check_claimable(who, names)  # before adding: a refusal changes nothing
         new = {n for n in names if n not in store}
         if new:
-            with self._rt.writing(who.app):  # one request: one replicated event
+            with self._p.writes.writing(who.app):  # one request: one replicated event
                 ids = store.add_keys(names)
         else:
             ids = store.add_keys(names)
@@ -67,11 +87,11 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
             for name, key_id in zip(names, ids, strict=True):
                 if name in new:
                     new.discard(name)
-                    self._rt.record("key_added", app=who.app, key=name, key_id=key_id)
+                    self._p.record(Kind.KEY_ADDED, app=who.app, key=name, key_id=key_id)
         return vstore_pb2.AddKeysResponse(
             keys=[vstore_pb2.KeyId(name=n, id=i) for n, i in zip(names, ids, strict=True)],
-            keys_version=self._rt.keys_version,
-            head=self._rt.head(),
+            keys_version=self._p.writes.keys_version,
+            head=self._p.writes.head(),
         )
 
     @maps_errors(field="names")
@@ -79,7 +99,7 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         self, request: vstore_pb2.RemoveKeysRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> vstore_pb2.RemoveKeysResponse:
         who, names = self._names_request(request.names, context)
-        access = self._rt.access
+        access = self._p.access
         for i, name in enumerate(names):
             access.check(who, "create", name, field=f"names[{i}]")
             owner = access.claimed_by(name)
@@ -87,36 +107,38 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
                 raise PermissionDeniedError(
                     who.app, "remove", name, f"claimed by {owner!r}", field=f"names[{i}]"
                 )
-        removed, not_found = self._rt.remove_keys(names)
+        removed, not_found = self._p.writes.remove_keys(names)
         if removed:
             log.info("app %s removed %d keys", who.app, len(removed))
             for name, key_id in removed:
-                self._rt.record("key_removed", app=who.app, key=name, key_id=key_id)
+                self._p.record(Kind.KEY_REMOVED, app=who.app, key=name, key_id=key_id)
         return vstore_pb2.RemoveKeysResponse(
             removed=[vstore_pb2.KeyId(name=n, id=i) for n, i in removed],
             not_found=not_found,
-            head=self._rt.head(),
+            head=self._p.writes.head(),
         )
 
     @maps_errors(field="updates")
     async def Set(
         self, request: vstore_pb2.SetRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> vstore_pb2.SetResponse:
-        who = caller(context, self._rt.access)
+        who = caller(context, self._p.access)
         convert.check_count("updates", request.updates, self._limit)
         updates = convert.updates(request.updates)
-        store = self._rt.store
-        access = self._rt.access
+        store = self._p.store
+        access = self._p.access
         for i, u in enumerate(updates):
             # By name: refused whether or not the key exists (existence is not told).
             name = u.key if isinstance(u.key, str) else store.name_of(u.key)
             if name is not None:
                 access.check(who, "provide", name, field=f"updates[{i}]")
         if request.HasField("if_head"):
-            return await guarded_set(self._rt, who.app, updates, request.if_head)
-        with self._rt.writing(who.app):
+            return await guarded_set(
+                self._p.store, self._p.writes, self._p.cluster, who.app, updates, request.if_head
+            )
+        with self._p.writes.writing(who.app):
             results = store.set_many(updates)
-        return convert.set_response(results, head=self._rt.head())
+        return convert.set_response(results, head=self._p.writes.head())
 
     @maps_errors()
     async def Publish(
@@ -124,10 +146,10 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         request_iterator: AsyncIterator[vstore_pb2.PublishRequest],
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> vstore_pb2.PublishSummary:
-        who = caller(context, self._rt.access)
-        access = self._rt.access
+        who = caller(context, self._p.access)
+        access = self._p.access
         access.stream_opened(who.app, publish=True)
-        self._rt.record("connect", app=who.app, stream="publish", details={})
+        self._p.record(Kind.CONNECT, app=who.app, stream="publish", details={})
         expired = False
         expiry = None
         if who.expires_at is not None:
@@ -156,7 +178,7 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
             if expiry is not None:
                 expiry.cancel()
             access.stream_closed(who.app, publish=True, clean=flushed)
-            self._rt.record("disconnect", app=who.app, stream="publish", details={})
+            self._p.record(Kind.DISCONNECT, app=who.app, stream="publish", details={})
 
     async def _publish(
         self,
@@ -166,11 +188,11 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
     ) -> tuple[vstore_pb2.PublishSummary, bool]:
         """The stream's summary, and whether its last message said ``flushing`` (the
         provider ends the stream itself: a dead one's stream also ends, silently)."""
-        store = self._rt.store
-        access = self._rt.access
+        store = self._p.store
+        access = self._p.access
         bucket = access.publish_bucket()
-        s = self._rt.settings
-        rt = self._rt
+        s = self._p.limits
+        writes = self._p.writes
         md = dict(context.invocation_metadata() or ())
         version = md.get(KEYS_VERSION_HEADER)
         batches = updates = 0
@@ -180,10 +202,10 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
             flushing = request.flushing
             if flushing and not request.updates:
                 continue  # only says the stream ends
-            if version is not None and version != rt.keys_version:
+            if version is not None and version != writes.keys_version:
                 raise StreamConflictError(
                     f"key ids changed since this provider added its keys (keys-version "
-                    f"{version!r}, now {rt.keys_version!r}: the middleware restarted or keys "
+                    f"{version!r}, now {writes.keys_version!r}: the middleware restarted or keys "
                     f"were removed); add the keys again and publish with the new ids "
                     f"({batches} batches of this stream were written)"
                 )
@@ -212,7 +234,7 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
                             access.check(
                                 who, "provide", name, field=f"updates[{i}] (batch {batches})"
                             )
-                with rt.writing(who.app):
+                with writes.writing(who.app):
                     store.set_many(batch)
             except VStoreError as e:
                 code, message = status_for(e, field="updates")
@@ -225,7 +247,7 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
             # Yield to the delivery tasks: a provider whose next message is
             # already buffered would otherwise never let the loop run them.
             await asyncio.sleep(0)
-        summary = vstore_pb2.PublishSummary(batches=batches, updates=updates, head=rt.head())
+        summary = vstore_pb2.PublishSummary(batches=batches, updates=updates, head=writes.head())
         return summary, flushing
 
     @maps_errors(field="names")
@@ -233,7 +255,7 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         self, request: vstore_pb2.GetRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> vstore_pb2.GetResponse:
         who, names = self._names_request(request.names, context)
-        store = self._rt.store
+        store = self._p.store
         entries: list[Entry] = []
         not_found: list[str] = []
         for name in names:
@@ -242,12 +264,12 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
                 entries.append(store.get(name))
             else:
                 not_found.append(name)
-        response = convert.get_response(entries, not_found, self._rt.ess.no_provider)
-        response.head = self._rt.head()
+        response = convert.get_response(entries, not_found, self._p.ess.no_provider)
+        response.head = self._p.writes.head()
         convert.check_fits(
             "the response",
             response.ByteSize(),
-            self._rt.settings.max_message_bytes - 1024,
+            self._p.limits.max_message_bytes - 1024,
             "get fewer keys per request",
         )
         return response
@@ -256,7 +278,7 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
     async def ListKeys(
         self, request: vstore_pb2.ListKeysRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> vstore_pb2.ListKeysResponse:
-        who = caller(context, self._rt.access)
+        who = caller(context, self._p.access)
         page = min(self._page_size, request.limit or self._page_size)
         keys: list[tuple[str, int]] = []
         # One call looks at a bounded number of keys, readable or not, so an app
@@ -264,7 +286,7 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         # it gets a short page and a cursor to go on from.
         budget = page * 4
         cursor = ""
-        for name, key_id in self._rt.store.iter_keys(
+        for name, key_id in self._p.store.iter_keys(
             request.prefix, start_after=request.start_after
         ):
             if len(keys) == page or budget == 0:
@@ -283,7 +305,7 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         self, field_value: Sequence[str], context: grpc.aio.ServicerContext[Any, Any]
     ) -> tuple[Caller, list[str]]:
         """The caller, and the ``names`` of a request: counted and syntax-checked."""
-        who = caller(context, self._rt.access)
+        who = caller(context, self._p.access)
         convert.check_count("names", field_value, self._limit)
         names = list(field_value)
         self._check_names(names)

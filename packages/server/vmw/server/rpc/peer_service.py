@@ -11,19 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
 from vmw.proto.cluster.v1 import cluster_pb2, cluster_pb2_grpc
-from vmw.server.access import Caller
+from vmw.server.access import Access, Caller
 from vmw.server.auth.scopes import PEER
 from vmw.server.cluster import convert
+from vmw.server.cluster.node import ClusterNode
 from vmw.server.errors import ScopeDeniedError, StreamConflictError
 from vmw.server.rpc.decoding import Malformed
 from vmw.server.rpc.identity import caller
 from vmw.server.rpc.status import check_decoded, maps_errors
-from vmw.server.runtime import Runtime
 
 __all__ = ["PeerService"]
 
@@ -31,8 +31,17 @@ log = logging.getLogger(__name__)
 
 
 class PeerService(cluster_pb2_grpc.PeerServicer):
-    def __init__(self, runtime: Runtime) -> None:
-        self._rt = runtime
+    def __init__(
+        self,
+        access: Access,
+        node: ClusterNode | None,
+        alone: Callable[[], cluster_pb2.StatusResponse],
+    ) -> None:
+        """``node``: the cluster node (None without peers); ``alone``: the status
+        of a middleware without peers (its head and keys, read when asked)."""
+        self._access = access
+        self._node = node
+        self._alone = alone
 
     def _check_peer(self, who: Caller, what: str) -> None:
         if not (who.grants.everything or who.grants.peer):
@@ -44,14 +53,17 @@ class PeerService(cluster_pb2_grpc.PeerServicer):
         requests: AsyncIterator[cluster_pb2.PeerMessage | Malformed],
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> None:
-        who = caller(context, self._rt.access)
+        who = caller(context, self._access)
+        # The hello is read before any refusal: refused at once, the dialing node's
+        # write of its hello would race the status and fail with grpc's own INTERNAL
+        # or UNAVAILABLE, hiding why (what its cluster status shows the operator).
+        first = await anext(aiter(requests), None)
         self._check_peer(who, "open a peer link")
-        node = self._rt.cluster
+        node = self._node
         if node is None:
             raise StreamConflictError(
                 "this middleware has no peers (--peer NAME=ADDRESS): it takes no peer links"
             )
-        first = await anext(aiter(requests), None)
         if first is None:
             raise StreamConflictError("the link ended before its hello")
         check_decoded(first)
@@ -86,16 +98,10 @@ class PeerService(cluster_pb2_grpc.PeerServicer):
     async def Status(
         self, request: cluster_pb2.StatusRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> cluster_pb2.StatusResponse:
-        who = caller(context, self._rt.access)
+        who = caller(context, self._access)
         if not (who.grants.everything or who.grants.peer or who.grants.admin):
             raise ScopeDeniedError(who.app, "read the cluster's status", f"{PEER} or admin")
-        node = self._rt.cluster
+        node = self._node
         if node is not None:
             return node.status()
-        rt = self._rt
-        return cluster_pb2.StatusResponse(
-            node_id=rt.settings.node_id,
-            head=rt.head(),
-            digest="",
-            keys=len(rt.store),
-        )
+        return self._alone()

@@ -1,4 +1,4 @@
-"""Ordered writes (seed 000): a ``Set`` with ``if_head`` is applied only on the newest head.
+"""Ordered writes (docs/design.md): a ``Set`` with ``if_head`` is applied only on the newest head.
 
 On a node without peers the head is checked and the batch written in one
 step of the event loop (nothing can come between). On a node with peers the
@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import re
 import time
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from vmw.proto.vstore.v1 import vstore_pb2
 from vmw.replica import GuardRefusal, Write
+from vmw.server.cluster.node import ClusterNode
 from vmw.server.errors import InvalidRequestError, UnavailableError
 from vmw.server.rpc import convert
-from vmw.vstore import SetResult, Update
-
-if TYPE_CHECKING:
-    from vmw.server.runtime import Runtime
+from vmw.server.writes import Writes
+from vmw.vstore import SetResult, Update, VStore
 
 __all__ = ["guarded_set"]
 
@@ -39,7 +38,12 @@ def _parse_head(text: str) -> bytes:
 
 
 async def guarded_set(
-    rt: Runtime, app: str, updates: list[Update], if_head: str
+    store: VStore,
+    write_path: Writes,
+    node: ClusterNode | None,
+    app: str,
+    updates: list[Update],
+    if_head: str,
 ) -> vstore_pb2.SetResponse:
     """Apply ``updates`` (already authorized) only if ``if_head`` is the newest head.
 
@@ -51,16 +55,14 @@ async def guarded_set(
             decides within its guard timeout).
     """
     wanted = _parse_head(if_head)
-    store = rt.store
     checked = store.check_many(updates)  # a malformed batch fails before anything
-    node = rt.cluster
     if node is None:
-        if if_head != rt.head():
+        if if_head != write_path.head():
             current = [(key_id, store.version_of(key_id)) for key_id, _, _ in checked]
-            return convert.head_conflict_response(current, rt.head())
-        with rt.writing(app):
+            return convert.head_conflict_response(current, write_path.head())
+        with write_path.writing(app):
             written = store.set_many(updates)
-        return convert.set_response(written, head=rt.head())
+        return convert.set_response(written, head=write_path.head())
     writes: list[Write] = []
     results: list[SetResult] = []
     versions: dict[int, int] = {}
@@ -76,7 +78,7 @@ async def guarded_set(
         writes.append(Write(name, data, version + 1, now if u.time_ns is None else u.time_ns))
         results.append(SetResult(key_id, version + 1))
     if not writes:
-        return convert.set_response(results, head=rt.head())
+        return convert.set_response(results, head=write_path.head())
     try:
         won = await node.propose(writes, wanted)
     except GuardRefusal as refusal:
@@ -89,5 +91,5 @@ async def guarded_set(
         ) from None
     if not won:
         current = [(key_id, store.version_of(key_id)) for key_id, _, _ in checked]
-        return convert.head_conflict_response(current, rt.head())
-    return convert.set_response(results, head=rt.head())
+        return convert.head_conflict_response(current, write_path.head())
+    return convert.set_response(results, head=write_path.head())

@@ -1,0 +1,221 @@
+"""The SDK installs alone: an in-car app gets the contract and grpcio, nothing of the server.
+
+The wheels of ``packages/contract`` and ``packages/sdk`` are built from copies
+of their source trees (once per module) and installed, not editable, with
+pip into a fresh virtualenv of this interpreter; their dependencies come from
+the index (pip's cache makes a second run quick). The test then says what
+that virtualenv holds (exactly the two and what they declare, transitively;
+none of the server's dependencies; no ``vmw.server``, ``vmw.ess``,
+``vmw.vstore``) and runs a provider and an app from it against a real
+middleware process.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from tests.integration.test_process import start, stop
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVER_ONLY = frozenset(
+    {
+        "bitarray",
+        "sortedcontainers",
+        "pyjwt",
+        "cryptography",
+        "prometheus-client",
+        "grpcio-health-checking",
+        "grpcio-reflection",
+        "pyspark",
+        "matplotlib",
+        "pyarrow",
+        "vmw-server",
+        "vmw-fleet",
+        "vmw-tools",
+        "vmw-samples",
+    }
+)
+"""Distributions of the server and the data centre: never in an app's install."""
+PIP_TIMEOUT = 600.0
+"""Seconds a pip command may take: generous, for a cold cache on a slow index."""
+
+_INVENTORY = """
+import importlib.metadata, importlib.util, json
+
+def found(module):
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # its parent, vmw, is not there at all
+        return False
+
+print(json.dumps({
+    "dists": {
+        d.metadata["Name"]: d.requires or [] for d in importlib.metadata.distributions()
+    },
+    "modules": {
+        m: found(m)
+        for m in ("vmw.sdk", "vmw.contract", "vmw.proto", "vmw.vss", "vmw.server", "vmw.ess",
+                  "vmw.vstore", "vmw.replica", "vmw.fleet")
+    },
+}))
+"""
+
+_CAR = """
+import asyncio, sys
+from vmw.contract import values
+from vmw.sdk import AppClient, DataEvent, ProviderClient, Sub
+
+async def main(address: str) -> None:
+    async with (
+        ProviderClient(address, "installed-provider", reconnect=False) as provider,
+        AppClient(address, "installed-app", reconnect=False) as app,
+    ):
+        await provider.add_keys(["Vehicle.Speed"])
+        [result] = await app.subscribe([Sub("Vehicle.Speed")])
+        assert result.ok, result
+        await provider.publish({"Vehicle.Speed": values.encode(88.25)})
+        async for event in app.events():
+            if isinstance(event, DataEvent):
+                print(f"app received {event.name} = {values.decode(event.data)!r}", flush=True)
+                return
+
+asyncio.run(asyncio.wait_for(main(sys.argv[1]), 60))
+"""
+
+
+@dataclass(frozen=True)
+class Installed:
+    python: Path
+    """The fresh virtualenv's interpreter."""
+    baseline: frozenset[str]
+    """What the fresh virtualenv held before the install (pip)."""
+    seconds: dict[str, float]
+    """How long each step took."""
+
+
+def _run(*argv: str | Path, cwd: Path, timeout: float = PIP_TIMEOUT) -> str:
+    done = subprocess.run(
+        [str(a) for a in argv], cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
+    assert done.returncode == 0, f"{argv}: {done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def _inventory(python: Path, cwd: Path) -> dict[str, Any]:
+    """``{"dists": {name: requires}, "modules": {module: importable}}`` of ``python``."""
+    # -I: only the virtualenv's own site-packages (no PYTHONPATH, user site or cwd).
+    found: dict[str, Any] = json.loads(_run(python, "-I", "-c", _INVENTORY, cwd=cwd, timeout=60))
+    return found
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
+    base = tmp_path_factory.mktemp("sdk-install")
+    seconds: dict[str, float] = {}
+    t = time.monotonic()
+    # Copies: a build writes build/ and *.egg-info beside the sources it reads.
+    sources = []
+    for dist in ("contract", "sdk"):
+        src = base / "src" / dist
+        shutil.copytree(
+            ROOT / "packages" / dist,
+            src,
+            ignore=shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__"),
+        )
+        sources.append(src)
+    wheels = base / "wheels"
+    pip = ("-m", "pip", "--disable-pip-version-check", "-q")
+    _run(sys.executable, *pip, "wheel", "--no-deps", "-w", wheels, *sources, cwd=base)
+    built = sorted(p.name for p in wheels.glob("*.whl"))
+    assert [n.split("-")[0] for n in built] == ["vmw_contract", "vmw_sdk"], built
+    seconds["build wheels"] = time.monotonic() - t
+    t = time.monotonic()
+    venv = base / "venv"
+    _run(sys.executable, "-m", "venv", venv, cwd=base, timeout=120)
+    python = venv / "bin" / "python"
+    baseline = frozenset(canonicalize_name(n) for n in _inventory(python, base)["dists"])
+    seconds["make venv"] = time.monotonic() - t
+    t = time.monotonic()
+    _run(python, *pip, "install", *sorted(wheels.glob("*.whl")), cwd=base)
+    seconds["install"] = time.monotonic() - t
+    yield Installed(python, baseline, seconds)
+    print(
+        "\nSDK install: " + ", ".join(f"{step} {s:.1f} s" for step, s in seconds.items()),
+        file=sys.stderr,
+    )
+
+
+def _closure(requires: dict[str, list[str]], root: str) -> set[str]:
+    """``root`` and what it requires, transitively, with the extras asked for and
+    the markers of this interpreter (the virtualenv's own)."""
+    wanted: set[str] = set()
+    todo: list[tuple[str, frozenset[str]]] = [(root, frozenset())]
+    seen: set[tuple[str, frozenset[str]]] = set()
+    while todo:
+        name, extras = todo.pop()
+        if (name, extras) in seen:
+            continue
+        seen.add((name, extras))
+        wanted.add(name)
+        for line in requires[name]:
+            req = Requirement(line)
+            environments = [{"extra": e} for e in extras] or [{"extra": ""}]
+            if req.marker is None or any(req.marker.evaluate(env) for env in environments):
+                todo.append((canonicalize_name(req.name), frozenset(req.extras)))
+    return wanted
+
+
+def test_the_sdk_installs_with_the_contract_and_its_declared_dependencies_only(
+    installed: Installed, tmp_path: Path
+) -> None:
+    found = _inventory(installed.python, tmp_path)
+    requires: dict[str, list[str]] = {canonicalize_name(n): r for n, r in found["dists"].items()}
+    added = set(requires) - installed.baseline
+    # What the SDK declares, and what that declares, and nothing else.
+    assert added == _closure(requires, "vmw-sdk")
+    assert {"vmw-sdk", "vmw-contract", "grpcio", "protobuf", "orjson"} <= added
+    assert not added & SERVER_ONLY, added & SERVER_ONLY
+    # The third-party ones are grpcio's, protobuf's and orjson's own.
+    third_party = added - {"vmw-sdk", "vmw-contract"}
+    pulled = set().union(*(_closure(requires, d) for d in ("grpcio", "protobuf", "orjson")))
+    assert third_party == pulled
+    assert found["modules"] == {
+        "vmw.sdk": True,
+        "vmw.contract": True,
+        "vmw.proto": True,
+        "vmw.vss": True,
+        "vmw.server": False,
+        "vmw.ess": False,
+        "vmw.vstore": False,
+        "vmw.replica": False,
+        "vmw.fleet": False,
+    }
+
+
+def test_a_provider_and_an_app_from_the_sdk_install_talk_through_a_real_middleware(
+    installed: Installed, tmp_path: Path
+) -> None:
+    script = tmp_path / "car.py"
+    script.write_text(_CAR)
+    proc, address = start("--listen", "127.0.0.1:0")
+    try:
+        t = time.monotonic()
+        # -I: the script runs with what the virtualenv holds, not this checkout.
+        out = _run(installed.python, "-I", script, address, cwd=tmp_path, timeout=90)
+        installed.seconds["provider and app"] = time.monotonic() - t
+    finally:
+        code, err = stop(proc)
+    assert out == "app received Vehicle.Speed = 88.25\n"
+    assert code == 0, err
