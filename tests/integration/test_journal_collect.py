@@ -346,3 +346,41 @@ async def test_polling_releases_only_what_is_landed(tmp_path: Path) -> None:
             assert await asyncio.wait_for(run, 10) == 0
     finally:
         await server.stop(0)
+
+
+async def test_a_collector_acknowledging_as_its_middleware_dies_follows_it_back(
+    tmp_path: Path,
+) -> None:
+    """With a window of one group the collector acknowledges after every group, so a
+    SIGKILL often lands while an ack is being written: the write then fails with
+    grpc's InvalidStateError ("RPC already finished"), which the collector must take
+    as the end of the stream, like any other, and follow the middleware back."""
+    journal, landing = tmp_path / "journal", tmp_path / "landing"
+    listen = ("--listen", f"127.0.0.1:{free_port()}", "--journal-level", "full")
+    mw, address = serve(journal, *listen)
+    log = tmp_path / "collector.log"
+    try:
+        with collector(address, landing, "--window", "1", log=log) as coll:
+            for _ in range(6):
+                before = len(landed(landing)[0])
+                await publish(address, 3_000)  # many groups for the collector to take
+                # Killed while the collector still takes them, one ack per group.
+
+                def taking(before: int = before) -> bool:
+                    assert coll.poll() is None, f"the collector died: {log.read_text()[-3000:]}"
+                    return len(landed(landing)[0]) > before + 50
+
+                await eventually(taking, timeout=60, what="groups landing")
+                kill9(mw)
+                assert coll.poll() is None, f"the collector died: {log.read_text()[-3000:]}"
+                mw, _ = serve(journal, *listen)
+            await publish(address, 100)
+            wait_landed(journal, landing, coll)
+            code, _, _ = end(coll)
+            assert code == 0, log.read_text()[-3000:]
+    finally:
+        stop(mw)
+    assert "InvalidStateError" not in log.read_text()
+    data, notes = landed(landing)
+    assert len(data) == len(set(data))
+    assert len([n for n in notes if n["kind"] == "collect_restart"]) == 6

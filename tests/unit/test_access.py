@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from vmw.server.access import Access
 from vmw.server.auth.tokens import generate_key_pair, mint
-from vmw.server.config import Settings
+from vmw.server.config import AccessSettings, Settings
 from vmw.server.errors import LimitExceededError, UnauthenticatedError
 
 
@@ -27,7 +27,7 @@ def token_access(tmp_path_factory: pytest.TempPathFactory) -> tuple[Access, byte
         rate_limit_rps=1e9,
         rate_limit_burst=10**9,
     )
-    return Access(s), private
+    return Access(AccessSettings.of(s)), private
 
 
 header_values = st.one_of(

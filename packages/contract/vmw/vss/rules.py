@@ -61,6 +61,12 @@ def _check_scalar(signal: Signal, datatype: str, value: object) -> str | None:
     if problem is not None:
         return problem
     if isinstance(value, int | float) and not isinstance(value, bool):
+        if value != value and (signal.min is not None or signal.max is not None):  # NaN
+            return (
+                f"value {_show(value)} is not a number: the signal's range is "
+                f"{signal.min if signal.min is not None else '-inf'} to "
+                f"{signal.max if signal.max is not None else 'inf'}{_unit(signal)}"
+            )
         if signal.min is not None and value < signal.min:
             return f"value {_show(value)} is below the min {signal.min}{_unit(signal)}"
         if signal.max is not None and value > signal.max:

@@ -190,6 +190,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if args.master is None or args.master.startswith("local"):
+        # A local run listens on loopback unless told otherwise (SPARK_LOCAL_IP): by
+        # default Spark picks the first non-loopback address of the host.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )

@@ -832,7 +832,13 @@ class Collector:
                 if timed_out or unacked >= self.o.window or self._due(vehicle):
                     await self._flush(vehicle)
                     if unacked:
-                        await call.write(pb.FollowRequest(ack=pb.FollowAck(seq=expected - 1)))
+                        try:
+                            await call.write(pb.FollowRequest(ack=pb.FollowAck(seq=expected - 1)))
+                        except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
+                            # The call ended as the ack went out (the middleware stopped
+                            # or died): the reader holds its status; follow again.
+                            await reader  # raises the stream's error, if it had one
+                            raise _StreamEnded() from None
                         unacked = 0
         finally:
             stop.cancel()
@@ -840,7 +846,9 @@ class Collector:
             with contextlib.suppress(asyncio.CancelledError, grpc.aio.AioRpcError):
                 await reader
             await self._flush(vehicle)
-            with contextlib.suppress(grpc.aio.AioRpcError, grpc.aio.UsageError, RuntimeError):
+            with contextlib.suppress(
+                grpc.aio.AioRpcError, grpc.aio.UsageError, RuntimeError, asyncio.InvalidStateError
+            ):
                 if unacked and not call.done():
                     await call.write(pb.FollowRequest(ack=pb.FollowAck(seq=expected - 1)))
             call.cancel()

@@ -46,7 +46,7 @@ from typing import Final
 from vmw.contract.wire import APP_ID_HEADER, AUTH_HEADER
 from vmw.server.auth.scopes import ADMIN, ALL, Grants
 from vmw.server.auth.tokens import Claims, TokenError, TokenVerifier
-from vmw.server.config import Settings
+from vmw.server.config import AccessSettings
 from vmw.server.errors import (
     LimitExceededError,
     PermissionDeniedError,
@@ -131,7 +131,9 @@ class TokenBucket:
 class Access:
     """Authentication, authorization, claims and rate limits of one middleware."""
 
-    def __init__(self, settings: Settings, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, settings: AccessSettings, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._settings = settings
         self._clock = clock
         self._verifier: TokenVerifier | None = None

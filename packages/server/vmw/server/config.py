@@ -20,6 +20,7 @@ from vmw.contract.journal.chain import OFFSET_MOD
 from vmw.ess import parse_expect_rule
 
 __all__ = [
+    "AccessSettings",
     "ClusterSettings",
     "RequestLimits",
     "Settings",
@@ -322,6 +323,41 @@ class Settings:
 
 
 _NODE_ID: Final = re.compile(r"[A-Za-z0-9_.\-]{1,64}", re.ASCII)
+
+
+@dataclass(frozen=True, slots=True)
+class AccessSettings:
+    """The section of :class:`Settings` identity, rate limits and claims use
+    (:mod:`vmw.server.access`)."""
+
+    auth_mode: str
+    token_public_key: str
+    token_audience: str
+    token_leeway_s: float
+    tls_client_ca: str
+    """Set: TCP callers show client certificates that name their app."""
+    rate_limit_rps: float
+    rate_limit_burst: int
+    publish_messages_per_s: float
+    publish_burst: int
+    claim_grace_s: float
+    max_publish_streams_per_app: int
+
+    @classmethod
+    def of(cls, s: Settings) -> AccessSettings:
+        return cls(
+            auth_mode=s.auth_mode,
+            token_public_key=s.token_public_key,
+            token_audience=s.token_audience,
+            token_leeway_s=s.token_leeway_s,
+            tls_client_ca=s.tls_client_ca,
+            rate_limit_rps=s.rate_limit_rps,
+            rate_limit_burst=s.rate_limit_burst,
+            publish_messages_per_s=s.publish_messages_per_s,
+            publish_burst=s.publish_burst,
+            claim_grace_s=s.claim_grace_s,
+            max_publish_streams_per_app=s.max_publish_streams_per_app,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from vmw.contract.journal.records import Kind
 from vmw.ess import EventSubSystem
 from vmw.server.access import Access
 from vmw.server.cluster.node import ClusterNode, PeerCredentials
-from vmw.server.config import ClusterSettings, Settings, StreamSettings
+from vmw.server.config import AccessSettings, ClusterSettings, Settings, StreamSettings
 from vmw.server.health import HealthWatch
 from vmw.server.journal.build import build_journal
 from vmw.server.journal.feed import Feed
@@ -52,7 +52,7 @@ class Runtime:
         cluster node (``peers``: the credentials its links present)."""
         self.settings = settings
         self.boot_id = uuid.uuid4().hex
-        self.access = Access(settings)
+        self.access = Access(AccessSettings.of(settings))
         self.store = VStore(max_value_size=settings.max_value_size, max_keys=settings.max_keys)
         self.journal: Journal | None = None
         self.journal_feed: Feed | None = None

@@ -146,6 +146,34 @@ def timestamp(time_ns: int) -> Timestamp:
     return ts
 
 
+_NS_PER_S: Final = 1_000_000_000
+_MAX_TIME_NS: Final = 2**64 - 1
+"""The store keeps a value's time as nanoseconds since 1970 in a uint64."""
+
+
+def source_time(point: t1.Datapoint | t2.Datapoint, field: str) -> int | None:
+    """A datapoint's timestamp as the store's ``time_ns`` (None: none given, or zero:
+    the middleware's arrival time).
+
+    Raises:
+        InvalidRequestError: ``nanos`` outside 0..999,999,999, or a time before
+            1970 or past what a uint64 of nanoseconds holds (2554-07-21).
+    """
+    if not point.HasField("timestamp"):
+        return None
+    ts = point.timestamp
+    if not 0 <= ts.nanos < _NS_PER_S:
+        raise InvalidRequestError(f"{field}.timestamp.nanos", f"{ts.nanos} is not in 0..999999999")
+    time_ns = ts.seconds * _NS_PER_S + ts.nanos
+    if not 0 <= time_ns <= _MAX_TIME_NS:
+        raise InvalidRequestError(
+            f"{field}.timestamp",
+            f"{ts.seconds} s since 1970 is outside 0..{_MAX_TIME_NS // _NS_PER_S} "
+            "(1970-01-01 to 2554-07-21, nanoseconds in a uint64)",
+        )
+    return time_ns or None
+
+
 def _wire_field(datatype: str) -> str | None:
     scalar = _WIRE_OF_DATATYPE.get(element_type(datatype))
     if scalar is None:

@@ -126,10 +126,8 @@ class KuksaV1(val_pb2_grpc.VALServicer):
                     raise UnknownKeyError(path)
                 data = convert.to_store(path, self._signals.get(path), update.entry.value, "value")
                 point = update.entry.value
-                time_ns = point.timestamp.ToNanoseconds() if point.HasField("timestamp") else None
-                writes.append(
-                    Update(path, data, time_ns=time_ns if time_ns and time_ns > 0 else None)
-                )
+                time_ns = convert.source_time(point, f"updates[{i}].entry.value")
+                writes.append(Update(path, data, time_ns=time_ns))
             except (VStoreError, InvalidRequestError, PermissionError) as e:
                 response.errors.append(
                     types_pb2.DataEntryError(path=path, error=convert.v1_error(e))

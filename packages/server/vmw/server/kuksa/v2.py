@@ -119,9 +119,9 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         if name not in store:
             raise UnknownKeyError(name)
         data = convert.to_store(name, self._signals.get(name), point.value, "typed_value")
-        time_ns = point.timestamp.ToNanoseconds() if point.HasField("timestamp") else None
+        time_ns = convert.source_time(point, "data_point")
         with self._p.writes.writing(who.app):
-            store.set(name, data, time_ns=time_ns if time_ns and time_ns > 0 else None)
+            store.set(name, data, time_ns=time_ns)
 
     # -- actuation -------------------------------------------------------------------
 

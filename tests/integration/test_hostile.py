@@ -1,0 +1,120 @@
+"""A hostile client against every API that writes a value: the same abuses through
+each, the same answer from each (INVALID_ARGUMENT naming the field and the rule) and
+nothing written.
+
+Bad values: NaN for a signal with a range (NaN compares false with every bound, so a
+range check alone lets it through), and a datapoint's timestamp that no uint64 of
+nanoseconds since 1970 holds (negative nanos, before 1970, the year 9999).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import grpc
+import pytest
+from google.protobuf.timestamp_pb2 import Timestamp
+from vmw.contract.values import encode
+from vmw.proto.kuksa.val.v1 import types_pb2 as t1
+from vmw.proto.kuksa.val.v1 import val_pb2 as v1
+from vmw.proto.kuksa.val.v1 import val_pb2_grpc as v1_grpc
+from vmw.proto.kuksa.val.v2 import types_pb2 as t2
+from vmw.proto.kuksa.val.v2 import val_pb2 as v2
+from vmw.proto.kuksa.val.v2 import val_pb2_grpc as v2_grpc
+from vmw.sdk import ProviderClient
+from vmw.server.server import RunningServer
+
+from tests.conftest import fails
+
+CATALOG = Path(__file__).with_name("kuksa_catalog.json")
+SPEED = "Vehicle.Speed"  # float, 0 to 300 km/h in the test catalog
+
+pytestmark = pytest.mark.settings(vss=(str(CATALOG),))
+
+
+@pytest.fixture
+async def channel(server: RunningServer) -> AsyncIterator[grpc.aio.Channel]:
+    async with grpc.aio.insecure_channel(server.address) as ch:
+        yield ch
+
+
+Ts = Timestamp | None
+Write = Callable[[grpc.aio.Channel, str, float, Ts], Awaitable[str]]
+"""Writes a value (and a source time) through one API; returns the refusal's message
+(raises if the write was accepted)."""
+
+
+async def _own_api(
+    channel: grpc.aio.Channel, address: str, value: float, ts: Timestamp | None
+) -> str:
+    assert ts is None  # the own API's time_ns is a uint64 field: no bad time to send
+    async with ProviderClient(address, "hostile") as provider:
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await provider.set(SPEED, encode(value))
+    assert err.value.code() is grpc.StatusCode.INVALID_ARGUMENT, err.value.details()
+    return err.value.details() or ""
+
+
+async def _kuksa_v1(
+    channel: grpc.aio.Channel, address: str, value: float, ts: Timestamp | None
+) -> str:
+    point = t1.Datapoint(float=value)
+    if ts is not None:
+        point.timestamp.CopyFrom(ts)
+    response = await v1_grpc.VALStub(channel).Set(
+        v1.SetRequest(
+            updates=[
+                v1.EntryUpdate(entry=t1.DataEntry(path=SPEED, value=point), fields=[t1.FIELD_VALUE])
+            ]
+        ),
+        metadata=(("app-id", "hostile"),),
+    )
+    assert response.error.code == 400, response
+    assert [e.path for e in response.errors] == [SPEED]
+    return response.errors[0].error.message
+
+
+async def _kuksa_v2(
+    channel: grpc.aio.Channel, address: str, value: float, ts: Timestamp | None
+) -> str:
+    point = t2.Datapoint(value=t2.Value(float=value))
+    if ts is not None:
+        point.timestamp.CopyFrom(ts)
+    return await fails(
+        v2_grpc.VALStub(channel).PublishValue(
+            v2.PublishValueRequest(signal_id=t2.SignalID(path=SPEED), data_point=point),
+            metadata=(("app-id", "hostile"),),
+        ),
+        grpc.StatusCode.INVALID_ARGUMENT,
+    )
+
+
+APIS: dict[str, Write] = {"own": _own_api, "kuksa-v1": _kuksa_v1, "kuksa-v2": _kuksa_v2}
+
+ABUSES: dict[str, tuple[float, Timestamp | None, tuple[str, ...]]] = {
+    "nan in a range": (math.nan, None, ("nan", "not a number", "0 to 300 km/h")),
+    "negative nanos": (1.0, Timestamp(seconds=5, nanos=-3), ("timestamp.nanos", "-3")),
+    "before 1970": (1.0, Timestamp(seconds=-5), ("timestamp", "1970-01-01")),
+    "year 9999": (1.0, Timestamp(seconds=253402300799), ("timestamp", "2554-07-21")),
+}
+
+
+@pytest.mark.parametrize(
+    ("api", "abuse"),
+    [
+        (api, abuse)
+        for api in APIS
+        for abuse, (_, ts, _) in ABUSES.items()
+        if api != "own" or ts is None  # the own API's time is a uint64: none is bad
+    ],
+)
+async def test_a_bad_value_is_refused_naming_the_rule_and_writes_nothing(
+    server: RunningServer, channel: grpc.aio.Channel, api: str, abuse: str
+) -> None:
+    value, ts, words = ABUSES[abuse]
+    message = await APIS[api](channel, server.address, value, ts)
+    for word in words:
+        assert word in message, message
+    assert server.runtime.store.get(SPEED).data is None
