@@ -414,7 +414,7 @@ async def test_a_kuksa_subscription_ignores_health_events(tmp_path: Path) -> Non
         await provider.close()
     [stale, fresh] = journal_health(tmp_path)[:2]
     assert (stale["kind"], fresh["kind"]) == ("key_stale", "key_fresh")
-    assert ".kuksa-sub-" in stale["apps"][0]
+    assert "/kuksa-sub-" in stale["apps"][0]
 
 
 def _after(event: asyncio.Event, seconds: float) -> asyncio.Event:

@@ -1,14 +1,16 @@
-"""A hostile client against every API that writes a value: the same abuses through
-each, the same answer from each (INVALID_ARGUMENT naming the field and the rule) and
-nothing written.
+"""A hostile client against the APIs: the same abuses through each, the same answer
+from each, and nothing changed for anyone else.
 
-Bad values: NaN for a signal with a range (NaN compares false with every bound, so a
+Bad values, through every API that writes one (INVALID_ARGUMENT naming the field and
+the rule, nothing written): NaN for a signal with a range (NaN compares false with every bound, so a
 range check alone lets it through), and a datapoint's timestamp that no uint64 of
 nanoseconds since 1970 holds (negative nanos, before 1970, the year 9999).
+Identities: no caller can name a stream the middleware opened for another app.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -17,6 +19,7 @@ import grpc
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 from vmw.contract.values import encode
+from vmw.proto.ess.v1 import ess_pb2, ess_pb2_grpc
 from vmw.proto.kuksa.val.v1 import types_pb2 as t1
 from vmw.proto.kuksa.val.v1 import val_pb2 as v1
 from vmw.proto.kuksa.val.v1 import val_pb2_grpc as v1_grpc
@@ -118,3 +121,30 @@ async def test_a_bad_value_is_refused_naming_the_rule_and_writes_nothing(
     for word in words:
         assert word in message, message
     assert server.runtime.store.get(SPEED).data is None
+
+
+async def test_an_app_stream_cannot_take_over_another_apps_kuksa_subscription(
+    server: RunningServer, channel: grpc.aio.Channel
+) -> None:
+    """The subscription is an ESS app of its own; a caller naming it (as it is, or as
+    it was once spelled, ``<app>.kuksa-sub-N``) neither replaces nor silences it."""
+    async with ProviderClient(server.address, "sim") as provider:
+        await provider.set(SPEED, encode(10.0))
+        sub = v2_grpc.VALStub(channel).Subscribe(
+            v2.SubscribeRequest(signal_paths=[SPEED]), metadata=(("app-id", "victim"),)
+        )
+        await sub.read()  # the current value: subscribed
+        [internal] = [a for a in server.runtime.ess.apps() if a.startswith("victim")]
+        stub = ess_pb2_grpc.EventServiceStub(channel)
+        await fails(
+            stub.GetEvents(ess_pb2.GetEventsRequest(), metadata=(("app-id", internal),)).read(),
+            grpc.StatusCode.UNAUTHENTICATED,
+        )
+        lookalike = internal.replace("/", ".")
+        other = stub.GetEvents(ess_pb2.GetEventsRequest(), metadata=(("app-id", lookalike),))
+        await other.read()  # its own stream, opened beside the subscription
+        await provider.set(SPEED, encode(20.0))
+        update = await asyncio.wait_for(sub.read(), 30)
+        assert update.entries[SPEED].value.float == 20.0
+        other.cancel()
+        sub.cancel()

@@ -13,7 +13,12 @@ from typing import Any
 
 import grpc
 import pytest
+from vmw.proto.actuation.v1 import actuation_pb2, actuation_pb2_grpc
 from vmw.proto.ess.v1 import ess_pb2, ess_pb2_grpc
+from vmw.proto.journal.v1 import journal_pb2, journal_pb2_grpc
+from vmw.proto.kuksa.val.v2 import types_pb2 as types_v2
+from vmw.proto.kuksa.val.v2 import val_pb2 as val_v2
+from vmw.proto.kuksa.val.v2 import val_pb2_grpc as val_v2_grpc
 from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 from vmw.server.auth.tokens import generate_key_pair, mint
 from vmw.server.server import RunningServer
@@ -534,3 +539,71 @@ async def test_list_keys_pages_stay_short_for_a_narrow_scope_and_find_everything
             break
     assert found == [CABIN]
     assert calls > 1  # each call scanned a bounded number of keys
+
+
+# -- every stream of every API ends at its token's expiry -------------------------------
+
+
+async def _follow(channel: grpc.aio.Channel, md: tuple[tuple[str, str], ...]) -> Any:
+    call = journal_pb2_grpc.JournalServiceStub(channel).Follow(metadata=md)
+    await call.write(
+        journal_pb2.FollowRequest(start=journal_pb2.FollowStart(component="LIVE", max=10, window=1))
+    )
+    return call
+
+
+async def _kuksa_provider(channel: grpc.aio.Channel, md: tuple[tuple[str, str], ...]) -> Any:
+    call = val_v2_grpc.VALStub(channel).OpenProviderStream(metadata=md)
+    await call.write(
+        val_v2.OpenProviderStreamRequest(
+            publish_values_request=val_v2.PublishValuesRequest(
+                request_id=1,
+                data_points={1: types_v2.Datapoint(value=types_v2.Value(float=1.0))},
+            )
+        )
+    )
+    return call
+
+
+async def _actuators(channel: grpc.aio.Channel, md: tuple[tuple[str, str], ...]) -> Any:
+    call = actuation_pb2_grpc.ActuationStub(channel).ProvideActuators(metadata=md)
+    await call.write(actuation_pb2.ProviderMessage(claim=actuation_pb2.Claim(names=[SPEED])))
+    return call
+
+
+STREAMS = {
+    "journal Follow": (_follow, "journal:read"),
+    "KUKSA OpenProviderStream": (_kuksa_provider, "provide:**"),
+    "ProvideActuators": (_actuators, "provide:**"),
+}
+
+
+@pytest.mark.parametrize("stream", STREAMS)
+async def test_every_stream_ends_when_its_token_expires(
+    new_server: NewServer, keys: dict[str, bytes], tmp_path: Path, stream: str
+) -> None:
+    """Not only the event streams: a journal follower, a KUKSA provider and an actuator
+    provider whose token expired are cut off then, and told why."""
+    pub = tmp_path / "vmw.pub"
+    pub.write_bytes(keys["public"])
+    server = await new_server(
+        auth_mode="token",
+        token_public_key=str(pub),
+        token_audience=AUD,
+        journal_dir=str(tmp_path / "journal"),
+    )
+    admin = mint(keys["private"], subject="admin", scope="create:**", ttl_s=600, audience=AUD)
+    opener, scope = STREAMS[stream]
+    token = mint(keys["private"], subject="short", scope=scope, ttl_s=2, audience=AUD)
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        await vstore_pb2_grpc.VStoreStub(channel).AddKeys(
+            vstore_pb2.AddKeysRequest(names=[SPEED]),
+            metadata=(("authorization", f"Bearer {admin}"),),
+        )
+        call = await opener(channel, (("authorization", f"Bearer {token}"),))
+
+        async def read_to_the_end() -> None:
+            while await call.read() is not grpc.aio.EOF:
+                pass
+
+        await fails(read_to_the_end(), Code.UNAUTHENTICATED, "short", "expired", timeout=30)

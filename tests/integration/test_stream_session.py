@@ -83,5 +83,5 @@ async def test_each_stream_ends_with_its_reason_as_status_trailer_and_journal_fi
     ]
     assert ended[:2] == [("dash", "replaced"), ("dash", "closed")]
     assert len(ended) == 3
-    assert ended[2][0].startswith("hmi.kuksa-sub-")
+    assert ended[2][0].startswith("hmi/kuksa-sub-")
     assert ended[2][1] == "shutdown"

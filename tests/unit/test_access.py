@@ -12,6 +12,7 @@ from vmw.server.access import Access
 from vmw.server.auth.tokens import generate_key_pair, mint
 from vmw.server.config import AccessSettings, Settings
 from vmw.server.errors import LimitExceededError, UnauthenticatedError
+from vmw.server.kuksa.subscriptions import SUBSCRIPTION_MARK
 
 
 @pytest.fixture(scope="module")
@@ -73,3 +74,18 @@ def test_a_valid_token_is_admitted_and_cached(token_access: tuple[Access, bytes]
     second = access.authenticate(md)
     assert first.app == "dash"
     assert first.grants is second.grants  # the verified token is cached with its grants
+
+
+@pytest.mark.parametrize("name", ["victim/kuksa-sub-1", f"victim{SUBSCRIPTION_MARK}7"])
+def test_no_caller_can_claim_the_identity_of_a_kuksa_subscription(
+    token_access: tuple[Access, bytes], name: str
+) -> None:
+    """Neither an app id in open mode nor a token's subject may name a stream the
+    middleware opened for another app's KUKSA subscription (it would replace it)."""
+    access, private = token_access
+    token = mint(private, subject=name, scope="read:Vehicle.**", ttl_s=60, audience="vmw")
+    with pytest.raises(UnauthenticatedError):
+        access.authenticate([("authorization", f"Bearer {token}")])
+    open_mode = Access(AccessSettings.of(Settings(rate_limit_rps=1e9, rate_limit_burst=10**9)))
+    with pytest.raises(UnauthenticatedError):
+        open_mode.authenticate([("app-id", name)], peer="ipv4:127.0.0.1:1")

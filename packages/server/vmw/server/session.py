@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Final
@@ -44,6 +43,7 @@ from vmw.server.access import Access, Caller
 from vmw.server.auth.scopes import ALL, Grants
 from vmw.server.config import StreamSettings
 from vmw.server.errors import EndReason, InvalidRequestError, LimitExceededError, StreamEndedError
+from vmw.server.expiry import on_expiry
 from vmw.server.journal.taps import record_delivered
 from vmw.server.journal.writer import Journal
 from vmw.server.slow_apps import SlowAppWatch
@@ -278,10 +278,7 @@ class Streams:
         name = app or who.app
         stream = self.open(name, queues, who.grants, window=window)
         self._access.stream_opened(name)
-        expiry = None
-        if who.expires_at is not None:
-            loop = asyncio.get_running_loop()
-            expiry = loop.call_later(max(0.0, who.expires_at - time.time()), stream.expire)
+        on_expiry(stream.expire)  # the token's expiry ends it with its reason
         session = Session(
             stream, self._ess, self._settings.batch_max, self._journal, self._slow_apps
         )
@@ -292,8 +289,6 @@ class Streams:
                 if stream.end_reason is None:
                     raise  # the peer went away (or the server is cancelling the call)
         finally:
-            if expiry is not None:
-                expiry.cancel()
             self._access.stream_closed(name)
             self.close(stream)
         if stream.end_reason is not None:

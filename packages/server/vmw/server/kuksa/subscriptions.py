@@ -1,6 +1,6 @@
 """A KUKSA subscription as a normal ESS subscription.
 
-Each KUKSA ``Subscribe`` call is an ESS app of its own, ``<app>.kuksa-sub-N``
+Each KUKSA ``Subscribe`` call is an ESS app of its own, ``<app>/kuksa-sub-N``
 (the ESS keeps one stream per app), with one queue (queue 0) of
 ``buffer_size`` events (0: the default 100; the ESS caps it at 200) and an
 ON_UPDATE subscription per key: the drop rule, the drop counters, the
@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import AsyncGenerator, Sequence
+from typing import Final
 
 from vmw.contract.journal.records import Kind
 from vmw.ess import DataUpdated, Event, QueueConfig, Status, SubscriptionRequest, Trigger
@@ -27,10 +28,14 @@ from vmw.server.errors import InvalidRequestError, PermissionDeniedError
 from vmw.server.kuksa.common import KuksaParts
 from vmw.vstore import UnknownKeyError
 
-__all__ = ["DEFAULT_BUFFER", "Update", "updates"]
+__all__ = ["DEFAULT_BUFFER", "SUBSCRIPTION_MARK", "Update", "updates"]
 
 log = logging.getLogger(__name__)
 
+SUBSCRIPTION_MARK: Final = "/kuksa-sub-"
+"""A KUKSA subscription's ESS app is ``<app>/kuksa-sub-N``: no caller can claim it,
+since an app id (or a token's subject, or a certificate's name) never holds a ``/``
+(:mod:`vmw.server.access`), so no other stream can replace it."""
 DEFAULT_BUFFER = 100
 """Queue length of a subscription that asks for ``buffer_size`` 0."""
 Update = tuple[int, bytes | None, int]
@@ -73,7 +78,7 @@ async def updates(
     """
     names = list(dict.fromkeys(names))
     _check(parts, who, names)
-    app = f"{who.app}.kuksa-sub-{next(_numbers)}"
+    app = f"{who.app}{SUBSCRIPTION_MARK}{next(_numbers)}"
     length = buffer_size or DEFAULT_BUFFER
     queue = QueueConfig(0, min_length=min(10, length), max_length=length)
     async with parts.streams.session(who, [queue], app=app) as session:

@@ -5,13 +5,15 @@
 authenticates the call's metadata (and, with mutual TLS, its client
 certificate) through the runtime's access rules, admits it by its rate limits,
 and refuses it with the mapped status (UNAUTHENTICATED, RESOURCE_EXHAUSTED)
-before the handler runs. So a handler cannot forget it; :func:`caller` returns
+before the handler runs; a stream of a caller whose token expires ends then
+(:mod:`vmw.server.expiry`). So a handler cannot forget either; :func:`caller` returns
 what the interceptor established. Services listed with no rule (health,
 reflection) have no caller.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextvars import ContextVar
@@ -19,6 +21,8 @@ from typing import Any, TypeAlias
 
 import grpc
 from vmw.server.access import Access, Caller
+from vmw.server.errors import EndReason, StreamEndedError
+from vmw.server.expiry import armed
 from vmw.server.rpc.handlers import Continuation, around, service_of
 from vmw.server.rpc.status import status_for
 from vmw.server.tls import certificate_names
@@ -84,14 +88,27 @@ class Identify(grpc.aio.ServerInterceptor):
         if rule is None:
             return handler
         access = self._access
+        streaming = handler.request_streaming or handler.response_streaming
 
         @contextlib.asynccontextmanager
         async def established(context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[None]:
             try:
-                _CALLER.set(rule(context, access))
+                who = rule(context, access)
             except Exception as e:
                 code, message = status_for(e)
                 await context.abort(code, message)
-            yield
+            _CALLER.set(who)
+            if who.expires_at is None or not streaming:
+                yield
+                return
+            # Every stream ends when its caller's token expires (vmw.server.expiry).
+            with armed(who.expires_at) as expiry:
+                try:
+                    yield
+                except asyncio.CancelledError:
+                    if not expiry.fired or expiry.handled or context.cancelled():
+                        raise
+                    code, message = status_for(StreamEndedError(EndReason.EXPIRED, who.app))
+                    await context.abort(code, message)
 
         return around(handler, established)

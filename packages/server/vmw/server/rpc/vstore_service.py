@@ -150,33 +150,13 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         access = self._p.access
         access.stream_opened(who.app, publish=True)
         self._p.record(Kind.CONNECT, app=who.app, stream="publish", details={})
-        expired = False
-        expiry = None
-        if who.expires_at is not None:
-            task = asyncio.current_task()
-
-            def expire() -> None:
-                nonlocal expired
-                expired = True
-                if task is not None:
-                    task.cancel()
-
-            loop = asyncio.get_running_loop()
-            expiry = loop.call_later(max(0.0, who.expires_at - time.time()), expire)
         flushed = False
         try:
+            # The token's expiry ends the stream (and the claims it holds) through the
+            # identity interceptor, as every stream (vmw.server.expiry).
             summary, flushed = await self._publish(who, request_iterator, context)
             return summary
-        except asyncio.CancelledError:
-            if not expired or context.cancelled():
-                raise
-            # The token expired on an idle stream: end it (and the claims it holds).
-            raise UnauthenticatedError(
-                f"the token of app {who.app!r} expired: its Publish stream ends"
-            ) from None
         finally:
-            if expiry is not None:
-                expiry.cancel()
             access.stream_closed(who.app, publish=True, clean=flushed)
             self._p.record(Kind.DISCONNECT, app=who.app, stream="publish", details={})
 

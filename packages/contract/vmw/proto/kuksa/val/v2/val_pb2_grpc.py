@@ -114,7 +114,7 @@ class VALServicer:
     def Subscribe(self, request, context):
         """Values of signals by path as they are written: first one message with
         the current value of every signal that has one, then every write.
-        An ESS subscription of its own app (`<app>.kuksa-sub-N`): a queue of
+        An ESS subscription of its own app (`<app>/kuksa-sub-N`): a queue of
         `buffer_size` events (0: the default 100; at most 200), the drop rule for
         a slow reader (the oldest queued event of the same key goes; drops are
         counted and journaled). Filters are ignored.
