@@ -16,6 +16,9 @@ import pytest
 from vmw.proto.actuation.v1 import actuation_pb2, actuation_pb2_grpc
 from vmw.proto.ess.v1 import ess_pb2, ess_pb2_grpc
 from vmw.proto.journal.v1 import journal_pb2, journal_pb2_grpc
+from vmw.proto.kuksa.val.v1 import types_pb2 as types_v1
+from vmw.proto.kuksa.val.v1 import val_pb2 as val_v1
+from vmw.proto.kuksa.val.v1 import val_pb2_grpc as val_v1_grpc
 from vmw.proto.kuksa.val.v2 import types_pb2 as types_v2
 from vmw.proto.kuksa.val.v2 import val_pb2 as val_v2
 from vmw.proto.kuksa.val.v2 import val_pb2_grpc as val_v2_grpc
@@ -607,3 +610,53 @@ async def test_every_stream_ends_when_its_token_expires(
                 pass
 
         await fails(read_to_the_end(), Code.UNAUTHENTICATED, "short", "expired", timeout=30)
+
+
+async def test_kuksa_answers_tell_a_caller_nothing_about_keys_it_may_not_read(
+    client: Any, secure: RunningServer
+) -> None:
+    """By id (v2), by wildcard (v1 Get and Subscribe): a key or a branch the caller
+    may not read answers exactly as one that does not exist."""
+    await admin_setup(client)  # CABIN and SPEED exist; nothing else does
+    nosy = client("nosy", "")  # a token with no scope at all
+    v2_stub = val_v2_grpc.VALStub(nosy.channel)
+    ids = {secure.runtime.store.id_of(SPEED), secure.runtime.store.id_of(CABIN)}
+    unused = max(i for i in ids if i is not None) + 1
+    answers = set()
+    for key_id in [*sorted(i for i in ids if i is not None), unused, unused + 1]:
+        details = await fails(
+            v2_stub.GetValue(
+                val_v2.GetValueRequest(signal_id=types_v2.SignalID(id=key_id)), metadata=nosy.md
+            ),
+            Code.NOT_FOUND,
+        )
+        answers.add(details.replace(str(key_id), "N"))
+        assert "Vehicle" not in details, details
+    assert len(answers) == 1, answers
+    v1_stub = val_v1_grpc.VALStub(nosy.channel)
+    got = {}
+    for path in ("Vehicle.Cabin.*", "Vehicle.Nothing.*", "Vehicle.**"):
+        reply = await v1_stub.Get(
+            val_v1.GetRequest(
+                entries=[val_v1.EntryRequest(path=path, view=types_v1.VIEW_CURRENT_VALUE)]
+            ),
+            metadata=nosy.md,
+        )
+        assert list(reply.entries) == []
+        got[path] = (
+            reply.error.code,
+            reply.error.reason,
+            reply.errors[0].error.message.replace(path, "P"),
+        )
+    assert len(set(got.values())) == 1, got
+    assert got["Vehicle.Nothing.*"][0] == 404
+    for path in ("Vehicle.Cabin.*", "Vehicle.Nothing.*"):
+        await fails(
+            v1_stub.Subscribe(
+                val_v1.SubscribeRequest(
+                    entries=[val_v1.SubscribeEntry(path=path, view=types_v1.VIEW_CURRENT_VALUE)]
+                ),
+                metadata=nosy.md,
+            ).read(),
+            Code.NOT_FOUND,
+        )

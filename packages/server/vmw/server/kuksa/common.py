@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import grpc
+from google.protobuf.message import Message
 from vmw.contract.wire import APP_ID_HEADER, AUTH_HEADER
 from vmw.ess import EventSubSystem
 from vmw.proto.kuksa.val.v2 import types_pb2
@@ -14,7 +15,7 @@ from vmw.server.actuation import Actuation, Target
 from vmw.server.auth.scopes import ScopeError, compile_glob
 from vmw.server.config import RequestLimits
 from vmw.server.errors import InvalidRequestError
-from vmw.server.kuksa.convert import to_store
+from vmw.server.kuksa.convert import signal_name, to_store
 from vmw.server.rpc.identity import caller, certified_names
 from vmw.server.session import Record, Streams
 from vmw.server.signals import Signals
@@ -60,6 +61,39 @@ def authenticate_kuksa(context: grpc.aio.ServicerContext[Any, Any], access: Acce
     ):
         metadata.append((APP_ID_HEADER, DEFAULT_APP))
     return access.authenticate(tuple(metadata), context.peer() or "", certified=certified)
+
+
+def readable_keys(store: VStore, path: str, who: Caller) -> list[tuple[str, int]]:
+    """:func:`resolve_path`, only the keys ``who`` may read.
+
+    Raises:
+        UnknownKeyError: none it may read: the same answer for a branch that does
+            not exist and for one whose keys it may not see, so that the answer
+            tells nothing about keys it may not read.
+        InvalidRequestError: a malformed pattern.
+    """
+    try:
+        found = [(n, i) for n, i in resolve_path(store, path) if who.grants.allows("read", n)]
+    except UnknownKeyError:
+        found = []
+    if not found:
+        raise UnknownKeyError(path)  # as the caller named it, whichever the reason
+    return found
+
+
+def visible_name(signal_id: Message, store: VStore, who: Caller) -> str:
+    """The key a v2 SignalID names; by id, only a key ``who`` may read.
+
+    Raises:
+        InvalidRequestError: neither a path nor an id.
+        UnknownKeyError: an id no key has, or the id of a key ``who`` may not read
+            (the same answer, so that ids tell nothing about keys it may not see; by
+            path, the access check denies by name).
+    """
+    name = signal_name(signal_id, store.name_of)
+    if signal_id.WhichOneof("signal") == "id" and not who.grants.allows("read", name):
+        raise UnknownKeyError(signal_id.id)  # type: ignore[attr-defined]
+    return name
 
 
 def resolve_path(store: VStore, path: str) -> list[tuple[str, int]]:

@@ -17,7 +17,12 @@ from vmw.server.access import Caller
 from vmw.server.actuation import Actuation, Target
 from vmw.server.errors import InvalidRequestError, UnavailableError
 from vmw.server.kuksa import convert
-from vmw.server.kuksa.common import KuksaParts, actuation_target, kuksa_caller, resolve_path
+from vmw.server.kuksa.common import (
+    KuksaParts,
+    actuation_target,
+    kuksa_caller,
+    readable_keys,
+)
 from vmw.server.kuksa.info import SERVER_NAME, SERVER_VERSION
 from vmw.server.kuksa.subscriptions import updates
 from vmw.server.rpc.convert import check_count
@@ -54,7 +59,7 @@ class KuksaV1(val_pb2_grpc.VALServicer):
         for i, req in enumerate(request.entries):
             try:
                 self._check_read(who, req.path, i)
-                found = resolve_path(self._p.store, req.path)
+                found = readable_keys(self._p.store, req.path, who)
             except (VStoreError, InvalidRequestError, PermissionError) as e:
                 response.errors.append(
                     types_pb2.DataEntryError(path=req.path, error=convert.v1_error(e))
@@ -62,8 +67,6 @@ class KuksaV1(val_pb2_grpc.VALServicer):
                 continue
             value, target, metadata = _wanted(req.view, req.fields)
             for name, key_id in found:
-                if not who.grants.allows("read", name):
-                    continue  # below a readable branch: not told
                 response.entries.append(self._entry(name, key_id, value, target, metadata))
         if response.errors:
             response.error.CopyFrom(response.errors[0].error)
@@ -165,11 +168,7 @@ class KuksaV1(val_pb2_grpc.VALServicer):
                     f"entries[{i}].view", "only current values can be subscribed to here"
                 )
             self._check_read(who, entry.path, i)
-            names.extend(
-                n
-                for n, _ in resolve_path(self._p.store, entry.path)
-                if who.grants.allows("read", n)
-            )
+            names.extend(n for n, _ in readable_keys(self._p.store, entry.path, who))
         store = self._p.store
         async with contextlib.aclosing(updates(self._p, who, names, 0)) as stream:
             async for batch in stream:

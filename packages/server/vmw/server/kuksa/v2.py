@@ -18,7 +18,13 @@ from vmw.server.access import Caller
 from vmw.server.actuation import Actuation, ActuatorProvider
 from vmw.server.errors import LimitExceededError
 from vmw.server.kuksa import convert
-from vmw.server.kuksa.common import KuksaParts, actuation_target, kuksa_caller, resolve_path
+from vmw.server.kuksa.common import (
+    KuksaParts,
+    actuation_target,
+    kuksa_caller,
+    resolve_path,
+    visible_name,
+)
 from vmw.server.kuksa.info import SERVER_NAME, SERVER_VERSION
 from vmw.server.kuksa.subscriptions import Update, updates
 from vmw.server.rpc.convert import check_count
@@ -69,7 +75,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
     def _datapoint(
         self, who: Caller, signal_id: types_pb2.SignalID, field: str = "signal_id"
     ) -> types_pb2.Datapoint:
-        name = convert.signal_name(signal_id, self._p.store.name_of)
+        name = visible_name(signal_id, self._p.store, who)
         self._p.access.check(who, "read", name, field=field)
         entry = self._p.store.get(name)
         point = types_pb2.Datapoint()
@@ -109,7 +115,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         self, request: val_pb2.PublishValueRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> val_pb2.PublishValueResponse:
         who = kuksa_caller(context, self._p.access)
-        name = convert.signal_name(request.signal_id, self._p.store.name_of)
+        name = visible_name(request.signal_id, self._p.store, who)
         self._write(who, name, request.data_point, "signal_id")
         return val_pb2.PublishValueResponse()
 
@@ -130,7 +136,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         self, request: val_pb2.ActuateRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> val_pb2.ActuateResponse:
         who = kuksa_caller(context, self._p.access)
-        name = convert.signal_name(request.signal_id, self._p.store.name_of)
+        name = visible_name(request.signal_id, self._p.store, who)
         target = actuation_target(
             self._actuation, self._signals, who, name, request.value, "signal_id"
         )
@@ -146,7 +152,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         targets = []
         for i, r in enumerate(request.actuate_requests):
             where = f"actuate_requests[{i}]"
-            name = convert.signal_name(r.signal_id, self._p.store.name_of)
+            name = visible_name(r.signal_id, self._p.store, who)
             targets.append(
                 actuation_target(self._actuation, self._signals, who, name, r.value, where)
             )
@@ -177,7 +183,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
             action = request.WhichOneof("action")
             if action == "provide_actuation_request":
                 ids = request.provide_actuation_request.actuator_identifiers
-                names = [convert.signal_name(i, store.name_of) for i in ids]
+                names = [visible_name(i, store, who) for i in ids]
                 self._actuation.claim(who, stream, names)
                 await stream.outbox.put(
                     val_pb2.OpenProviderStreamResponse(
@@ -189,7 +195,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
                 response = val_pb2.PublishValuesResponse(request_id=publish.request_id)
                 for key_id, point in publish.data_points.items():
                     try:
-                        name = convert.signal_name(types_pb2.SignalID(id=key_id), store.name_of)
+                        name = visible_name(types_pb2.SignalID(id=key_id), store, who)
                         self._write(who, name, point, f"data_points[{key_id}]")
                     except Exception as e:  # reported per signal, as KUKSA does
                         response.status[key_id].CopyFrom(convert.v2_error(e))
@@ -236,7 +242,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         names = []
         for i, key_id in enumerate(request.signal_ids):
             name = self._p.store.name_of(key_id) if key_id > 0 else None
-            if name is None:
+            if name is None or not who.grants.allows("read", name):  # the same answer
                 e = UnknownKeyError(key_id)
                 e.index = i
                 raise e
