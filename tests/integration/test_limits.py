@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
 from vmw.proto.ess.v1 import ess_pb2
-from vmw.proto.vstore.v1 import vstore_pb2
+from vmw.proto.kuksa.val.v2 import types_pb2 as types_v2
+from vmw.proto.kuksa.val.v2 import val_pb2 as val_v2
+from vmw.proto.kuksa.val.v2 import val_pb2_grpc as val_v2_grpc
+from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 from vmw.server.server import RunningServer
 
-from tests.conftest import fails
+from tests.conftest import eventually, fails
+from tests.integration.conftest import NewServer
 
 Code = grpc.StatusCode
 
@@ -127,3 +132,88 @@ async def test_messages_above_the_grpc_limit_are_refused(
         s.vstore.AddKeys(vstore_pb2.AddKeysRequest(names=names), metadata=s.md), "larger than max"
     )
     assert len(server.runtime.store) == 0
+
+
+# -- every limit on every API and transport, per app ------------------------------------
+
+
+@pytest.mark.settings(max_apps=2, max_subscriptions_per_app=3)
+async def test_kuksa_subscriptions_count_for_their_app_not_as_apps(
+    server: RunningServer, connect: Any
+) -> None:
+    """One app opening many KUKSA subscriptions is one app of max_apps (it took one
+    app's place each, shutting everyone else out), and its subscriptions on all of
+    them count against its max_subscriptions_per_app."""
+    s = connect("greedy")
+    names = ["Vehicle.A", "Vehicle.B", "Vehicle.C", "Vehicle.D"]
+    await s.vstore.AddKeys(vstore_pb2.AddKeysRequest(names=names), metadata=s.md)
+    kuksa = val_v2_grpc.VALStub(s.channel)
+    subs = []
+    for i, name in enumerate(names[:3]):
+        subs.append(kuksa.Subscribe(val_v2.SubscribeRequest(signal_paths=[name]), metadata=s.md))
+        await eventually(  # subscribed (no value yet: nothing to read)
+            lambda i=i: len(server.runtime.streams.streams_of("greedy")) == i + 1,  # type: ignore[misc]
+            timeout=30,
+            what="the KUKSA subscription open",
+        )
+    over = kuksa.Subscribe(val_v2.SubscribeRequest(signal_paths=[names[3]]), metadata=s.md)
+    await exhausted(over.read(), "subscriptions", "the limit is 3")
+    other = await open_stream(connect("other"))  # a second app still gets in
+    third = connect("third")
+    call = third.events.GetEvents(ess_pb2.GetEventsRequest(), metadata=third.md)
+    await exhausted(call.read(), "apps with open streams", "the limit is 2")
+    for c in [*subs, other]:
+        c.cancel()
+
+
+@pytest.mark.settings(publish_messages_per_s=1.0, publish_burst=5, max_keys_per_request=10)
+async def test_a_kuksa_provider_stream_keeps_the_publish_limits(
+    server: RunningServer, connect: Any
+) -> None:
+    """OpenProviderStream has the Publish stream's message rate and entries limit."""
+    s = connect("sensor")
+    added = await s.vstore.AddKeys(vstore_pb2.AddKeysRequest(names=["Vehicle.A"]), metadata=s.md)
+    key_id = added.keys[0].id
+
+    def values(n: int) -> val_v2.OpenProviderStreamRequest:
+        point = types_v2.Datapoint(value=types_v2.Value(string="x"))
+        return val_v2.OpenProviderStreamRequest(
+            publish_values_request=val_v2.PublishValuesRequest(
+                request_id=1, data_points={key_id + i * 1000: point for i in range(n)}
+            )
+        )
+
+    kuksa = val_v2_grpc.VALStub(s.channel)
+    big = kuksa.OpenProviderStream(metadata=s.md)
+    await big.write(values(11))
+    await fails(big.read(), Code.INVALID_ARGUMENT, "data_points", "at most 10")
+    fast = kuksa.OpenProviderStream(metadata=s.md)
+
+    async def publish_until_refused() -> None:
+        for _ in range(50):  # far beyond a burst of 5 at 1/s, whatever the pace
+            await fast.write(values(1))
+            await fast.read()  # its answer (one message at a time: no write races the end)
+        raise AssertionError("50 messages in a stream limited to a burst of 5 at 1/s")
+
+    await exhausted(publish_until_refused(), "Publish messages/s", "the limit is 1")
+
+
+async def test_apps_on_the_unix_socket_each_have_their_own_rate(
+    new_server: NewServer, tmp_path: Path
+) -> None:
+    """Every Unix-socket caller shows the same peer: one bucket for all would let four
+    apps well under their own limit refuse each other. (1 request/s: no refill to
+    speak of while the test runs.)"""
+    server = await new_server(
+        unix_socket=str(tmp_path / "vmw.sock"), rate_limit_rps=1.0, rate_limit_burst=5
+    )
+    unix = next(a for a in server.addresses if a.startswith("unix:"))
+    async with grpc.aio.insecure_channel(unix) as channel:
+        stub = vstore_pb2_grpc.VStoreStub(channel)
+        for app in ("a", "b", "c", "d"):
+            for _ in range(5):  # each app's whole burst, no more
+                await stub.ListKeys(vstore_pb2.ListKeysRequest(), metadata=(("app-id", app),))
+        await exhausted(
+            stub.ListKeys(vstore_pb2.ListKeysRequest(), metadata=(("app-id", "a"),)),
+            "app 'a'",
+        )

@@ -215,7 +215,9 @@ class Access:
         return caller
 
     def _admit_peer(self, peer: str) -> None:
-        if peer:
+        # A Unix socket's callers all show the same peer ("unix:..."): one bucket
+        # would make every app on it share one limit. There each app's own applies.
+        if peer and not peer.startswith("unix:"):
             s = self._settings
             rate = s.rate_limit_rps * 2  # several apps may share a connection
             self._take(self._peer_buckets, peer, rate, s.rate_limit_burst * 2, f"connection {peer}")

@@ -169,6 +169,8 @@ class Actuation:
         """
         try:
             while True:
+                if reader.done() and not reader.cancelled() and reader.exception() is not None:
+                    reader.result()  # its error ends the stream (it may have come mid-write)
                 get = asyncio.ensure_future(stream.outbox.get())
                 waiting: set[asyncio.Future[Any]] = {get}
                 if not reader.done():

@@ -48,7 +48,7 @@ from vmw.server.journal.taps import record_delivered
 from vmw.server.journal.writer import Journal
 from vmw.server.slow_apps import SlowAppWatch
 
-__all__ = ["AppStream", "EndReason", "Session", "Streams", "Window"]
+__all__ = ["AppStream", "EndReason", "Session", "Streams", "Window", "owner_of"]
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,12 @@ UNLIMITED: Final = 1 << 62
 
 Record = Callable[..., None]
 """Journals one record: ``record(kind, **fields)`` (a no-op without a journal)."""
+
+
+def owner_of(app: str) -> str:
+    """The app a stream counts for in the limits: a KUKSA subscription's
+    (``<app>/kuksa-sub-N``, a name no caller can claim) is its app's."""
+    return app.partition("/")[0]
 
 
 class Window:
@@ -240,6 +246,8 @@ class Streams:
         self._journal = journal
         self._slow_apps = slow_apps
         self._streams: dict[str, AppStream] = {}
+        self._apps_of: dict[str, set[str]] = {}
+        """Each app's streams: its own, and its KUKSA subscriptions' (one app of limits)."""
         self._expiry: dict[str, asyncio.TimerHandle] = {}
         self._closing = False
 
@@ -253,6 +261,10 @@ class Streams:
     def get(self, app: str) -> AppStream | None:
         """The app's open stream, if it has one."""
         return self._streams.get(app)
+
+    def streams_of(self, owner: str) -> set[str]:
+        """The ESS apps of ``owner``'s open streams (its own, its KUKSA subscriptions)."""
+        return set(self._apps_of.get(owner, ()))
 
     @asynccontextmanager
     async def session(
@@ -311,9 +323,10 @@ class Streams:
             LimitExceededError: a new app beyond the apps-with-streams limit.
         """
         limit = self._settings.max_apps
-        if app not in self._streams and len(self._streams) >= limit:
+        owner = owner_of(app)
+        if owner not in self._apps_of and len(self._apps_of) >= limit:
             raise LimitExceededError(
-                "apps with open streams", limit, f"{len(self._streams)} apps have one open"
+                "apps with open streams", limit, f"{len(self._apps_of)} apps have one open"
             )
         stream = AppStream(app, window)
         stream.effective = self._ess.open_stream(app, queues, wake=stream.doorbell.set)
@@ -332,6 +345,7 @@ class Streams:
             timer.cancel()
         old = self._streams.get(app)
         self._streams[app] = stream
+        self._apps_of.setdefault(owner, set()).add(app)
         self._record(
             Kind.CONNECT,
             app=app,
@@ -355,6 +369,10 @@ class Streams:
         if self._streams.get(stream.app) is not stream:
             return  # replaced: the newer stream owns the app's state
         del self._streams[stream.app]
+        mine = self._apps_of[owner_of(stream.app)]
+        mine.discard(stream.app)
+        if not mine:
+            del self._apps_of[owner_of(stream.app)]
         grace = self._settings.grace_period_s
         if grace > 0 and not self._closing:
             loop = asyncio.get_running_loop()

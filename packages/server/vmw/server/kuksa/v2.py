@@ -16,7 +16,7 @@ import grpc
 from vmw.proto.kuksa.val.v2 import types_pb2, val_pb2, val_pb2_grpc
 from vmw.server.access import Caller
 from vmw.server.actuation import Actuation, ActuatorProvider
-from vmw.server.errors import LimitExceededError
+from vmw.server.errors import InvalidRequestError, LimitExceededError
 from vmw.server.kuksa import convert
 from vmw.server.kuksa.common import (
     KuksaParts,
@@ -179,6 +179,8 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         requests: AsyncIterator[val_pb2.OpenProviderStreamRequest],
     ) -> None:
         store = self._p.store
+        limits = self._p.limits
+        bucket = self._p.access.publish_bucket()
         async for request in requests:
             action = request.WhichOneof("action")
             if action == "provide_actuation_request":
@@ -192,6 +194,20 @@ class KuksaV2(val_pb2_grpc.VALServicer):
                 )
             elif action == "publish_values_request":
                 publish = request.publish_values_request
+                # The limits of the own Publish stream (vstore_service), the same here.
+                if not bucket.take():
+                    raise LimitExceededError(
+                        "Publish messages/s",
+                        limits.publish_messages_per_s,
+                        f"app {who.app!r} sent more than {limits.publish_messages_per_s:g} "
+                        f"messages/s (burst {limits.publish_burst}) on one provider stream",
+                    )
+                if len(publish.data_points) > limits.max_keys_per_request:
+                    raise InvalidRequestError(
+                        "publish_values_request.data_points",
+                        f"at most {limits.max_keys_per_request} per request, "
+                        f"got {len(publish.data_points)}",
+                    )
                 response = val_pb2.PublishValuesResponse(request_id=publish.request_id)
                 for key_id, point in publish.data_points.items():
                     try:
