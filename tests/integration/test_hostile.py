@@ -26,6 +26,7 @@ from vmw.proto.kuksa.val.v1 import val_pb2_grpc as v1_grpc
 from vmw.proto.kuksa.val.v2 import types_pb2 as t2
 from vmw.proto.kuksa.val.v2 import val_pb2 as v2
 from vmw.proto.kuksa.val.v2 import val_pb2_grpc as v2_grpc
+from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 from vmw.sdk import ProviderClient
 from vmw.server.server import RunningServer
 
@@ -148,3 +149,32 @@ async def test_an_app_stream_cannot_take_over_another_apps_kuksa_subscription(
         assert update.entries[SPEED].value.float == 20.0
         other.cancel()
         sub.cancel()
+
+
+# -- one request must not freeze the broker ----------------------------------------------
+
+
+@pytest.mark.settings(max_keys=30_000)
+async def test_a_huge_wildcard_request_is_refused_as_soon_as_it_cannot_fit(
+    server: RunningServer, channel: grpc.aio.Channel
+) -> None:
+    """100 entries of ``Vehicle.X.**`` over 20,000 keys: the response is counted as it
+    is built and refused once it cannot fit (it was built whole first: 45 MB, 7.7 s
+    with every other client waiting); a subscription's paths are counted likewise."""
+    vstore = vstore_pb2_grpc.VStoreStub(channel)
+    md = (("app-id", "hostile"),)
+    for b in range(20):
+        names = [f"Vehicle.X.K{b}_{i}" for i in range(1000)]
+        await vstore.AddKeys(vstore_pb2.AddKeysRequest(names=names), metadata=md)
+    entry = v1.EntryRequest(path="Vehicle.X.**", view=t1.VIEW_ALL)
+    huge = v1_grpc.VALStub(channel).Get(v1.GetRequest(entries=[entry] * 100), metadata=md)
+    details = await fails(huge, grpc.StatusCode.RESOURCE_EXHAUSTED, "counted as far as entries[")
+    counted = int(details.split("entries[")[1].split("]")[0])
+    assert counted < 10, details  # about 4 MB of 100 paths of 20,000 keys: refused at once
+    sub = v1_grpc.VALStub(channel).Subscribe(
+        v1.SubscribeRequest(
+            entries=[v1.SubscribeEntry(path="Vehicle.X.**", view=t1.VIEW_CURRENT_VALUE)] * 100
+        ),
+        metadata=md,
+    )
+    await fails(sub.read(), grpc.StatusCode.INVALID_ARGUMENT, "entries[0..0] of 100")

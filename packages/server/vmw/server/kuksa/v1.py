@@ -8,6 +8,7 @@ UNIMPLEMENTED (the generated base class does).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from typing import Any
 
@@ -56,7 +57,13 @@ class KuksaV1(val_pb2_grpc.VALServicer):
         who = kuksa_caller(context, self._p.access)
         check_count("entries", request.entries, self._p.limits.max_keys_per_request)
         response = val_pb2.GetResponse()
+        # The work is bounded as it goes: the response's size is counted entry by
+        # entry and the call refused as soon as it cannot fit, before it is built; and
+        # the loop serves other callers between two of its paths.
+        size, limit = 0, self._p.limits.max_message_bytes
         for i, req in enumerate(request.entries):
+            if i:
+                await asyncio.sleep(0)
             try:
                 self._check_read(who, req.path, i)
                 found = readable_keys(self._p.store, req.path, who)
@@ -67,10 +74,14 @@ class KuksaV1(val_pb2_grpc.VALServicer):
                 continue
             value, target, metadata = _wanted(req.view, req.fields)
             for name, key_id in found:
-                response.entries.append(self._entry(name, key_id, value, target, metadata))
+                entry = self._entry(name, key_id, value, target, metadata)
+                size += entry.ByteSize() + _ENTRY_OVERHEAD
+                if size > limit - 1024:
+                    convert_fits(size, limit, f"entries[{i}] of {len(request.entries)}")
+                response.entries.append(entry)
         if response.errors:
             response.error.CopyFrom(response.errors[0].error)
-        convert_fits(response.ByteSize(), self._p.limits.max_message_bytes)
+        convert_fits(response.ByteSize(), limit)
         return response
 
     def _check_read(self, who: Caller, path: str, i: int) -> None:
@@ -159,7 +170,11 @@ class KuksaV1(val_pb2_grpc.VALServicer):
         who = kuksa_caller(context, self._p.access)
         check_count("entries", request.entries, self._p.limits.max_keys_per_request)
         names: list[str] = []
+        limits = self._p.limits
+        most = min(limits.max_keys_per_request, limits.max_subscriptions_per_app)
         for i, entry in enumerate(request.entries):
+            if i:
+                await asyncio.sleep(0)  # other callers between two of its paths
             if entry.view not in _VALUE_VIEWS and not (
                 entry.view == types_pb2.VIEW_FIELDS
                 and set(entry.fields) <= {types_pb2.FIELD_VALUE, types_pb2.FIELD_PATH}
@@ -169,6 +184,12 @@ class KuksaV1(val_pb2_grpc.VALServicer):
                 )
             self._check_read(who, entry.path, i)
             names.extend(n for n, _ in readable_keys(self._p.store, entry.path, who))
+            if len(names) > most:  # refused as soon as it is too many, not once all resolved
+                raise InvalidRequestError(
+                    "entries",
+                    f"at most {most} signals per subscription; entries[0..{i}] of "
+                    f"{len(request.entries)} already name {len(names)}",
+                )
         store = self._p.store
         async with contextlib.aclosing(updates(self._p, who, names, 0)) as stream:
             async for batch in stream:
@@ -202,7 +223,16 @@ def _wanted(view: int, fields: Any) -> tuple[bool, bool, bool]:
     )
 
 
-def convert_fits(size: int, max_bytes: int) -> None:
+_ENTRY_OVERHEAD = 8
+"""Bytes a repeated entry adds beyond its own (its tag and length), at most."""
+
+
+def convert_fits(size: int, max_bytes: int, where: str = "") -> None:
+    """Refuse a response over the message limit; ``where``: how far it was counted
+    (refused as it was built, before it was done: it would be larger still)."""
     from vmw.server.rpc.convert import check_fits
 
-    check_fits("the response", size, max_bytes - 1024, "get fewer or narrower paths per request")
+    advice = "get fewer or narrower paths per request"
+    if where:
+        advice = f"counted as far as {where} and refused there; {advice}"
+    check_fits("the response", size, max_bytes - 1024, advice)
