@@ -286,4 +286,5 @@ async def test_the_cli_clients_take_the_tls_options(pki: Pki) -> None:
         _, err = await asyncio.wait_for(plain.communicate(), 30)
         assert plain.returncode == 1
         assert "UNAVAILABLE" in err.decode()
+        assert "may serve TLS: give --tls-ca" in err.decode(), err.decode()
         await eventually(lambda: server.runtime.access.publish_stream_count() == 0)

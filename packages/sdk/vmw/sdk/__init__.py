@@ -17,6 +17,7 @@ from vmw.sdk.actuators import (
     ActuatorStream,
 )
 from vmw.sdk.app import AppClient, QueueSpec, StreamReplacedError, Sub
+from vmw.sdk.errors import MiddlewareUnreachableError
 from vmw.sdk.events import (
     ClientEvent,
     DataEvent,
@@ -55,6 +56,7 @@ __all__ = [
     "KeyRemovedEvent",
     "KeyStaleEvent",
     "KeysChangedError",
+    "MiddlewareUnreachableError",
     "ProviderBackEvent",
     "ProviderClient",
     "ProviderGoneEvent",

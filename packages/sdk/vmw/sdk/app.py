@@ -10,8 +10,8 @@ The client keeps the id -> name map (from register results and
 and, when the stream fails or the middleware restarts, reconnects with backoff
 and registers every subscription again by itself (the ADR's middleware-crash
 rule), yielding a :class:`ReconnectedEvent` so the app knows to refresh its
-state. A subscription whose key does not exist yet after a restart (its
-provider has not re-added it) is registered when its ``KeyAdded`` arrives.
+state. A subscription whose key does not exist yet (not added so far, or not
+re-added after a restart) is registered when its ``KeyAdded`` arrives.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from vmw.contract.wire import REASON_HEADER, REASON_REPLACED, SEQ_CYCLE
 from vmw.proto.actuation.v1 import actuation_pb2, actuation_pb2_grpc
 from vmw.proto.ess.v1 import ess_pb2, ess_pb2_grpc
 from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+from vmw.sdk.errors import MiddlewareUnreachableError
 from vmw.sdk.events import (
     ClientEvent,
     DataEvent,
@@ -116,6 +117,7 @@ class AppClient:
         self.app_id = app_id
         self._on_reconnect = on_reconnect
         self._target = target
+        self._tls = tls
         self._queues = [
             ess_pb2.QueueConfig(queue=q.queue, min_length=q.min_length, max_length=q.max_length)
             for q in queues
@@ -157,14 +159,21 @@ class AppClient:
         """Open the event stream and wait for its StreamStarted.
 
         Raises:
-            grpc.aio.AioRpcError: the middleware refused (e.g. RESOURCE_EXHAUSTED)
-                or was not reachable within ``timeout``.
+            grpc.aio.AioRpcError: the middleware refused (e.g. RESOURCE_EXHAUSTED).
+            MiddlewareUnreachableError: no middleware answered within ``timeout``
+                (a TimeoutError naming the address).
         """
         call = self._events.Events(metadata=self._md, wait_for_ready=True)
         try:
             opening = ess_pb2.OpenEvents(queues=self._queues, window=self._window)
             await asyncio.wait_for(call.write(ess_pb2.EventsRequest(open=opening)), timeout)
             first = await asyncio.wait_for(call.read(), timeout)
+        except TimeoutError:
+            call.cancel()
+            assert timeout is not None
+            raise MiddlewareUnreachableError(
+                self._target, timeout, tls=self._tls is not None
+            ) from None
         except BaseException:
             call.cancel()
             raise
@@ -195,12 +204,26 @@ class AppClient:
     async def subscribe(self, subs: Sequence[Sub]) -> list[SubscriptionResult]:
         """Register subscriptions; remembered for re-registration after a reconnect.
 
-        Returns one result per subscription, in order; only OK ones are remembered.
+        Returns one result per subscription, in order. A key that does not exist
+        yet (``NOT_FOUND``) is registered by the client when it is added: the app
+        then gets its ``KeyAddedEvent`` and its data, as if it had subscribed
+        after. Refused ones (``PERMISSION_DENIED``, ``INVALID_ARGUMENT``) are not
+        remembered.
         """
         results = await self._register(subs)
+        known = set(self.names.values())
+        late = []
         for sub, result in zip(subs, results, strict=True):
             if result.ok:
                 self._wanted[sub.key] = sub
+            elif result.status == "NOT_FOUND":
+                self._wanted[sub.key] = sub
+                if sub.key in known:  # added since the middleware answered
+                    late.append(sub)
+                else:
+                    self._waiting.add(sub.key)  # registered when its KeyAdded arrives
+        if late:
+            await self._register(late)
         return results
 
     async def unsubscribe(self, keys: Sequence[str]) -> list[SubscriptionResult]:

@@ -28,6 +28,7 @@ __all__ = [
     "refusal",
     "tls_from_args",
     "token_subject",
+    "unreachable",
 ]
 
 REFUSED_EXIT: Final = 1
@@ -164,11 +165,25 @@ def certificate_subject(path: str) -> str:
     return str(names[0].value)
 
 
+def unreachable(details: str, *, tls: bool) -> str:
+    """What an UNAVAILABLE call's ``details`` mean for a person, with what to do.
+
+    A plaintext client dialing a listener that speaks TLS sees only grpc's
+    "Socket closed" (the server hangs up on the handshake it cannot read).
+    """
+    if not tls and ("Socket closed" in details or "handshake" in details.lower()):
+        return (
+            f"{details} (the middleware there may serve TLS: give --tls-ca with the CA "
+            "that signed its certificate)"
+        )
+    return details
+
+
 def refusal(error: BaseException) -> str | None:
     """One line saying why the middleware refused the client for good, or None
     if ``error`` is not such a refusal (then it is a bug: let it raise)."""
     if isinstance(error, TimeoutError):
-        return "no middleware answered at the target in time: is it running there?"
+        return str(error) or "no middleware answered at the target in time: is it running there?"
     if isinstance(error, PublishRefusedError):
         code, details = error.code, error.details
     elif isinstance(error, grpc.aio.AioRpcError):

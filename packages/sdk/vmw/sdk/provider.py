@@ -27,6 +27,7 @@ from vmw.contract.wire import KEYS_VERSION_HEADER
 from vmw.proto.actuation.v1 import actuation_pb2_grpc
 from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 from vmw.sdk.actuators import ActuationHandler, ActuatorStream
+from vmw.sdk.errors import MiddlewareUnreachableError
 
 __all__ = [
     "ConflictError",
@@ -72,12 +73,19 @@ class PublishRefusedError(Exception):
     when this is raised was not sent.
     """
 
-    def __init__(self, code: grpc.StatusCode, details: str | None) -> None:
+    def __init__(
+        self, code: grpc.StatusCode, details: str | None, *, flushing: bool = False
+    ) -> None:
         self.code = code
         self.details = details or ""
+        then = (
+            "found when flushing: what was published since the last flush may not be written"
+            if flushing
+            else "the batch being written was not sent"
+        )
         super().__init__(
-            f"the middleware refused a batch on the Publish stream ({code.name}: {self.details}); "
-            "the batch being written was not sent"
+            f"the middleware refused a batch on the Publish stream ({code.name}: "
+            f"{self.details}); {then}"
         )
 
 
@@ -92,6 +100,7 @@ class ProviderClient:
         reconnect: bool = True,
         token: str | None = None,
         tls: Tls | None = None,
+        connect_timeout: float = 10.0,
     ) -> None:
         """Args:
         target: the middleware's address, e.g. ``127.0.0.1:50051`` or ``unix:/path``.
@@ -100,8 +109,17 @@ class ProviderClient:
         token: a JWT for a middleware in token mode (sent as a Bearer token).
         tls: TLS to a middleware that serves it (with a client certificate:
             mutual TLS, where the certificate names this provider).
+        connect_timeout: how long the first call that waits for the middleware
+            (``add_keys``, the first ``publish``) waits before raising
+            :class:`MiddlewareUnreachableError` (once it answered, a provider that
+            reconnects waits for it to come back); ``set`` and ``get`` fail at
+            once with UNAVAILABLE.
         """
         self.app_id = app_id
+        self._target = target
+        self._tls = tls
+        self._connect_timeout = connect_timeout
+        self._reached = False
         self._md = metadata(app_id, token)
         self._claimed: set[str] = set()
         self._keys_version: str | None = None
@@ -178,6 +196,7 @@ class ProviderClient:
         made again after a reconnect.
         """
         names = list(names)
+        await self._reach()
         response = await self._stub.AddKeys(
             vstore_pb2.AddKeysRequest(names=names, claim=claim),
             metadata=self._md,
@@ -194,6 +213,22 @@ class ProviderClient:
             self._claimed.update(names)
             await self._ensure_stream()  # a claim lasts while this provider has a stream open
         return added
+
+    async def _reach(self) -> None:
+        """Before the first call: wait for the middleware, at most ``connect_timeout``.
+
+        Raises:
+            MiddlewareUnreachableError: it did not answer (the calls would wait forever).
+        """
+        if self._reached:
+            return
+        try:
+            await asyncio.wait_for(self._channel.channel_ready(), self._connect_timeout)
+        except TimeoutError:
+            raise MiddlewareUnreachableError(
+                self._target, self._connect_timeout, tls=self._tls is not None
+            ) from None
+        self._reached = True
 
     async def remove_keys(self, names: Iterable[str]) -> list[str]:
         """Remove keys; returns the names that did not exist."""
@@ -287,7 +322,9 @@ class ProviderClient:
         which the next write opens a new stream): its apps hear nothing.
 
         Raises:
-            grpc.aio.AioRpcError: the middleware refused a batch of this stream.
+            PublishRefusedError: the middleware refused a batch of this stream (e.g.
+                a key another provider claimed: PERMISSION_DENIED naming it).
+            grpc.aio.AioRpcError: the middleware went away.
         """
         return await self._end_stream(going_on=True)
 
@@ -309,7 +346,9 @@ class ProviderClient:
             summary: vstore_pb2.PublishSummary = await call
         except grpc.aio.AioRpcError as e:
             if e.code() is not grpc.StatusCode.FAILED_PRECONDITION or not self._reconnect_enabled:
-                raise
+                if e.code() in RETRYABLE:
+                    raise  # the middleware went away: nothing was refused
+                raise PublishRefusedError(e.code(), e.details(), flushing=True) from e
             # Key ids changed under the stream: write its values again with the new ids.
             await self._recover()
             await self._resend()
@@ -388,6 +427,7 @@ class ProviderClient:
         the old ids could land in another key.
         """
         if self._call is None:
+            await self._reach()
             if self.ids:
                 await self._readd()
             md = self._md

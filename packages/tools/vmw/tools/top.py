@@ -25,6 +25,7 @@ from typing import Final, TextIO
 import grpc
 from vmw.contract.channel import Tls, metadata, open_channel
 from vmw.proto.admin.v1 import admin_pb2, admin_pb2_grpc
+from vmw.sdk.cli import unreachable
 
 __all__ = ["TopOptions", "render", "run"]
 
@@ -224,13 +225,16 @@ async def run(options: TopOptions, out: TextIO = sys.stdout) -> int:
                     request, metadata=md, timeout=options.timeout, wait_for_ready=not options.once
                 )
             except grpc.aio.AioRpcError as e:
+                details = e.details() or ""
+                if e.code() is grpc.StatusCode.UNAVAILABLE:
+                    details = unreachable(details, tls=options.tls is not None)
                 if e.code() in _FINAL or options.once:
                     print(
-                        f"vmw.tools top: {options.target}: {e.code().name}: {e.details()}",
+                        f"vmw.tools top: {options.target}: {e.code().name}: {details}",
                         file=sys.stderr,
                     )
                     return 1
-                frame = [f"vmw top  {options.target}: {e.code().name}: {e.details()} (retrying)"]
+                frame = [f"vmw top  {options.target}: {e.code().name}: {details} (retrying)"]
             else:
                 size = shutil.get_terminal_size()
                 frame = render(
