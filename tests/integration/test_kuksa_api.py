@@ -191,7 +191,11 @@ async def test_a_v2_subscription_gets_current_values_then_writes_of_the_projects
     )
     first = await asyncio.wait_for(call.read(), 5)
     assert dict(first.entries)["Vehicle.Speed"].value.float == 10.0
-    assert "Vehicle.CurrentLocation.Latitude" not in first.entries  # no value yet
+    # Listed at once, as the databroker does, without a value (none written yet).
+    assert set(first.entries) == {"Vehicle.Speed", "Vehicle.CurrentLocation.Latitude"}
+    latitude = first.entries["Vehicle.CurrentLocation.Latitude"]
+    assert not latitude.HasField("value")
+    assert not latitude.HasField("timestamp")
     subs = [a for a in server.runtime.ess.apps() if "/kuksa-sub-" in a]
     assert len(subs) == 1
     assert server.runtime.ess.subscriptions(subs[0])[0].queue == 0

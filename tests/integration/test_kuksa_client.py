@@ -255,3 +255,37 @@ async def test_the_command_line_gets_and_sets(server: RunningServer, tmp_path: P
 def _plain(text: str) -> str:
     """``text`` without the terminal colours the client prints."""
     return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
+async def test_a_subscription_to_a_signal_with_no_value_is_answered_at_once(
+    server: RunningServer,
+) -> None:
+    """The databroker answers Subscribe at once, listing every signal, with no value
+    where none was written; a client that waits for that first message (as a
+    benchmark harness may) must not wait for the first write."""
+    async with ProviderClient(server.address, "sim") as provider:
+        await provider.add_keys(["Vehicle.Speed"])  # added, never written
+        proc = await asyncio.create_subprocess_exec(
+            str(KUKSA_PYTHON),
+            str(DRIVER),
+            "subscribe",
+            "127.0.0.1",
+            str(server.port),
+            "Vehicle.Speed",
+            "2",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        assert proc.stdout is not None
+        try:
+            first = await asyncio.wait_for(proc.stdout.readline(), DEADLINE_S)
+            assert json.loads(first) == {"path": "Vehicle.Speed", "value": None}
+            await provider.publish({"Vehicle.Speed": encode(12.5, datatype="float")})
+            await provider.flush()
+            second = await asyncio.wait_for(proc.stdout.readline(), DEADLINE_S)
+            assert json.loads(second) == {"path": "Vehicle.Speed", "value": 12.5}
+            assert await asyncio.wait_for(proc.wait(), DEADLINE_S) == 0
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()

@@ -107,8 +107,9 @@ async def updates(
         last: dict[int, bytes | None] = {}
         first = _register(parts, who, app, names, last)
         log.info("app %s: KUKSA subscription %s to %d keys", who.app, app, len(names))
-        if first:
-            yield first
+        # At once, as the KUKSA databroker does: every subscribed signal, with its
+        # value where it has one (a client may wait for this before it starts).
+        yield first
         async for events in session.batches():
             for batch in _cut(events, last):
                 yield batch
@@ -117,7 +118,8 @@ async def updates(
 def _register(
     parts: KuksaParts, who: Caller, app: str, names: list[str], last: dict[int, bytes | None]
 ) -> list[Update]:
-    """Register the subscription's keys; returns their current values."""
+    """Register the subscription's keys; returns each with its current value (None:
+    none written yet), in the order asked."""
     requests = [SubscriptionRequest(n, 0, Trigger.ON_UPDATE, want_current=True) for n in names]
     with parts.access.calling(who):
         results = parts.ess.register(app, requests)
@@ -141,8 +143,7 @@ def _register(
                 who.app, "read", r.key, r.detail or r.status.name, field=f"signal_paths[{i}]"
             )
         last[r.key_id] = r.current
-        if r.current is not None:
-            first.append((r.key_id, r.current, parts.store.peek(r.key_id)[1]))
+        first.append((r.key_id, r.current, parts.store.peek(r.key_id)[1]))
     return first
 
 

@@ -290,8 +290,9 @@ class KuksaV2(val_pb2_grpc.VALServicer):
             name = store.name_of(key_id)
             if name is None:
                 continue  # removed since
-            point = types_pb2.Datapoint(timestamp=convert.timestamp(time_ns))
-            convert.set_wire(point.value, data, self._signals.get(name))
+            point = types_pb2.Datapoint()  # no value yet: neither value nor timestamp
+            if convert.set_wire(point.value, data, self._signals.get(name)):
+                point.timestamp.CopyFrom(convert.timestamp(time_ns))
             out[name if by_name else key_id] = point
         return out
 

@@ -112,8 +112,9 @@ class VALServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Subscribe(self, request, context):
-        """Values of signals by path as they are written: first one message with
-        the current value of every signal that has one, then every write.
+        """Values of signals by path as they are written: first, at once, one message
+        listing every subscribed signal (with its current value, or without a value
+        where none was written yet), as the KUKSA databroker does; then every write.
         An ESS subscription of its own app (`<app>/kuksa-sub-N`): a queue of
         `buffer_size` events (0: the default 100; at most 200), the drop rule for
         a slow reader (the oldest queued event of the same key goes; drops are
