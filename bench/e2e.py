@@ -290,7 +290,7 @@ def pct(values: list[int], q: float) -> float:
 
 def middleware(*extra: str) -> tuple[subprocess.Popen[str], str]:
     return spawn(
-        "middleware",
+        "vmw.server",
         "serve",
         "--listen",
         "127.0.0.1:0",
