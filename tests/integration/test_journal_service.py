@@ -590,10 +590,16 @@ async def test_a_follow_blocked_writing_ends_at_once_when_a_newer_one_replaces_i
         )
         old = stub.Follow(metadata=MD)
         await old.write(pb.FollowRequest(start=start))
-        # Give the old session time to reach its first write, which blocks: its group of
-        # 1000 records is far over the stream's flow-control window, and nobody reads.
-        # (Too short a pause can only make this test pass wrongly, never fail wrongly.)
-        await asyncio.sleep(0.3)
+        # The old session reaches its first write, which blocks: its group of 1000
+        # records is far over the stream's flow-control window, and nobody reads.
+        journal = server.journal_service
+        assert journal is not None
+
+        def blocked() -> bool:
+            session = journal.session_of(MD[0][1], "r")
+            return session is not None and session.sending
+
+        await eventually(blocked, timeout=30, what="the old session blocked in its first write")
         new = stub.Follow(metadata=MD)
         await new.write(pb.FollowRequest(start=start))
         group = await asyncio.wait_for(new.read(), 5)

@@ -76,6 +76,9 @@ class FollowSession:
         self._event: asyncio.Event | None = None
         self._task: asyncio.Task[Any] | None = None
         self.sent = 0
+        self.sending = False
+        """A group is being written (held there by flow control while the consumer
+        does not read)."""
         """Groups sent."""
 
     @property
@@ -184,7 +187,11 @@ class FollowSession:
                         return  # the journal's last record is sent and acknowledged
                     await event.wait()
                     continue
-                await send(group)
+                self.sending = True
+                try:
+                    await send(group)
+                finally:
+                    self.sending = False
                 self.sent += 1
         finally:
             feed.forget(event)

@@ -175,6 +175,10 @@ class JournalService(pb_grpc.JournalServiceServicer):
             if self._followers.get(key) is session:
                 del self._followers[key]
 
+    def session_of(self, app: str, component: str) -> FollowSession | None:
+        """The open Follow session of ``app``'s consumer ``component``, if any."""
+        return self._followers.get((app, component))
+
     async def finish(self, timeout: float) -> None:
         """The journal is closed (its ``stop`` record written): let every Follow send
         what is left and see it acknowledged, for at most ``timeout`` seconds."""
