@@ -117,6 +117,23 @@ async def test_typed_values_set_and_read_back_with_their_metadata(server: Runnin
     assert metadata["Vehicle.OBD.DTCList"]["data_type"] == "STRING_ARRAY"
 
 
+async def kuksa_subscriber(
+    server: RunningServer, path: str, count: int
+) -> asyncio.subprocess.Process:
+    """The real kuksa-client subscribed to ``path``: a JSON line per update, ``count`` of them."""
+    return await asyncio.create_subprocess_exec(
+        str(KUKSA_PYTHON),
+        str(DRIVER),
+        "subscribe",
+        "127.0.0.1",
+        str(server.port),
+        path,
+        str(count),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
 async def test_a_subscription_receives_what_the_projects_provider_publishes(
     server: RunningServer,
 ) -> None:
@@ -124,17 +141,7 @@ async def test_a_subscription_receives_what_the_projects_provider_publishes(
         await provider.add_keys(["Vehicle.Speed"])
         await provider.publish({"Vehicle.Speed": encode(10.0, datatype="float")})
         await provider.flush()
-        proc = await asyncio.create_subprocess_exec(
-            str(KUKSA_PYTHON),
-            str(DRIVER),
-            "subscribe",
-            "127.0.0.1",
-            str(server.port),
-            "Vehicle.Speed",
-            "4",
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
+        proc = await kuksa_subscriber(server, "Vehicle.Speed", 4)
         assert proc.stdout is not None
         seen: list[Any] = []
         try:
@@ -265,17 +272,7 @@ async def test_a_subscription_to_a_signal_with_no_value_is_answered_at_once(
     benchmark harness may) must not wait for the first write."""
     async with ProviderClient(server.address, "sim") as provider:
         await provider.add_keys(["Vehicle.Speed"])  # added, never written
-        proc = await asyncio.create_subprocess_exec(
-            str(KUKSA_PYTHON),
-            str(DRIVER),
-            "subscribe",
-            "127.0.0.1",
-            str(server.port),
-            "Vehicle.Speed",
-            "2",
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
+        proc = await kuksa_subscriber(server, "Vehicle.Speed", 2)
         assert proc.stdout is not None
         try:
             first = await asyncio.wait_for(proc.stdout.readline(), DEADLINE_S)
