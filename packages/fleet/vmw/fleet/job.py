@@ -7,11 +7,12 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from pyspark.sql import Column, DataFrame, Observation, Row, SparkSession
 from pyspark.sql import functions as F
 from vmw.contract.journal.landing import CollectorKind
+from vmw.contract.journal.records import Kind, Level
 from vmw.fleet import chain, extract, load, transforms
 from vmw.fleet.dataset import BAD, COLLECTOR, LINKS, RECORDS, Dataset
 from vmw.fleet.ingest import ingest, ingest_stream
@@ -232,6 +233,31 @@ def _concurrently(tasks: dict[str, Callable[[], Any]]) -> dict[str, Any]:
         return {name: f.result() for name, f in futures.items()}
 
 
+_NEEDS_FULL: Final = (
+    "delivered",
+    "seq_gaps",
+    "missing_seqs",
+    "unexplained_seqs",
+    "stale_intervals",
+)
+"""What only a journal at level ``full`` records (deliveries, writes): unknown below it."""
+_NEEDS_FULL_PER_APP: Final = (
+    "missing_seqs",
+    "explained_seqs",
+    "unexplained_seqs",
+    "drops_after_last_delivery",
+)
+
+
+def _levels(spark: SparkSession, ds: Dataset) -> set[str]:
+    """The journal levels the dataset's boots ran at (their ``start`` records)."""
+    records = spark.read.parquet(ds.table(RECORDS))
+    if "level" not in records.columns:
+        return set()
+    rows = records.where(F.col("kind") == Kind.START).select("level").distinct().collect()
+    return {str(r["level"]) for r in rows if r["level"]}
+
+
 def analyze(
     spark: SparkSession,
     dataset: str,
@@ -363,6 +389,7 @@ def analyze(
             }
         )
         per_boot = {**fleet.get, **vehicles.get}
+        levels = _levels(spark, ds)
         apps = apps_summary(found["queues"], found["gaps"])
         missing = sum(a.get("missing_seqs", 0) for a in apps.values())
         summary: dict[str, Any] = {
@@ -391,7 +418,18 @@ def analyze(
             ),
             "apps": apps,
             "stale_keys": stale_keys(found["stale_keys"]),
+            "journal_levels": sorted(levels),
+            # A dataset whose boots say no level (older journals) is taken as before.
+            "deliveries_recorded": not levels or Level.FULL.name.lower() in levels,
         }
+        if not summary["deliveries_recorded"]:
+            # No boot recorded its deliveries (or its writes): figures that count them
+            # would read 0 and a drop rate of 100 %. Unknown, not zero.
+            for name in _NEEDS_FULL:
+                summary[name] = None
+            for a in apps.values():
+                for name in ("delivered", *_NEEDS_FULL_PER_APP):
+                    a[name] = None
         if local:
             load.write_report(
                 report,

@@ -355,18 +355,28 @@ def write_report(
         "not_collected_records",
         "collector_restarts",
     ):
-        lines.append(f"| {key.replace('_', ' ')} | {summary[key]:,} |")
-    verdict = (
-        "every seq gap is explained by a drop record"
-        if summary["unexplained_seqs"] == 0
-        else f"**{summary['unexplained_seqs']} missing seqs have no drop record**"
-    )
+        figure = summary[key]
+        cell = "not recorded" if figure is None else f"{figure:,}"
+        lines.append(f"| {key.replace('_', ' ')} | {cell} |")
+    recorded = summary.get("deliveries_recorded", True)
+    if not recorded:
+        levels = ", ".join(summary.get("journal_levels", [])) or "unknown"
+        verdict = (
+            f"**not possible: the journals' level ({levels}) does not record deliveries "
+            "or writes**, so what each app received, its seq gaps and the keys' "
+            "staleness are unknown (run the middleware with `--journal-level full` to "
+            "know them); the drops below, by app, queue and key, are exact"
+        )
+    elif summary["unexplained_seqs"] == 0:
+        verdict = "every seq gap is explained by a drop record"
+    else:
+        verdict = f"**{summary['unexplained_seqs']} missing seqs have no drop record**"
     lines += ["", f"Reconciliation: {verdict}.", ""]
     lines += _journal_verdicts(summary, boots)
     lines += _not_collected(tables.not_collected)
-    lines += _vehicles(boots, tables.vehicle_apps)
+    lines += _vehicles(boots, tables.vehicle_apps, recorded=recorded)
     lines += _boots(boots)
-    lines += _vehicle_apps(tables.vehicle_apps, window)
+    lines += _vehicle_apps(tables.vehicle_apps, window, recorded=recorded)
     lines += _gap_keys(tables.gap_keys)
     lines += ["## Staleness", ""]
     if tables.stale_keys:
@@ -487,7 +497,7 @@ def _not_collected(rows_in: list[Any]) -> list[str]:
     ]
 
 
-def _vehicles(boots: list[Any], vehicle_apps: list[Any]) -> list[str]:
+def _vehicles(boots: list[Any], vehicle_apps: list[Any], *, recorded: bool = True) -> list[str]:
     per: dict[str, dict[str, Any]] = {}
     for b in boots:
         v = per.setdefault(
@@ -515,10 +525,10 @@ def _vehicles(boots: list[Any], vehicle_apps: list[Any]) -> list[str]:
             v["boots"] - 1,
             v["unclean"],
             f"{v['records']:,}",
-            f"{v['delivered']:,}",
+            f"{v['delivered']:,}" if recorded else "not recorded",
             f"{v['dropped']:,}",
-            f"{gaps.get(name, [0, 0])[0]:,}",
-            f"{gaps.get(name, [0, 0])[1]:,}",
+            f"{gaps.get(name, [0, 0])[0]:,}" if recorded else "not recorded",
+            f"{gaps.get(name, [0, 0])[1]:,}" if recorded else "not recorded",
             ", ".join(sorted(set(v["chain"]))) or "intact",
         ]
         for name, v in sorted(per.items())
@@ -592,7 +602,7 @@ def _boots(boots: list[Any]) -> list[str]:
     ]
 
 
-def _vehicle_apps(rows_in: list[Any], window: str) -> list[str]:
+def _vehicle_apps(rows_in: list[Any], window: str, *, recorded: bool = True) -> list[str]:
     if not rows_in:
         return [
             "## Drops and gaps per vehicle and app",
@@ -600,17 +610,18 @@ def _vehicle_apps(rows_in: list[Any], window: str) -> list[str]:
             "No event was delivered or dropped.",
             "",
         ]
+    unknown = "not recorded"
     rows = [
         [
             a["vehicle_id"],
             a["app"],
-            f"{a['delivered']:,}",
+            f"{a['delivered']:,}" if recorded else unknown,
             f"{a['dropped']:,}",
-            _rate(a["dropped"], a["delivered"]),
-            f"{a['missing']:,}",
-            f"{a['explained']:,}",
-            f"**{a['unexplained']:,}**" if a["unexplained"] else "0",
-            f"{a['drops_after_last_delivery']:,}",
+            _rate(a["dropped"], a["delivered"]) if recorded else unknown,
+            f"{a['missing']:,}" if recorded else unknown,
+            f"{a['explained']:,}" if recorded else unknown,
+            (f"**{a['unexplained']:,}**" if a["unexplained"] else "0") if recorded else unknown,
+            f"{a['drops_after_last_delivery']:,}" if recorded else unknown,
         ]
         for a in rows_in
     ]

@@ -138,7 +138,13 @@ def write_fleet(
     tamper: bool = False,
     trim: bool = False,
     tick_ns: int = TICK_NS,
+    level: str = "full",
 ) -> dict[str, Any]:
+    """Journals of a synthetic fleet under ``output``; returns what was planted.
+
+    ``level``: the journal level the boots say they ran at; at ``drops`` no
+    publish, queued or delivered record is written (only what that level keeps).
+    """
     rng = random.Random(seed)
     facts: dict[str, Any] = {
         "vehicles": vehicles,
@@ -183,6 +189,7 @@ def write_fleet(
                 crash=crash,
                 report_lost=lost,
                 trim=trim and v == 1 and b == 0,
+                level=level,
             )
             t = boot.t + RESTART_NS
             boot.close()
@@ -205,9 +212,11 @@ def _run_boot(
     crash: bool,
     report_lost: dict[str, Any] | None,
     trim: bool,
+    level: str = "full",
 ) -> dict[str, Any] | None:
     """One boot's records; what it lost that the next boot must report (a crash)."""
-    boot.write(Kind.START, address="127.0.0.1:50051", level="full", settings={"batch_max": 64})
+    full = level == "full"
+    boot.write(Kind.START, address="127.0.0.1:50051", level=level, settings={"batch_max": 64})
     if report_lost:
         # What the boot before lost and could not report (it crashed).
         for cause, count in report_lost["counts"].items():
@@ -251,15 +260,16 @@ def _run_boot(
             if key == STALE_KEY and tick in silent:
                 continue
             version[i] += 1
-            boot.write(
-                Kind.PUBLISH,
-                key=key,
-                key_id=i,
-                version=version[i],
-                changed=True,
-                size=8,
-                writer="vehicle-sim",
-            )
+            if full:
+                boot.write(
+                    Kind.PUBLISH,
+                    key=key,
+                    key_id=i,
+                    version=version[i],
+                    changed=True,
+                    size=8,
+                    writer="vehicle-sim",
+                )
             for app in ("dashboard", "slow"):
                 seq[(app, i)] += 1
                 s = seq[(app, i)]
@@ -277,6 +287,8 @@ def _run_boot(
                     continue
                 if app == "slow":
                     in_a_row[i] = 0
+                if not full:
+                    continue  # delivered: what the drops level does not record
                 boot.write(Kind.QUEUED, app=app, key_id=i, queue=0, seq=s)
                 boot.write(
                     Kind.DELIVERED,
