@@ -426,7 +426,7 @@ async def test_a_consumer_that_stops_reading_is_cut_loose_and_nobody_else_is_aff
                 elif stop.is_set():
                     return
                 else:
-                    await asyncio.sleep(0.005)
+                    await asyncio.sleep(0.005)  # the fast consumer's polling pace, not a wait
                 most_on_disk = max(most_on_disk, disk_bytes(Path(s.journal_dir)))
 
         events: list[DataEvent] = []

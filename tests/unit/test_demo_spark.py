@@ -104,7 +104,7 @@ def test_the_supervisor_shows_a_childs_lines_while_it_runs(tmp_path: Path) -> No
         "deadline = time.monotonic() + 60\n"
         f"while not pathlib.Path({str(seen)!r}).exists():\n"
         "    if time.monotonic() > deadline: sys.exit(3)\n"
-        "    time.sleep(0.01)\n"
+        "    time.sleep(0.01)\n"  # the child's polling pace (it has a deadline above)
         "print('{\"done\": true}')\n"
     )
     (tmp_path / "logs").mkdir()

@@ -523,8 +523,8 @@ def test_the_registry_writes_its_file_outside_its_lock_and_acks_write_nothing(
         writer.start()
 
         def read_until_registered() -> None:
-            while reg.get("app", "c") is None:
-                time.sleep(0.001)
+            while reg.get("app", "c") is None:  # bounded: runs_within gives it 2 s
+                time.sleep(0.001)  # the reader's pace: the reads beside the write are the test
             reg.all()
 
         assert runs_within(read_until_registered, 2), "a reader waited for the file write"

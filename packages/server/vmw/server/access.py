@@ -54,13 +54,39 @@ from vmw.server.errors import (
     UnauthenticatedError,
 )
 
-__all__ = ["Access", "Caller", "TokenBucket"]
+__all__ = ["Access", "Caller", "PublishPace", "TokenBucket"]
 
 log = logging.getLogger(__name__)
 
 _APP_ID: Final = re.compile(r"[A-Za-z0-9_.\-]{1,64}", re.ASCII)
 _MAX_BUCKETS: Final = 10_000
 _MAX_TOKEN_BYTES: Final = 8192
+
+
+class PublishPace:
+    """One provider stream's messages per second (``publish_messages_per_s``, burst
+    ``publish_burst``)."""
+
+    __slots__ = ("_app", "_bucket")
+
+    def __init__(self, app: str, rate: float, burst: int, clock: Callable[[], float]) -> None:
+        self._app = app
+        self._bucket = TokenBucket(rate, burst, clock)
+
+    def take(self, written: int) -> None:
+        """One more message; ``written``: the batches of the stream written so far.
+
+        Raises:
+            LimitExceededError: the stream sends faster than its limit.
+        """
+        if not self._bucket.take():
+            b = self._bucket
+            raise LimitExceededError(
+                "Publish messages/s",
+                b.rate,
+                f"app {self._app!r} sent more than {b.rate:g} messages/s (burst {b.burst:g}) "
+                f"on one stream; {written} batches were written",
+            )
 
 
 @dataclass(frozen=True)
@@ -281,11 +307,11 @@ class Access:
                 f"{who} sent more than {rate:g} requests/s (burst {burst}); slow down and retry",
             )
 
-    def publish_bucket(self) -> TokenBucket:
-        """A fresh message bucket for one Publish stream."""
-        return TokenBucket(
-            self._settings.publish_messages_per_s, self._settings.publish_burst, self._clock
-        )
+    def publish_pace(self, app: str) -> PublishPace:
+        """The message rate of one new provider stream of ``app`` (own Publish, KUKSA's
+        OpenProviderStream: the same limit)."""
+        s = self._settings
+        return PublishPace(app, s.publish_messages_per_s, s.publish_burst, self._clock)
 
     # -- authorization -------------------------------------------------------------
 

@@ -374,10 +374,6 @@ class RequestLimits:
     """An ``Events`` stream's window when its app asks for none."""
     max_stream_window: int
     """The largest window an app may ask for."""
-    publish_messages_per_s: float
-    """Messages a Publish stream may send per second (said when it is refused)."""
-    publish_burst: int
-    """... and in a burst."""
 
     @classmethod
     def of(cls, s: Settings) -> RequestLimits:
@@ -387,8 +383,6 @@ class RequestLimits:
             max_subscriptions_per_app=s.max_subscriptions_per_app,
             stream_window=s.stream_window,
             max_stream_window=s.max_stream_window,
-            publish_messages_per_s=s.publish_messages_per_s,
-            publish_burst=s.publish_burst,
         )
 
 

@@ -34,6 +34,10 @@ class Expiry:
         self.handled = False
         """A handler's own callback ended the stream (else the call was cancelled)."""
 
+    def handle(self, callback: Callable[[], None]) -> None:
+        """End the stream with ``callback`` at expiry, instead of cancelling the call."""
+        self._callback = callback
+
     def fire(self) -> None:
         self.fired = True
         if self._callback is not None:
@@ -67,5 +71,5 @@ def on_expiry(callback: Callable[[], None]) -> bool:
     expiry = _CURRENT.get()
     if expiry is None:
         return False
-    expiry._callback = callback
+    expiry.handle(callback)
     return True

@@ -266,6 +266,11 @@ class Streams:
         """The ESS apps of ``owner``'s open streams (its own, its KUKSA subscriptions)."""
         return set(self._apps_of.get(owner, ()))
 
+    def subscriptions_held(self, owner: str, *, besides: str | None = None) -> int:
+        """The subscriptions ``owner`` holds on its streams (one app, one limit),
+        not counting the ESS app ``besides``."""
+        return sum(len(self._ess.subscriptions(a)) for a in self.streams_of(owner) if a != besides)
+
     @asynccontextmanager
     async def session(
         self,

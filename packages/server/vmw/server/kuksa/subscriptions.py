@@ -25,7 +25,6 @@ from vmw.contract.journal.records import Kind
 from vmw.ess import (
     DataUpdated,
     Event,
-    EventSubSystem,
     QueueConfig,
     Status,
     SubscriptionRequest,
@@ -34,7 +33,6 @@ from vmw.ess import (
 from vmw.server.access import Caller
 from vmw.server.errors import InvalidRequestError, LimitExceededError, PermissionDeniedError
 from vmw.server.kuksa.common import KuksaParts
-from vmw.server.session import Streams
 from vmw.vstore import UnknownKeyError
 
 __all__ = ["DEFAULT_BUFFER", "SUBSCRIPTION_MARK", "Update", "updates"]
@@ -67,18 +65,13 @@ def _check(parts: KuksaParts, who: Caller, names: Sequence[str]) -> None:
             e.index = i
             raise e
     # One app's subscriptions, on its own stream and every KUKSA subscription of it.
-    held = subscriptions_held(parts.streams, parts.ess, who.app)
+    held = parts.streams.subscriptions_held(who.app)
     if held + len(names) > parts.limits.max_subscriptions_per_app:
         raise LimitExceededError(
             "subscriptions",
             parts.limits.max_subscriptions_per_app,
             f"app {who.app!r} holds {held} and asks for {len(names)} more",
         )
-
-
-def subscriptions_held(streams: Streams, ess: EventSubSystem, app: str) -> int:
-    """The subscriptions ``app`` holds on all its streams."""
-    return sum(len(ess.subscriptions(a)) for a in streams.streams_of(app))
 
 
 async def updates(

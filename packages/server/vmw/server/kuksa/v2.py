@@ -180,7 +180,8 @@ class KuksaV2(val_pb2_grpc.VALServicer):
     ) -> None:
         store = self._p.store
         limits = self._p.limits
-        bucket = self._p.access.publish_bucket()
+        pace = self._p.access.publish_pace(who.app)
+        published = 0
         async for request in requests:
             action = request.WhichOneof("action")
             if action == "provide_actuation_request":
@@ -194,14 +195,8 @@ class KuksaV2(val_pb2_grpc.VALServicer):
                 )
             elif action == "publish_values_request":
                 publish = request.publish_values_request
-                # The limits of the own Publish stream (vstore_service), the same here.
-                if not bucket.take():
-                    raise LimitExceededError(
-                        "Publish messages/s",
-                        limits.publish_messages_per_s,
-                        f"app {who.app!r} sent more than {limits.publish_messages_per_s:g} "
-                        f"messages/s (burst {limits.publish_burst}) on one provider stream",
-                    )
+                pace.take(published)  # the own Publish stream's limits, the same here
+                published += 1
                 if len(publish.data_points) > limits.max_keys_per_request:
                     raise InvalidRequestError(
                         "publish_values_request.data_points",

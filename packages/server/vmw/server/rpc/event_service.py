@@ -167,10 +167,8 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
 
     def _check_subscription_limit(self, app: str, keys: list[str]) -> None:
         held = {s.key for s in self._p.ess.subscriptions(app)}
-        others = sum(
-            len(self._p.ess.subscriptions(a)) for a in self._p.streams.streams_of(app) if a != app
-        )  # its KUKSA subscriptions': one app, one limit
-        after = len(held | set(keys)) + others
+        # Its KUKSA subscriptions' too: one app, one limit.
+        after = len(held | set(keys)) + self._p.streams.subscriptions_held(app, besides=app)
         limit = self._p.limits.max_subscriptions_per_app
         if after > limit:
             raise LimitExceededError(

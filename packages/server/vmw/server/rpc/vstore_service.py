@@ -18,7 +18,6 @@ from vmw.server.access import Access, Caller
 from vmw.server.cluster.node import ClusterNode
 from vmw.server.config import RequestLimits
 from vmw.server.errors import (
-    LimitExceededError,
     PermissionDeniedError,
     StreamConflictError,
     UnauthenticatedError,
@@ -170,8 +169,7 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         provider ends the stream itself: a dead one's stream also ends, silently)."""
         store = self._p.store
         access = self._p.access
-        bucket = access.publish_bucket()
-        s = self._p.limits
+        pace = access.publish_pace(who.app)
         writes = self._p.writes
         md = dict(context.invocation_metadata() or ())
         version = md.get(KEYS_VERSION_HEADER)
@@ -194,13 +192,7 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
                     f"the token of app {who.app!r} expired during the Publish stream "
                     f"({batches} batches were written)"
                 )
-            if not bucket.take():
-                raise LimitExceededError(
-                    "Publish messages/s",
-                    s.publish_messages_per_s,
-                    f"app {who.app!r} sent more than {s.publish_messages_per_s:g} messages/s "
-                    f"(burst {s.publish_burst}) on one stream; {batches} batches were written",
-                )
+            pace.take(batches)
             convert.check_count(f"batch {batches}: updates", request.updates, self._limit)
             batch = [
                 Update(u.id, u.data, None, u.time_ns if u.HasField("time_ns") else None)
