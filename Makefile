@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 KUKSA_VENV  := .venv-kuksa
 KUKSA_STAMP := $(KUKSA_VENV)/.installed
 
-.PHONY: install kuksa-venv demo serve sim dashboard proto test lint typecheck unit bench bench-core bench-e2e bench-kuksa bench-providers bench-spark bench-export bench-export-lag bench-metrics bench-cluster clean
+.PHONY: install kuksa-venv demo serve sim dashboard proto test lint typecheck unit bench bench-core bench-e2e bench-kuksa bench-providers bench-spark bench-export bench-export-lag bench-metrics bench-cluster bench-wildcard clean
 
 # The distributions under packages/, each editable, and the checks' own tools.
 DISTS := packages/contract[grpc] packages/sdk packages/server packages/fleet[spark] \
@@ -67,7 +67,7 @@ unit: $(STAMP) $(KUKSA_STAMP)
 	$(PY) -m pytest
 
 ## Benchmarks (not part of `make test`): see BENCHMARKS.md.
-bench: bench-core bench-e2e bench-kuksa bench-providers bench-spark bench-export bench-export-lag bench-metrics bench-cluster
+bench: bench-core bench-e2e bench-kuksa bench-providers bench-spark bench-export bench-export-lag bench-metrics bench-cluster bench-wildcard
 
 bench-core: $(STAMP)
 	$(PY) -m bench.core
@@ -115,3 +115,7 @@ clean:
 ## Prometheus scraper every second, and `top` refreshing every second; 3 runs.
 bench-metrics: $(STAMP)
 	$(PY) -m bench.metrics_cost
+
+## One huge KUKSA wildcard Get beside a bystander app: its wait, the RSS; 3 runs. About 30 s.
+bench-wildcard: $(STAMP)
+	$(PY) -m bench.wildcard_get --runs 3

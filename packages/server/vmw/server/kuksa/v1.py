@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from typing import Any, Final
 
 import grpc
 from vmw.proto.kuksa.val.v1 import types_pb2, val_pb2, val_pb2_grpc
@@ -61,9 +61,12 @@ class KuksaV1(val_pb2_grpc.VALServicer):
         # entry and the call refused as soon as it cannot fit, before it is built; and
         # the loop serves other callers between two of its paths.
         size, limit = 0, self._p.limits.max_message_bytes
+        store = self._p.store
+        built, paused = 0, False
         for i, req in enumerate(request.entries):
             if i:
-                await asyncio.sleep(0)
+                await _breathe()
+                paused = True
             try:
                 self._check_read(who, req.path, i)
                 found = readable_keys(self._p.store, req.path, who)
@@ -74,6 +77,12 @@ class KuksaV1(val_pb2_grpc.VALServicer):
                 continue
             value, target, metadata = _wanted(req.view, req.fields)
             for name, key_id in found:
+                built += 1
+                if built % _BREATHE_EVERY == 0:
+                    await _breathe()
+                    paused = True
+                if paused and store.name_of(key_id) != name:
+                    continue  # removed (its id maybe reused) while others were served
                 entry = self._entry(name, key_id, value, target, metadata)
                 size += entry.ByteSize() + _ENTRY_OVERHEAD
                 if size > limit - 1024:
@@ -174,7 +183,7 @@ class KuksaV1(val_pb2_grpc.VALServicer):
         most = min(limits.max_keys_per_request, limits.max_subscriptions_per_app)
         for i, entry in enumerate(request.entries):
             if i:
-                await asyncio.sleep(0)  # other callers between two of its paths
+                await _breathe()
             if entry.view not in _VALUE_VIEWS and not (
                 entry.view == types_pb2.VIEW_FIELDS
                 and set(entry.fields) <= {types_pb2.FIELD_VALUE, types_pb2.FIELD_PATH}
@@ -221,6 +230,16 @@ def _wanted(view: int, fields: Any) -> tuple[bool, bool, bool]:
         types_pb2.FIELD_ACTUATOR_TARGET in wanted,
         bool(wanted & _METADATA_FIELDS),
     )
+
+
+_BREATHE_EVERY: Final = 1_000
+"""Entries built between two pauses of a large call, in which other callers are served."""
+
+
+async def _breathe() -> None:
+    """Let other callers be served now (a bare ``sleep(0)`` is one turn of the loop:
+    too short for a call arriving from gRPC's poller to be read and answered)."""
+    await asyncio.sleep(0.001)
 
 
 _ENTRY_OVERHEAD = 8
