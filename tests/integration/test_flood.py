@@ -1,5 +1,5 @@
 """A client flooding the middleware beyond its rate limit does not take a
-well-behaved client's latency with it.
+well-behaved client's latency with it; a flood of streams leaves nothing behind.
 
 The middleware, the flooder and the measured client are three processes, as
 in a vehicle. The flooder sends as fast as it can from 16 concurrent calls;
@@ -18,9 +18,14 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import grpc
+from vmw.proto.ess.v1 import ess_pb2, ess_pb2_grpc
 from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+
+from tests.conftest import eventually
+from tests.integration.conftest import NewServer
 
 FLOODER = textwrap.dedent("""
     import asyncio, sys, time, grpc
@@ -133,3 +138,31 @@ async def test_a_flooding_client_is_refused_and_a_polite_one_keeps_its_latency()
     assert ok <= 200 * 5 + 200  # its rate (4 s at 200/s) plus its burst, with slack
     assert statistics.median(during) < max(5 * statistics.median(before), 5.0)
     assert p99(during) < max(5 * p99(before), 25.0)
+
+
+async def test_a_flood_of_streams_on_the_unix_socket_gives_its_memory_back_when_it_ends(
+    new_server: NewServer, tmp_path: Path
+) -> None:
+    """200 apps open a stream each on the Unix socket, then all leave: the streams'
+    state is gone, and the allocator's share of the memory they used is handed back
+    (:mod:`vmw.server.memory`: it kept 30 MB of a 1,000-app flood before)."""
+    running = await new_server(unix_socket=str(tmp_path / "vmw.sock"))
+    assert running.memory is not None
+    address = f"unix:{tmp_path / 'vmw.sock'}"
+    channels = [grpc.aio.insecure_channel(address) for _ in range(200)]
+    try:
+        calls = [
+            ess_pb2_grpc.EventServiceStub(ch).GetEvents(
+                ess_pb2.GetEventsRequest(), metadata=(("app-id", f"flood-{i}"),)
+            )
+            for i, ch in enumerate(channels)
+        ]
+        await asyncio.gather(*(call.read() for call in calls))  # each stream is open
+        assert len(running.runtime.streams) == 200
+        assert running.memory.trims == 0
+        for call in calls:
+            call.cancel()
+        await eventually(lambda: len(running.runtime.streams) == 0, timeout=30, what="apps gone")
+        await eventually(lambda: running.memory.trims == 1, timeout=30, what="a trim")
+    finally:
+        await asyncio.gather(*(ch.close() for ch in channels))

@@ -44,6 +44,7 @@ from vmw.server.cluster.node import PeerCredentials
 from vmw.server.config import RequestLimits, Settings
 from vmw.server.kuksa import KUKSA_SERVICES, add_kuksa_services
 from vmw.server.kuksa.common import KuksaParts, authenticate_kuksa
+from vmw.server.memory import GiveBack, malloc_trim
 from vmw.server.metrics import MetricsEndpoint, MetricsListenError, StatsReader, registry_for
 from vmw.server.rpc.actuation_service import ActuationService
 from vmw.server.rpc.admin_service import AdminService
@@ -96,6 +97,8 @@ class RunningServer:
     """Tells apps about stale keys (see :mod:`vmw.server.health`)."""
     calls: Calls | None = None
     """The calls in progress that can still write a journal record."""
+    memory: GiveBack | None = None
+    """Hands the memory of a surge of calls back when it ends (:mod:`vmw.server.memory`)."""
     journal_service: JournalService | None = None
 
     async def stop(self, grace: float = 2.0) -> None:
@@ -287,6 +290,7 @@ async def start_server(settings: Settings) -> RunningServer:
             "grpc.reflection.v1.ServerReflection": None,
         },
     )
+    memory = GiveBack(malloc_trim())
     # Spared: calls that write no record, ended by server.stop after the journal's stop.
     calls = Calls(
         (
@@ -294,7 +298,8 @@ async def start_server(settings: Settings) -> RunningServer:
             health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
             reflection.SERVICE_NAME,
             "grpc.reflection.v1.ServerReflection",
-        )
+        ),
+        on_count=memory.calls,
     )
     server = grpc.aio.server(
         options=_options(settings), interceptors=[calls, DecodeGuard(), identify]
@@ -436,5 +441,6 @@ async def start_server(settings: Settings) -> RunningServer:
         metrics,
         health_watch=health_watch,
         calls=calls,
+        memory=memory,
         journal_service=journal_service,
     )

@@ -6,14 +6,15 @@ produce a journal record (providers' streams, apps' streams, unary writes,
 peer links) ends first; then the journal writes its ``stop`` record; then the
 journal's own followers get that record, and only then do their calls end.
 :class:`Calls` keeps the task of each call in progress, except those of the
-services it is told to spare, and :meth:`Calls.end` ends them.
+services it is told to spare, and :meth:`Calls.end` ends them. It also tells
+their number as it changes (:class:`vmw.server.memory.GiveBack` watches it).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
 import grpc
@@ -26,8 +27,12 @@ class Calls(grpc.aio.ServerInterceptor):
     """Tracks the task of every call in progress except those of ``spared`` services
     (full service names)."""
 
-    def __init__(self, spared: Iterable[str] = ()) -> None:
+    def __init__(
+        self, spared: Iterable[str] = (), on_count: Callable[[int], None] | None = None
+    ) -> None:
         self._spared = frozenset(spared)
+        self._on_count = on_count or (lambda _: None)
+        """Told the number of tracked calls each time it changes."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -55,10 +60,12 @@ class Calls(grpc.aio.ServerInterceptor):
             return
         self._tasks.add(task)
         self._idle.clear()
+        self._on_count(len(self._tasks))
         try:
             yield
         finally:
             self._tasks.discard(task)
+            self._on_count(len(self._tasks))
             if not self._tasks:
                 self._idle.set()
 

@@ -1,0 +1,68 @@
+"""Memory a surge of calls used goes back to the system when the surge ends.
+
+Measured (a flood of 1,000 apps on the Unix socket, 666 streams admitted by the
+event budget, then all closed): the middleware's RSS went 59 -> 89 MB and stayed
+there, but what Python still held afterwards was 0.7 MB (tracemalloc: the rate
+limit buckets of 1,000 app names, themselves bounded). The rest was the C
+allocator's high-water mark: glibc keeps freed memory for reuse (a second and
+third flood did not grow it), and ``malloc_trim`` handed 17 of the 30 MB back.
+What remains is gRPC's and the interpreter's own pools.
+
+So a flood can pin at most what the limits admit at once (streams: ``max_apps``
+and the event budget; requests: the rate limits) while it lasts, and
+:class:`GiveBack` returns the allocator's share when the number of calls in
+progress falls from a peak: the trim runs in a worker thread, off the event loop.
+On a C library without ``malloc_trim`` (musl, macOS) it does nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import ctypes.util
+import logging
+from collections.abc import Callable
+
+__all__ = ["GiveBack", "malloc_trim"]
+
+log = logging.getLogger(__name__)
+
+
+def malloc_trim() -> Callable[[], object] | None:
+    """glibc's ``malloc_trim(0)``, or None where the C library has none."""
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return None
+    try:
+        trim = ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):
+        return None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return lambda: trim(0)
+
+
+class GiveBack:
+    """Trims the allocator once the calls in progress fall to a quarter of a peak
+    that was at least ``surge`` calls above it (a flood ended, not a steady load)."""
+
+    def __init__(self, trim: Callable[[], object] | None, surge: int = 128) -> None:
+        self._trim = trim
+        self._surge = surge
+        self._peak = 0
+        self._running: asyncio.Future[object] | None = None
+        self.trims = 0
+        """Trims started (for tests and stats)."""
+
+    def calls(self, count: int) -> None:
+        """Told the number of calls in progress each time it changes."""
+        if count > self._peak:
+            self._peak = count
+            return
+        if self._peak - count < self._surge or count > self._peak // 4:
+            return
+        self._peak = count
+        if self._trim is None or (self._running is not None and not self._running.done()):
+            return
+        self.trims += 1
+        self._running = asyncio.get_running_loop().run_in_executor(None, self._trim)
