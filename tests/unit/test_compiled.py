@@ -1,0 +1,134 @@
+"""Which cores a test run imports: the pure ``.py`` files or the mypyc-compiled ones.
+
+Built with ``VMW_MYPYC=1``, vmw-server compiles the modules of ``vmw.vstore``
+and ``vmw.ess`` that ``packages/server/setup.py`` lists (``COMPILED``); built
+without, it is pure Python (docs/contributing.md, "Compiled cores"). Both are
+tested:
+
+* ``make unit`` runs every test in ``.venv``, where vmw-server is installed
+  editable and pure: every core module must be its ``.py`` file there, so that
+  an extension built in place cannot silently stand in for the code under test;
+* ``make unit-compiled`` runs the cores' tests in ``.venv-compiled`` with
+  ``VMW_EXPECT_COMPILED=1``: each listed module must then be a compiled
+  extension, and every core module the installed copy, not this source tree.
+
+And the build's choice itself: pure unless asked, loud when asked and unable.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.machinery
+import os
+import runpy
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVER = ROOT / "packages" / "server"
+SETUP = SERVER / "setup.py"
+EXPECT_COMPILED = os.environ.get("VMW_EXPECT_COMPILED") == "1"
+
+
+def _compiled_paths() -> list[str]:
+    """``COMPILED`` of setup.py, read without running it."""
+    for node in ast.parse(SETUP.read_text()).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "COMPILED" for t in node.targets
+        ):
+            paths = ast.literal_eval(node.value)
+            assert isinstance(paths, list)
+            return [str(p) for p in paths]
+    raise AssertionError("packages/server/setup.py has no COMPILED list")
+
+
+def _module(path: str) -> str:
+    return path.removesuffix(".py").replace("/", ".")
+
+
+COMPILED = {_module(p) for p in _compiled_paths()}
+CORES = sorted(
+    _module(p.relative_to(SERVER).as_posix())
+    for package in ("vstore", "ess")
+    for p in (SERVER / "vmw" / package).glob("*.py")
+)
+
+
+def test_setup_compiles_the_hot_modules_of_the_cores() -> None:
+    assert set(CORES) >= COMPILED, "setup.py names a module that is not a core module"
+    hot = {
+        "vmw.vstore.store",
+        "vmw.vstore.keys",
+        "vmw.ess.system",
+        "vmw.ess.queues",
+        "vmw.ess.subscriptions",
+        "vmw.ess.watch",
+        "vmw.ess.events",
+    }
+    assert hot <= COMPILED
+
+
+@pytest.mark.parametrize("name", CORES)
+def test_the_core_module_is_compiled_only_where_expected(name: str) -> None:
+    module = importlib.import_module(name)
+    where = Path(module.__file__ or "")
+    compiled = where.name.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+    if EXPECT_COMPILED:
+        assert compiled == (name in COMPILED), f"{name} loaded from {where}"
+        assert not where.is_relative_to(ROOT / "packages"), (
+            f"{name} loaded from the source tree ({where}), not the compiled install"
+        )
+    else:
+        assert where.suffix == ".py", f"{name} loaded from {where}, not its .py file"
+
+
+def _run_setup(monkeypatch: pytest.MonkeyPatch, argv: list[str] | None = None) -> dict[str, Any]:
+    """Run setup.py as a build backend would, with a stand-in for setuptools;
+    returns what it passed to ``setup()``."""
+    passed: dict[str, Any] = {}
+    fake = types.ModuleType("setuptools")
+    fake.setup = passed.update  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "setuptools", fake)
+    monkeypatch.setattr(sys, "argv", [str(SETUP), *(argv or ["bdist_wheel"])])
+    monkeypatch.chdir(SERVER)
+    runpy.run_path(str(SETUP), run_name="__main__")
+    return passed
+
+
+@pytest.mark.parametrize("value", [None, "0", ""])
+def test_the_default_build_is_pure_python(
+    monkeypatch: pytest.MonkeyPatch, value: str | None
+) -> None:
+    # No extension: a machine without a C compiler (or mypy) builds and installs it.
+    if value is None:
+        monkeypatch.delenv("VMW_MYPYC", raising=False)
+    else:
+        monkeypatch.setenv("VMW_MYPYC", value)
+    monkeypatch.setitem(sys.modules, "mypyc.build", None)  # not even importable
+    assert _run_setup(monkeypatch) == {"ext_modules": []}
+
+
+def test_an_unknown_setting_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VMW_MYPYC", "yes")
+    with pytest.raises(SystemExit, match="VMW_MYPYC='yes'"):
+        _run_setup(monkeypatch)
+
+
+def test_asking_for_the_compiled_cores_without_mypyc_fails_loudly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("VMW_MYPYC", "1")
+    monkeypatch.setitem(sys.modules, "mypyc.build", None)  # import raises ImportError
+    with pytest.raises(SystemExit, match=r"mypyc is not importable.*--no-build-isolation"):
+        _run_setup(monkeypatch)
+
+
+def test_an_editable_install_is_never_compiled(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VMW_MYPYC", "1")
+    with pytest.raises(SystemExit, match="editable install is pure"):
+        _run_setup(monkeypatch, ["editable_wheel"])
