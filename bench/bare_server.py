@@ -13,13 +13,16 @@ How each batch is made (``--build``):
 - ``raw``: the raw limit of the transport: one batch serialized once at start
   and written again and again as bytes (no serializer on the stream), so only
   gRPC's own per-message work remains;
-- ``relay``: the latency floor. A bare relay of a real provider's writes: it
-  serves ``VStore.AddKeys``/``Publish`` and ``Events``, and every update of a
-  ``Publish`` message goes to every connected app's list at once; each app's
-  stream writes what its list holds (``events.add()``, field assignment) as
-  soon as it can, with no store, no subscriptions, no queues, no drop rule, no
-  window, no journal. The fastest way to put a provider's writes on the apps'
-  streams in grpc.aio, so the middleware's latency is read beside it.
+- ``relay``: the floor of the delivery path. A bare relay of a real provider's
+  writes: it serves ``VStore.AddKeys``/``Publish`` and ``Events``; it decodes
+  each ``Publish`` message, builds one ``EventBatch`` of its updates
+  (``events.add()``, field assignment), serializes it once and puts the same
+  bytes on every connected app's list; each app's stream writes what its list
+  holds as soon as it can (several messages joined into one write while they
+  hold at most ``--batch`` events), with no store, no subscriptions, no
+  queues, no drop rule, no window, no journal. The fastest way to put a
+  provider's writes on the apps' streams in grpc.aio, so the middleware's
+  latency, delivery and CPU are read beside it.
 
 Run by ``bench.e2e``: ``python -m bench.bare_server --batch 64 --keys 100``.
 """
@@ -28,10 +31,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import gc
 import signal
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -128,12 +133,22 @@ class BareEventService(ess_pb2_grpc.EventServiceServicer):
 
 
 class Relay(ess_pb2_grpc.EventServiceServicer, vstore_pb2_grpc.VStoreServicer):
-    """``--build relay``: a provider's writes fanned out to every app's stream."""
+    """``--build relay``: a provider's writes fanned out to every app's stream.
+
+    Each ``Publish`` message, decoded, becomes one ``EventBatch`` (``events.add()``
+    and field assignment per update), serialized once; the same bytes go on every
+    connected app's list. Each app's stream writes what its list holds as soon as
+    it can (its ``Events`` has no response serializer): one message, or several
+    joined into one write (serialized ``EventBatch`` messages concatenated are one
+    ``EventBatch`` with all their events) while they hold at most ``batch_max``
+    events together.
+    """
 
     def __init__(self, batch_max: int) -> None:
         self._batch_max = batch_max
-        self._apps: list[tuple[list[tuple[int, int, bytes]], asyncio.Event]] = []
+        self._apps: list[tuple[list[tuple[bytes, int]], asyncio.Event]] = []
         self._ids: dict[str, int] = {}
+        self._seq = 0
 
     async def AddKeys(self, request: Any, context: Any) -> Any:
         keys = []
@@ -145,38 +160,45 @@ class Relay(ess_pb2_grpc.EventServiceServicer, vstore_pb2_grpc.VStoreServicer):
     async def Publish(self, requests: Any, context: Any) -> Any:
         n = 0
         async for request in requests:
-            updates = [(u.id, u.time_ns, u.data) for u in request.updates]
-            n += len(updates)
+            batch = ess_pb2.EventBatch()
+            add = batch.events.add
+            seq = self._seq
+            for u in request.updates:
+                d = add().data_updated
+                d.key = u.id
+                seq += 1
+                d.seq = seq
+                d.time_ns = u.time_ns
+                d.data = u.data
+            size = seq - self._seq
+            self._seq = seq
+            n += size
+            raw = batch.SerializeToString()
             for pending, bell in self._apps:
-                pending.extend(updates)
+                pending.append((raw, size))
                 bell.set()
         return vstore_pb2.PublishSummary(updates=n)
 
     async def Events(self, requests: Any, context: Any) -> None:
         await anext(aiter(requests))
         acks = asyncio.create_task(_ignore(requests))
-        pending: list[tuple[int, int, bytes]] = []
+        pending: list[tuple[bytes, int]] = []
         bell = asyncio.Event()
         entry = (pending, bell)
         self._apps.append(entry)
-        seqs: dict[int, int] = {}
         try:
-            await context.write(_started(WINDOW))
+            await context.write(_started(WINDOW).SerializeToString())
             while True:
                 await bell.wait()
                 bell.clear()
                 while pending:
-                    take = pending[: self._batch_max]
-                    del pending[: self._batch_max]
-                    batch = ess_pb2.EventBatch()
-                    add = batch.events.add
-                    for key, time_ns, data in take:
-                        d = add().data_updated
-                        d.key = key
-                        d.seq = seqs[key] = seqs.get(key, 0) + 1
-                        d.time_ns = time_ns
-                        d.data = data
-                    await context.write(batch)
+                    take, events = 1, pending[0][1]
+                    while take < len(pending) and events + pending[take][1] <= self._batch_max:
+                        events += pending[take][1]
+                        take += 1
+                    raw = pending[0][0] if take == 1 else b"".join(r for r, _ in pending[:take])
+                    del pending[:take]
+                    await context.write(raw)
         finally:
             self._apps.remove(entry)
             acks.cancel()
@@ -185,7 +207,8 @@ class Relay(ess_pb2_grpc.EventServiceServicer, vstore_pb2_grpc.VStoreServicer):
 
 
 class SyncBareEventService(ess_pb2_grpc.EventServiceServicer):
-    """The same ceiling on the thread-pool (sync) gRPC server, for the aio-vs-sync record."""
+    """The same ceiling on the thread-pool (sync) gRPC server, for the aio-vs-sync record
+    (``GetEvents``, and ``Events``, which the benchmark's apps open)."""
 
     def __init__(self, batch: int, keys: int, value_size: int) -> None:
         self._batch = batch
@@ -194,6 +217,16 @@ class SyncBareEventService(ess_pb2_grpc.EventServiceServicer):
 
     def GetEvents(self, request: Any, context: Any) -> Any:
         yield ess_pb2.EventBatch(events=[_Event(started=ess_pb2.StreamStarted(boot_id="bare"))])
+        seq = 0
+        while context.is_active():
+            yield _batch_add(seq, self._batch, self._keys, self._value)
+            seq += self._batch
+
+    def Events(self, requests: Any, context: Any) -> Any:
+        next(requests)  # the open request
+        # The acknowledgements, read and ignored on a thread of their own.
+        threading.Thread(target=collections.deque, args=(requests, 0), daemon=True).start()
+        yield _started(WINDOW)
         seq = 0
         while context.is_active():
             yield _batch_add(seq, self._batch, self._keys, self._value)
@@ -219,22 +252,25 @@ def _main_sync(args: argparse.Namespace) -> None:
     server.stop(0)
 
 
-def _raw_handler(service: BareEventService) -> grpc.GenericRpcHandler:
-    """EventService with GetEvents and Events writing bytes as they are (no response
-    serializer)."""
+def _bytes_handler(service: Any, methods: tuple[str, ...]) -> grpc.GenericRpcHandler:
+    """EventService with ``methods`` (of GetEvents and Events) writing bytes as they
+    are (no response serializer), and Register."""
+    handlers: dict[str, Callable[[], grpc.RpcMethodHandler[Any, Any]]] = {
+        "GetEvents": lambda: grpc.unary_stream_rpc_method_handler(
+            service.GetEvents,
+            request_deserializer=ess_pb2.GetEventsRequest.FromString,
+            response_serializer=None,
+        ),
+        "Events": lambda: grpc.stream_stream_rpc_method_handler(
+            service.Events,
+            request_deserializer=ess_pb2.EventsRequest.FromString,
+            response_serializer=None,
+        ),
+    }
     return grpc.method_handlers_generic_handler(
         "vehicle.ess.v1.EventService",
         {
-            "GetEvents": grpc.unary_stream_rpc_method_handler(
-                service.GetEvents,
-                request_deserializer=ess_pb2.GetEventsRequest.FromString,
-                response_serializer=None,
-            ),
-            "Events": grpc.stream_stream_rpc_method_handler(
-                service.Events,
-                request_deserializer=ess_pb2.EventsRequest.FromString,
-                response_serializer=None,
-            ),
+            **{name: handlers[name]() for name in methods},
             "Register": grpc.unary_unary_rpc_method_handler(
                 service.Register,
                 request_deserializer=ess_pb2.RegisterRequest.FromString,
@@ -249,10 +285,10 @@ async def _main(args: argparse.Namespace) -> None:
     service = BareEventService(args.batch, args.keys, args.value_size, args.build)
     if args.build == "relay":
         relay = Relay(args.batch)
-        ess_pb2_grpc.add_EventServiceServicer_to_server(relay, server)
+        server.add_generic_rpc_handlers((_bytes_handler(relay, ("Events",)),))
         vstore_pb2_grpc.add_VStoreServicer_to_server(relay, server)
     elif args.build == "raw":
-        server.add_generic_rpc_handlers((_raw_handler(service),))
+        server.add_generic_rpc_handlers((_bytes_handler(service, ("GetEvents", "Events")),))
     else:
         ess_pb2_grpc.add_EventServiceServicer_to_server(service, server)
     port = server.add_insecure_port("127.0.0.1:0")

@@ -8,7 +8,8 @@ this process, a fresh middleware per measurement.
 
 * KUKSA: the provider opens a v2 ``OpenProviderStream`` and publishes
   ``PublishValuesRequest``s by signal id (at most 64 signals per message,
-  each with its timestamp), reading the ``PublishValuesResponse``s as they
+  each with its timestamp; at a fixed rate, what is due on each 1 ms tick,
+  as the own API's provider does), reading the ``PublishValuesResponse``s as they
   come; subscribers call v2 ``Subscribe`` on the 100 paths (``buffer_size``
   200).
 Rows: one subscriber with the provider at full speed, at 10,000 signals/s
@@ -38,7 +39,6 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
@@ -46,7 +46,22 @@ from vmw.proto.kuksa.val.v2 import types_pb2 as t2
 from vmw.proto.kuksa.val.v2 import val_pb2 as v2
 from vmw.proto.kuksa.val.v2 import val_pb2_grpc as v2_grpc
 
-from bench.e2e import BATCH, KEYS, Tally, measure, middleware, pct, stop, timed_window
+from bench.loads import (
+    BATCH,
+    KEYS,
+    Figure,
+    Tally,
+    cancel,
+    ended,
+    figure,
+    finish,
+    measure,
+    middleware,
+    paced,
+    started,
+    stop,
+    timed_window,
+)
 
 KUKSA_PUBLISHED = (83_935, 1.2)
 """The KUKSA databroker's published figures: signals/s and p99 ms
@@ -92,31 +107,23 @@ async def provider_main(address: str, rate: float, seconds: float, batch_max: in
         reader = asyncio.create_task(responses())
         sent = 0
         n = 0
-        start = time.perf_counter()
-        tick = start
         request_id = 0
-        while time.perf_counter() - start < seconds:
-            if rate > 0:
-                # As the own API's provider: what is due each millisecond goes as one message.
-                tick += 0.001
-                await asyncio.sleep(max(0.0, tick - time.perf_counter()))
-                due = min(batch_max, int(rate * (time.perf_counter() - start)) - sent)
-                if due <= 0:
-                    continue
-            else:
-                due = batch_max
+        async for sizes in paced(rate, seconds, batch_max):
+            # As the own API's provider: what is due goes at once, in messages of at
+            # most batch_max signals, each signal with its timestamp.
             now = time.time_ns()
-            request_id += 1
-            request = v2.OpenProviderStreamRequest()
-            points = request.publish_values_request.data_points
-            request.publish_values_request.request_id = request_id
-            for _ in range(due):
-                n += 1
-                point = points[ids[n % len(ids)]]
-                point.value.float = float(n % 1000)
-                point.timestamp.seconds, point.timestamp.nanos = divmod(now, 1_000_000_000)
-            await call.write(request)
-            sent += due
+            for size in sizes:
+                request_id += 1
+                request = v2.OpenProviderStreamRequest()
+                points = request.publish_values_request.data_points
+                request.publish_values_request.request_id = request_id
+                for _ in range(size):
+                    n += 1
+                    point = points[ids[n % len(ids)]]
+                    point.value.float = float(n % 1000)
+                    point.timestamp.seconds, point.timestamp.nanos = divmod(now, 1_000_000_000)
+                await call.write(request)
+                sent += size
         await call.done_writing()
         await asyncio.sleep(0.5)  # the last answers
         reader.cancel()
@@ -124,7 +131,9 @@ async def provider_main(address: str, rate: float, seconds: float, batch_max: in
         print(f"published {sent} in {request_id} messages, {failed} refused", flush=True)
 
 
-async def start_provider(address: str, rate: float, seconds: float) -> asyncio.subprocess.Process:
+async def start_provider(
+    address: str, rate: float, seconds: float, batch_max: int = BATCH
+) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -136,6 +145,8 @@ async def start_provider(address: str, rate: float, seconds: float) -> asyncio.s
         str(rate),
         "--seconds",
         str(seconds),
+        "--batch-max",
+        str(batch_max),
         stdout=asyncio.subprocess.PIPE,
     )
 
@@ -163,8 +174,19 @@ async def subscriber(address: str, tally: Tally, ready: asyncio.Event) -> None:
 
 
 async def measure_kuksa(
-    address: str, subscribers: int, rate: float, seconds: float
+    address: str,
+    subscribers: int,
+    rate: float,
+    seconds: float,
+    *,
+    batch_max: int = BATCH,
+    warmup: float = 1.0,
 ) -> tuple[Tally, float, str]:
+    """``subscribers`` on v2 ``Subscribe`` to the 100 signals, the KUKSA provider at
+    ``rate`` (0: as fast as it can) in messages of at most ``batch_max``; ``warmup``
+    s, then ``seconds`` measured. The tally, the delivered signals/s (all
+    subscribers; the first message of each subscription, the current values, is not
+    counted) and what the provider said."""
     tally = Tally()
     async with grpc.aio.insecure_channel(address) as channel:
         # A first value of every signal: each subscription starts with the current values.
@@ -178,40 +200,39 @@ async def measure_kuksa(
             )
     readies = [asyncio.Event() for _ in range(subscribers)]
     tasks = [asyncio.create_task(subscriber(address, tally, r)) for r in readies]
-    await asyncio.wait_for(asyncio.gather(*(r.wait() for r in readies)), 60)
-    provider = await start_provider(address, rate, seconds + 2.0)
-    elapsed = await timed_window(tally, seconds)
-    for t in tasks:
-        t.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
-    out, _ = await provider.communicate()
-    return tally, tally.events / elapsed, out.decode().strip()
+    provider = None
+    try:
+        await started(readies, tasks)
+        provider = await start_provider(address, rate, warmup + seconds + 0.5, batch_max)
+        elapsed = await timed_window(tally, seconds, warmup)
+        await cancel(tasks)
+        said = await finish(provider)
+    finally:
+        await cancel(tasks)
+        await ended(provider)
+    return tally, tally.events / elapsed, said
 
 
 # -- the run ----------------------------------------------------------------------------
 
 
-@dataclass
-class Figure:
-    rate: float
-    p50: float
-    p99: float
-    per_message: float
-
-
-def figure(tally: Tally, rate: float) -> Figure:
-    return Figure(
-        rate,
-        pct(tally.latencies_ns, 0.5),
-        pct(tally.latencies_ns, 0.99),
-        tally.events / max(1, tally.batches),
-    )
-
-
-async def run_kuksa(catalog_path: Path, subs: int, rate: float, seconds: float) -> Figure:
-    proc, address = middleware("--vss", str(catalog_path))
+async def run_kuksa(
+    catalog_path: Path,
+    subs: int,
+    rate: float,
+    seconds: float,
+    *,
+    batch_max: int = BATCH,
+    warmup: float = 1.0,
+    flags: tuple[str, ...] = (),
+) -> Figure:
+    """One window through the KUKSA API on a fresh middleware (``--vss catalog_path``
+    and ``flags``), stopped after it."""
+    proc, address = middleware("--vss", str(catalog_path), *flags)
     try:
-        tally, delivered, said = await measure_kuksa(address, subs, rate, seconds)
+        tally, delivered, said = await measure_kuksa(
+            address, subs, rate, seconds, batch_max=batch_max, warmup=warmup
+        )
     finally:
         stop(proc)
     if "0 refused" not in said:
