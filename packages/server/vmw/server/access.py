@@ -53,6 +53,7 @@ from vmw.server.errors import (
     ScopeDeniedError,
     UnauthenticatedError,
 )
+from vmw.vstore import UnknownKeyError
 
 __all__ = ["Access", "Caller", "PublishPace", "TokenBucket"]
 
@@ -366,6 +367,22 @@ class Access:
                 raise PermissionDeniedError(
                     caller.app, "write", key, f"claimed by {owner!r}", field=field
                 )
+
+    def check_by_id(
+        self, caller: Caller, action: str, key: str, key_id: int, index: int, *, field: str = ""
+    ) -> None:
+        """:meth:`check` for a key a request named by its id (``index`` in its batch).
+
+        An id of a key ``caller`` may neither ``action`` nor read is answered as an
+        id no key has (UnknownKeyError with ``index``): a denial naming the key would
+        tell its name and that it exists.
+        """
+        grants = caller.grants
+        if not grants.allows(action, key) and not grants.allows("read", key):
+            error = UnknownKeyError(key_id)
+            error.index = index
+            raise error
+        self.check(caller, action, key, field=field)
 
     def check_admin(self, caller: Caller) -> None:
         """Raise ScopeDeniedError unless ``caller`` may read the middleware's figures

@@ -110,6 +110,7 @@ def resolve_path(store: VStore, path: str) -> list[tuple[str, int]]:
     key_id = store.id_of(path)
     if key_id is not None:
         return [(path, key_id)]
+    asked = path  # the error names the path as asked, as it does for unreadable keys
     if path.endswith(".*") and "*" not in path[:-2]:
         path = path[:-2]
     if "*" in path:
@@ -121,7 +122,7 @@ def resolve_path(store: VStore, path: str) -> list[tuple[str, int]]:
     else:
         found = [(n, i) for n, i in store.iter_keys(path) if n != path]
     if not found:
-        raise UnknownKeyError(path)
+        raise UnknownKeyError(asked)
     return found
 
 

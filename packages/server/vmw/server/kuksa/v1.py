@@ -8,9 +8,8 @@ UNIMPLEMENTED (the generated base class does).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-from typing import Any, Final
+from typing import Any
 
 import grpc
 from vmw.proto.kuksa.val.v1 import types_pb2, val_pb2, val_pb2_grpc
@@ -26,6 +25,7 @@ from vmw.server.kuksa.common import (
 )
 from vmw.server.kuksa.info import SERVER_NAME, SERVER_VERSION
 from vmw.server.kuksa.subscriptions import updates
+from vmw.server.rpc.breathe import BREATHE_EVERY, breathe
 from vmw.server.rpc.convert import check_count
 from vmw.server.rpc.status import maps_errors
 from vmw.server.signals import Signals
@@ -65,7 +65,7 @@ class KuksaV1(val_pb2_grpc.VALServicer):
         built, paused = 0, False
         for i, req in enumerate(request.entries):
             if i:
-                await _breathe()
+                await breathe()
                 paused = True
             try:
                 self._check_read(who, req.path, i)
@@ -78,8 +78,8 @@ class KuksaV1(val_pb2_grpc.VALServicer):
             value, target, metadata = _wanted(req.view, req.fields)
             for name, key_id in found:
                 built += 1
-                if built % _BREATHE_EVERY == 0:
-                    await _breathe()
+                if built % BREATHE_EVERY == 0:
+                    await breathe()
                     paused = True
                 if paused and store.name_of(key_id) != name:
                     continue  # removed (its id maybe reused) while others were served
@@ -183,7 +183,7 @@ class KuksaV1(val_pb2_grpc.VALServicer):
         most = min(limits.max_keys_per_request, limits.max_subscriptions_per_app)
         for i, entry in enumerate(request.entries):
             if i:
-                await _breathe()
+                await breathe()
             if entry.view not in _VALUE_VIEWS and not (
                 entry.view == types_pb2.VIEW_FIELDS
                 and set(entry.fields) <= {types_pb2.FIELD_VALUE, types_pb2.FIELD_PATH}
@@ -230,16 +230,6 @@ def _wanted(view: int, fields: Any) -> tuple[bool, bool, bool]:
         types_pb2.FIELD_ACTUATOR_TARGET in wanted,
         bool(wanted & _METADATA_FIELDS),
     )
-
-
-_BREATHE_EVERY: Final = 1_000
-"""Entries built between two pauses of a large call, in which other callers are served."""
-
-
-async def _breathe() -> None:
-    """Let other callers be served now (a bare ``sleep(0)`` is one turn of the loop:
-    too short for a call arriving from gRPC's poller to be read and answered)."""
-    await asyncio.sleep(0.001)
 
 
 _ENTRY_OVERHEAD = 8

@@ -30,7 +30,8 @@ from vmw.server.kuksa.subscriptions import Update, updates
 from vmw.server.rpc.convert import check_count
 from vmw.server.rpc.status import maps_errors
 from vmw.server.signals import Signals
-from vmw.vstore import UnknownKeyError
+from vmw.vstore import UnknownKeyError, VStoreError
+from vmw.vstore import Update as VUpdate
 
 __all__ = ["KuksaV2"]
 
@@ -203,15 +204,10 @@ class KuksaV2(val_pb2_grpc.VALServicer):
                         f"at most {limits.max_keys_per_request} per request, "
                         f"got {len(publish.data_points)}",
                     )
-                response = val_pb2.PublishValuesResponse(request_id=publish.request_id)
-                for key_id, point in publish.data_points.items():
-                    try:
-                        name = visible_name(types_pb2.SignalID(id=key_id), store, who)
-                        self._write(who, name, point, f"data_points[{key_id}]")
-                    except Exception as e:  # reported per signal, as KUKSA does
-                        response.status[key_id].CopyFrom(convert.v2_error(e))
                 await stream.outbox.put(
-                    val_pb2.OpenProviderStreamResponse(publish_values_response=response)
+                    val_pb2.OpenProviderStreamResponse(
+                        publish_values_response=self._publish_values(who, publish)
+                    )
                 )
             elif action == "batch_actuate_stream_response":
                 answer = request.batch_actuate_stream_response
@@ -229,6 +225,49 @@ class KuksaV2(val_pb2_grpc.VALServicer):
                     )
                 )
             # Filter and provider-value answers: nothing asks for them here.
+
+    def _publish_values(
+        self, who: Caller, publish: val_pb2.PublishValuesRequest
+    ) -> val_pb2.PublishValuesResponse:
+        """Write one ``PublishValuesRequest`` as one request (one journal record, one
+        replicated event); a signal refused is reported in ``status`` by its id, as
+        KUKSA does, and the others are written."""
+        store = self._p.store
+        response = val_pb2.PublishValuesResponse(request_id=publish.request_id)
+        batch: list[VUpdate] = []
+        for key_id, point in publish.data_points.items():
+            try:
+                batch.append(self._checked(who, key_id, point))
+            except Exception as e:  # reported per signal
+                response.status[key_id].CopyFrom(convert.v2_error(e))
+        if not batch:
+            return response
+        try:
+            with self._p.writes.writing(who.app):
+                store.set_many(batch)
+        except VStoreError:  # refused as a whole (checked above: rare): one by one, to say which
+            for u in batch:
+                try:
+                    with self._p.writes.writing(who.app):
+                        store.set(u.key, u.data, time_ns=u.time_ns)
+                except VStoreError as e:
+                    response.status[u.key].CopyFrom(convert.v2_error(e))  # type: ignore[index]
+        return response
+
+    def _checked(self, who: Caller, key_id: int, point: types_pb2.Datapoint) -> VUpdate:
+        """A published datapoint as the store's update, checked as :meth:`_write` does.
+
+        Raises:
+            UnknownKeyError: an id no key has, or one ``who`` may not read (one answer).
+            PermissionDeniedError, InvalidRequestError, InvalidValueError.
+        """
+        name = self._p.store.name_of(key_id) if key_id > 0 else None
+        if name is None or not who.grants.allows("read", name):
+            raise UnknownKeyError(key_id)
+        field = f"data_points[{key_id}]"
+        self._p.access.check(who, "provide", name, field=field)
+        data = convert.to_store(name, self._signals.get(name), point.value, "typed_value")
+        return VUpdate(key_id, data, None, convert.source_time(point, "data_point"))
 
     # -- subscriptions ---------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from vmw.server.errors import (
     UnauthenticatedError,
 )
 from vmw.server.rpc import convert
+from vmw.server.rpc.breathe import BREATHE_EVERY, breathe
 from vmw.server.rpc.guarded import guarded_set
 from vmw.server.rpc.identity import caller
 from vmw.server.rpc.status import check_decoded, maps_errors, status_for
@@ -127,10 +128,12 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         store = self._p.store
         access = self._p.access
         for i, u in enumerate(updates):
-            # By name: refused whether or not the key exists (existence is not told).
-            name = u.key if isinstance(u.key, str) else store.name_of(u.key)
-            if name is not None:
-                access.check(who, "provide", name, field=f"updates[{i}]")
+            # Existence is not told: by name, refused whether or not the key exists; by
+            # id, an unreadable key's id answers as an unused id.
+            if isinstance(u.key, str):
+                access.check(who, "provide", u.key, field=f"updates[{i}]")
+            elif (name := store.name_of(u.key)) is not None:
+                access.check_by_id(who, "provide", name, u.key, i, field=f"updates[{i}]")
         if request.HasField("if_head"):
             return await guarded_set(
                 self._p.store, self._p.writes, self._p.cluster, who.app, updates, request.if_head
@@ -201,11 +204,11 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
             try:
                 if access.checks_writes(who):
                     for i, u in enumerate(batch):
-                        name = store.name_of(u.key)  # type: ignore[arg-type]
+                        key_id: int = u.key  # type: ignore[assignment]
+                        name = store.name_of(key_id)
                         if name is not None:
-                            access.check(
-                                who, "provide", name, field=f"updates[{i}] (batch {batches})"
-                            )
+                            where = f"updates[{i}] (batch {batches})"
+                            access.check_by_id(who, "provide", name, key_id, i, field=where)
                 with writes.writing(who.app):
                     store.set_many(batch)
             except VStoreError as e:
@@ -253,25 +256,23 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         who = caller(context, self._p.access)
         page = min(self._page_size, request.limit or self._page_size)
         keys: list[tuple[str, int]] = []
-        # One call looks at a bounded number of keys, readable or not, so an app
-        # that may read few keys of a large store cannot hold the loop for long:
-        # it gets a short page and a cursor to go on from.
-        budget = page * 4
-        cursor = ""
-        for name, key_id in self._p.store.iter_keys(
-            request.prefix, start_after=request.start_after
-        ):
-            if len(keys) == page or budget == 0:
-                break
-            budget -= 1
-            cursor = name
-            if who.grants.allows("read", name):
-                keys.append((name, key_id))
-        else:
-            cursor = ""  # the store has nothing more in this branch
-        return vstore_pb2.ListKeysResponse(
-            keys=[vstore_pb2.KeyId(name=n, id=i) for n, i in keys], next_start_after=cursor
-        )
+        # The page is full or the branch is done: the scan goes on past the keys the
+        # caller may not read (a cursor left among them would name one, and tell that
+        # the branch holds keys), serving other callers every BREATHE_EVERY keys.
+        store, after, scanned = self._p.store, request.start_after, 0
+        while True:
+            for name, key_id in store.iter_keys(request.prefix, start_after=after):
+                if len(keys) == page:
+                    return _key_page(keys, keys[-1][0])
+                if who.grants.allows("read", name):
+                    keys.append((name, key_id))
+                scanned += 1
+                if scanned % BREATHE_EVERY == 0:
+                    after = name
+                    break
+            else:
+                return _key_page(keys, "")  # the store has nothing more in this branch
+            await breathe()  # keys may come and go meanwhile: go on after ``after``
 
     def _names_request(
         self, field_value: Sequence[str], context: grpc.aio.ServicerContext[Any, Any]
@@ -291,3 +292,9 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
             except InvalidKeyNameError as e:
                 e.index = i
                 raise
+
+
+def _key_page(keys: list[tuple[str, int]], cursor: str) -> vstore_pb2.ListKeysResponse:
+    return vstore_pb2.ListKeysResponse(
+        keys=[vstore_pb2.KeyId(name=n, id=i) for n, i in keys], next_start_after=cursor
+    )

@@ -144,9 +144,9 @@ class VStoreServicer:
         sorted by name. `Vehicle.Cabin` matches itself and `Vehicle.Cabin.*`.
         Paged: at most `limit` keys (0 or above the server's page size: the page
         size, 10000 by default) after `start_after`; `next_start_after` is where
-        the next page starts, empty after the last one. A page may hold fewer keys
-        (even none) before the end, when the keys scanned were not readable: go on
-        while `next_start_after` is not empty.
+        the next page starts (the page's last key), empty after the last page.
+        Keys the caller may not read are skipped, never counted, never named: a
+        page is full unless it is the last.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
