@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import math
+import struct
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from vmw.contract.values import ValueEncodingError, decode, encode
+from vmw.contract.values import ValueEncodingError, decode, decode_kind, encode
+from vmw.proto.value.v1.value_pb2 import Value
 
 
 @given(
@@ -48,3 +52,30 @@ def test_values_without_an_encoding_are_refused_by_name(value: object, message: 
 def test_bytes_that_are_not_a_value_are_refused(data: bytes, message: str) -> None:
     with pytest.raises(ValueEncodingError, match=message):
         decode(data)
+
+
+# -- the number fast path: the same bytes as protobuf's, both ways -----------------------
+
+_FLOATS = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from(
+    [0.0, -0.0, 5e-324, -5e-324, 1.4e-45, 3.4e38, 3.4028235e38, 3.5e38, 1e300, math.nan]
+)
+
+
+@given(_FLOATS)
+def test_a_double_encodes_and_decodes_as_protobuf_does(value: float) -> None:
+    data = encode(value, datatype="double")
+    assert data == Value(float=value).SerializeToString()
+    back, kind = decode_kind(data)
+    assert kind == "float"
+    assert struct.pack("<d", back) == struct.pack("<d", value)  # NaN and -0.0 included
+
+
+@given(_FLOATS)
+def test_a_float_encodes_and_decodes_as_protobuf_does(value: float) -> None:
+    data = encode(value, datatype="float")
+    assert data == Value(float32=value).SerializeToString()
+    back, kind = decode_kind(data)
+    expected = Value()
+    expected.ParseFromString(data)
+    assert kind == "float32"
+    assert struct.pack("<f", back) == struct.pack("<f", expected.float32)

@@ -21,6 +21,8 @@ above that), ``float`` (double), ``float32`` (a VSS ``float`` written typed),
 
 from __future__ import annotations
 
+import functools
+import struct
 from typing import Final
 
 from google.protobuf.message import DecodeError
@@ -83,10 +85,24 @@ _ARRAY_OF: Final = {
 }
 
 
+# The bytes of a Value holding one double (field 3, fixed64) or one float (field 6,
+# fixed32): the tag, then the number little-endian. Most signals are numbers, and
+# every typed write and every KUKSA delivery encodes or decodes one, so these two
+# are done without a message (0.13 us against 1.7 us to encode); tests check them
+# against protobuf's own bytes for every kind of float.
+_DOUBLE_TAG: Final = 0x19
+_FLOAT32_TAG: Final = 0x35
+_DOUBLE_PREFIX: Final = bytes([_DOUBLE_TAG])
+_FLOAT32_PREFIX: Final = bytes([_FLOAT32_TAG])
+_DOUBLE: Final = struct.Struct("<d")
+_FLOAT32: Final = struct.Struct("<f")
+
+
 class ValueEncodingError(ValueError):
     """Bytes that are not a v1 value, or a Python value that has no encoding."""
 
 
+@functools.cache  # a catalog has a few dozen datatypes; every typed write asks
 def kind_of_datatype(datatype: str) -> str | None:
     """The kind a VSS datatype's values are written as (None: a datatype with no encoding)."""
     scalar = _SCALAR_KIND.get(element_type(datatype))
@@ -111,6 +127,11 @@ def encode(value: Data, *, datatype: str | None = None, kind: str | None = None)
     """
     if kind is None and datatype is not None:
         kind = kind_of_datatype(datatype)
+    if type(value) is float:
+        if kind == "float":
+            return _DOUBLE_PREFIX + _DOUBLE.pack(value)
+        if kind == "float32" and -3.4e38 <= value <= 3.4e38:  # beyond: protobuf's inf, below
+            return _FLOAT32_PREFIX + _FLOAT32.pack(value)
     if kind is None:
         kind = _infer_kind(value)
     elif kind not in KINDS:
@@ -193,6 +214,11 @@ def decode_kind(data: bytes) -> tuple[Data, str]:
         ValueEncodingError: not a v1 value (not protobuf, or no value set, e.g.
             bytes written by another encoding or a newer, unknown field).
     """
+    size = len(data)
+    if size == 9 and data[0] == _DOUBLE_TAG:
+        return _DOUBLE.unpack_from(data, 1)[0], "float"
+    if size == 5 and data[0] == _FLOAT32_TAG:
+        return _FLOAT32.unpack_from(data, 1)[0], "float32"
     message = Value()
     try:
         message.ParseFromString(data)

@@ -25,6 +25,8 @@ INT_RANGES: Final[dict[str, tuple[int, int]]] = {
 }
 """The inclusive range of each integer datatype."""
 _FLOAT32_MAX: Final = 3.4028234663852886e38
+_FLOAT_RANGES: Final = {"float": _FLOAT32_MAX, "double": math.inf}
+"""The finite floats each float datatype holds (the fast path of :func:`check_value`)."""
 
 
 def is_array(datatype: str) -> bool:
@@ -43,6 +45,17 @@ def check_value(signal: Signal, value: object) -> str | None:
     A datatype this module does not know (a struct, ``timestamp``) is not checked.
     """
     datatype = signal.datatype
+    # Most writes: a float to a float or double signal, within its range (a NaN
+    # fails the comparisons, ±inf the single-precision bound): accepted here, as the
+    # rules below would; anything else is judged by them.
+    if type(value) is float and not signal.allowed and datatype in _FLOAT_RANGES:
+        lo, hi = signal.min, signal.max
+        if (
+            (lo is None or value >= lo)
+            and (hi is None or value <= hi)
+            and -_FLOAT_RANGES[datatype] <= value <= _FLOAT_RANGES[datatype]
+        ):
+            return None
     if is_array(datatype):
         if not isinstance(value, list):
             return f"value {_show(value)} is not an array (datatype {datatype})"

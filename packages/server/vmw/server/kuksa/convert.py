@@ -15,6 +15,7 @@ value functions take the message and the name of its oneof.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -46,9 +47,9 @@ __all__ = [
     "metadata_v1",
     "metadata_v2",
     "refusal",
+    "set_timestamp",
     "set_wire",
     "signal_name",
-    "timestamp",
     "to_store",
     "v1_error",
     "v2_error",
@@ -140,10 +141,9 @@ _KIND_OF_WIRE: Final[dict[str, str]] = {
 _WIRE_RANGES: Final = {"int32": INT_RANGES["int32"], "uint32": INT_RANGES["uint32"]}
 
 
-def timestamp(time_ns: int) -> Timestamp:
-    ts = Timestamp()
-    ts.FromNanoseconds(time_ns)
-    return ts
+def set_timestamp(ts: Timestamp, time_ns: int) -> None:
+    """Fill ``ts`` (a message's field, in place) with the store's ``time_ns``."""
+    ts.seconds, ts.nanos = divmod(time_ns, 1_000_000_000)
 
 
 _NS_PER_S: Final = 1_000_000_000
@@ -174,6 +174,7 @@ def source_time(point: t1.Datapoint | t2.Datapoint, field: str) -> int | None:
     return time_ns or None
 
 
+@functools.cache  # a catalog has a few dozen datatypes; every delivery asks
 def _wire_field(datatype: str) -> str | None:
     scalar = _WIRE_OF_DATATYPE.get(element_type(datatype))
     if scalar is None:

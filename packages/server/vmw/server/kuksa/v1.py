@@ -109,12 +109,12 @@ class KuksaV1(val_pb2_grpc.VALServicer):
         data, time_ns = self._p.store.peek(key_id)
         signal = self._signals.get(name)
         if value and convert.set_wire(entry.value, data, signal):
-            entry.value.timestamp.CopyFrom(convert.timestamp(time_ns))
+            convert.set_timestamp(entry.value.timestamp, time_ns)
         if metadata:
             entry.metadata.CopyFrom(convert.metadata_v1(signal, data))
         asked = self._actuation.targets.get(name) if target else None
         if asked is not None and convert.set_wire(entry.actuator_target, asked[0], signal):
-            entry.actuator_target.timestamp.CopyFrom(convert.timestamp(asked[1]))
+            convert.set_timestamp(entry.actuator_target.timestamp, asked[1])
         return entry
 
     @maps_errors(field="updates")
@@ -210,7 +210,7 @@ class KuksaV1(val_pb2_grpc.VALServicer):
                     update = response.updates.add(fields=[types_pb2.FIELD_VALUE])
                     update.entry.path = name
                     if convert.set_wire(update.entry.value, data, self._signals.get(name)):
-                        update.entry.value.timestamp.CopyFrom(convert.timestamp(time_ns))
+                        convert.set_timestamp(update.entry.value.timestamp, time_ns)
                 await context.write(response)
 
 

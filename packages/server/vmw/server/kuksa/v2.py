@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 from vmw.proto.kuksa.val.v2 import types_pb2, val_pb2, val_pb2_grpc
@@ -34,6 +34,8 @@ from vmw.vstore import UnknownKeyError, VStoreError
 from vmw.vstore import Update as VUpdate
 
 __all__ = ["KuksaV2"]
+
+_R = TypeVar("_R", val_pb2.SubscribeResponse, val_pb2.SubscribeByIdResponse)
 
 
 class KuksaV2(val_pb2_grpc.VALServicer):
@@ -81,7 +83,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         entry = self._p.store.get(name)
         point = types_pb2.Datapoint()
         if convert.set_wire(point.value, entry.data, self._signals.get(name)):
-            point.timestamp.CopyFrom(convert.timestamp(entry.time_ns))
+            convert.set_timestamp(point.timestamp, entry.time_ns)
         return point
 
     @maps_errors()
@@ -281,7 +283,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
             list(request.signal_paths),
             request.buffer_size,
             context,
-            lambda batch: val_pb2.SubscribeResponse(entries=self._points(batch, by_name=True)),
+            lambda batch: self._response(val_pb2.SubscribeResponse(), batch, by_name=True),
         )
 
     @maps_errors(field="signal_ids")
@@ -302,7 +304,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
             names,
             request.buffer_size,
             context,
-            lambda batch: val_pb2.SubscribeByIdResponse(entries=self._points(batch, by_name=False)),
+            lambda batch: self._response(val_pb2.SubscribeByIdResponse(), batch, by_name=False),
         )
 
     async def _stream(
@@ -317,18 +319,24 @@ class KuksaV2(val_pb2_grpc.VALServicer):
             async for batch in stream:
                 await context.write(message(batch))
 
-    def _points(self, batch: list[Update], *, by_name: bool) -> dict[Any, types_pb2.Datapoint]:
-        store = self._p.store
-        out: dict[Any, types_pb2.Datapoint] = {}
+    def _fill(self, entries: Any, batch: list[Update], *, by_name: bool) -> None:
+        """Put a drained batch into a response's ``entries`` map, each datapoint built
+        in its entry (a dict of datapoints given to the constructor is copied)."""
+        name_of = self._p.store.name_of
+        signal_of = self._signals.get
         for key_id, data, time_ns in batch:
-            name = store.name_of(key_id)
+            name = name_of(key_id)
             if name is None:
                 continue  # removed since
-            point = types_pb2.Datapoint()  # no value yet: neither value nor timestamp
-            if convert.set_wire(point.value, data, self._signals.get(name)):
-                point.timestamp.CopyFrom(convert.timestamp(time_ns))
-            out[name if by_name else key_id] = point
-        return out
+            point = entries[name if by_name else key_id]
+            point.Clear()  # a key twice in one batch: the later one, whole
+            # No value yet: neither value nor timestamp.
+            if convert.set_wire(point.value, data, signal_of(name)):
+                convert.set_timestamp(point.timestamp, time_ns)
+
+    def _response(self, response: _R, batch: list[Update], *, by_name: bool) -> _R:
+        self._fill(response.entries, batch, by_name=by_name)
+        return response
 
     def _check_count(self, field: str, items: Sequence[Any]) -> None:
         check_count(field, items, self._p.limits.max_keys_per_request)

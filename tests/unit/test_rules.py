@@ -1,0 +1,52 @@
+"""A signal's rules (:func:`vmw.vss.rules.check_value`) for floats: its fast path accepts
+exactly what the rules accept, and what it does not accept gets the rules' sentence."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given
+from hypothesis import strategies as st
+from vmw.vss.catalog import Signal
+from vmw.vss.rules import check_value
+
+FLOAT32_MAX = 3.4028234663852886e38
+_BOUNDS = st.none() | st.floats(allow_nan=False, allow_infinity=False, width=32)
+_VALUES = st.floats() | st.sampled_from(
+    [math.nan, math.inf, -math.inf, -0.0, FLOAT32_MAX, 3.5e38, -3.5e38, 1e300]
+)
+
+
+def _accepted(datatype: str, lo: float | None, hi: float | None, value: float) -> bool:
+    """The rules in words: a NaN only without a range; within min and max; a
+    single-precision float holds finite values up to FLOAT32_MAX (and the infinities)."""
+    if math.isnan(value):
+        return lo is None and hi is None
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        return False
+    return not (datatype == "float" and math.isfinite(value) and abs(value) > FLOAT32_MAX)
+
+
+@given(st.sampled_from(["float", "double"]), _BOUNDS, _BOUNDS, _VALUES)
+def test_a_float_is_accepted_exactly_when_the_rules_allow_it(
+    datatype: str, lo: float | None, hi: float | None, value: float
+) -> None:
+    signal = Signal("Vehicle.X", "sensor", datatype, unit="km/h", min=lo, max=hi)
+    problem = check_value(signal, value)
+    assert (problem is None) == _accepted(datatype, lo, hi, value), problem
+
+
+def test_a_refused_float_is_named_with_the_rule_it_breaks() -> None:
+    speed = Signal("Vehicle.Speed", "sensor", "float", unit="km/h", min=0.0, max=300.0)
+    assert check_value(speed, 301.5) == "value 301.5 is above the max 300.0 km/h"
+    assert check_value(speed, -1.0) == "value -1.0 is below the min 0.0 km/h"
+    assert check_value(speed, math.nan) == (
+        "value nan is not a number: the signal's range is 0.0 to 300.0 km/h"
+    )
+    wide = Signal("Vehicle.W", "sensor", "float")
+    assert check_value(wide, 1e39) == (
+        "value 1e+39 is outside the range of float (single precision)"
+    )
+    gear = Signal("Vehicle.Gear", "sensor", "float", allowed=(1.0, 2.0))
+    assert check_value(gear, 2.0) is None
+    assert check_value(gear, 1.5) == "value 1.5 is not one of the allowed values [1.0, 2.0]"
