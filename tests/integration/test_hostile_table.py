@@ -22,6 +22,11 @@ What the table promises, in token mode:
 * :data:`TABLE` holds every method the server serves: a new method fails
   :func:`test_the_table_covers_every_method_the_server_serves` until it is in the table,
   and the abuse sweeps call it (with an empty request) before it is.
+
+The limit rows over the same enumeration (oversized batches and messages, the request
+rate per app and transport, a large legal request with a bystander) are in
+:mod:`.test_hostile_limits`, which says what they promise; it reuses this module's
+table, reflection and calls (:func:`answered`, :func:`state`).
 """
 
 from __future__ import annotations
@@ -531,15 +536,22 @@ async def _stream_of(requests: Sequence[Message], hold: bool) -> AsyncIterator[M
         await asyncio.Event().wait()
 
 
-async def first_answer(
-    channel: grpc.aio.Channel, method: Method, requests: Sequence[Message], md: Metadata
-) -> Answer:
+@contextlib.asynccontextmanager
+async def answered(
+    channel: grpc.aio.Channel,
+    method: Method,
+    requests: Sequence[Message],
+    md: Metadata,
+    serialize: Callable[[Message], bytes] | None = None,
+) -> AsyncIterator[Answer]:
     """Call ``method`` with ``requests`` and ``md``: its status and response, or a
-    stream's first message (the stream is then cancelled). A call that gives no first
-    answer within :data:`TIMEOUT_S` raises TimeoutError."""
+    stream's first message, with the call still open (a stream stays open, its requests
+    written, until the block ends; then the call is cancelled). ``serialize``: how the
+    requests go on the wire (default: as their type serializes them). A call that gives
+    no first answer within :data:`TIMEOUT_S` raises TimeoutError."""
     path = f"/{method.service}/{method.name}"
     kw: dict[str, Any] = {
-        "request_serializer": method.input.SerializeToString,
+        "request_serializer": serialize or method.input.SerializeToString,
         "response_deserializer": method.output.FromString,
     }
     if method.client_streaming:
@@ -553,16 +565,28 @@ async def first_answer(
     else:
         call = channel.unary_unary(path, **kw)(requests[0], metadata=md)
     try:
-        if method.server_streaming:
-            first = await asyncio.wait_for(call.read(), TIMEOUT_S)
-            if first is grpc.aio.EOF:
-                return Answer(await call.code(), await call.details() or "")
-            return Answer(Code.OK, "", first)
-        return Answer(Code.OK, "", await asyncio.wait_for(call, TIMEOUT_S))
-    except grpc.aio.AioRpcError as e:
-        return Answer(e.code(), e.details() or "")
+        try:
+            if method.server_streaming:
+                first = await asyncio.wait_for(call.read(), TIMEOUT_S)
+                if first is grpc.aio.EOF:
+                    got = Answer(await call.code(), await call.details() or "")
+                else:
+                    got = Answer(Code.OK, "", first)
+            else:
+                got = Answer(Code.OK, "", await asyncio.wait_for(call, TIMEOUT_S))
+        except grpc.aio.AioRpcError as e:
+            got = Answer(e.code(), e.details() or "")
+        yield got
     finally:
         call.cancel()
+
+
+async def first_answer(
+    channel: grpc.aio.Channel, method: Method, requests: Sequence[Message], md: Metadata
+) -> Answer:
+    """:func:`answered`, the call then cancelled."""
+    async with answered(channel, method, requests, md) as got:
+        return got
 
 
 def state(server: RunningServer) -> tuple[object, ...]:

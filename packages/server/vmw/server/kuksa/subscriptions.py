@@ -51,15 +51,24 @@ Update = tuple[int, bytes | None, int]
 _numbers = itertools.count(1)
 
 
-def _check(parts: KuksaParts, who: Caller, names: Sequence[str]) -> None:
-    if not names:
-        raise InvalidRequestError("signal_paths", "give at least one signal")
+def check_count(parts: KuksaParts, field: str, count: int) -> None:
+    """Refuse a subscription of no signal, or of more than one request or app may hold.
+
+    Raises:
+        InvalidRequestError: naming ``field`` and the limit.
+    """
+    if not count:
+        raise InvalidRequestError(field, "give at least one signal")
     limit = min(parts.limits.max_keys_per_request, parts.limits.max_subscriptions_per_app)
-    if len(names) > limit:
-        raise InvalidRequestError("signal_paths", f"at most {limit} per request, got {len(names)}")
+    if count > limit:
+        raise InvalidRequestError(field, f"at most {limit} per request, got {count}")
+
+
+def _check(parts: KuksaParts, who: Caller, names: Sequence[str], field: str) -> None:
+    check_count(parts, field, len(names))
     for i, name in enumerate(names):
         # By name first: a denial tells nothing about whether the key exists.
-        parts.access.check(who, "read", name, field=f"signal_paths[{i}]")
+        parts.access.check(who, "read", name, field=f"{field}[{i}]")
         if name not in parts.store:
             e = UnknownKeyError(name)
             e.index = i
@@ -75,9 +84,14 @@ def _check(parts: KuksaParts, who: Caller, names: Sequence[str]) -> None:
 
 
 async def updates(
-    parts: KuksaParts, who: Caller, names: Sequence[str], buffer_size: int
+    parts: KuksaParts,
+    who: Caller,
+    names: Sequence[str],
+    buffer_size: int,
+    field: str = "signal_paths",
 ) -> AsyncGenerator[list[Update], None]:
-    """Subscribe ``who`` to ``names``; first the current values, then every write.
+    """Subscribe ``who`` to ``names`` (the request's ``field``); first the current
+    values, then every write.
 
     The subscription is a stream session like an app's own event stream
     (:mod:`vmw.server.session`): the same lifecycle, delivery loop, journal
@@ -92,13 +106,13 @@ async def updates(
         StreamEndedError: the middleware ended it (token expired, shutting down).
     """
     names = list(dict.fromkeys(names))
-    _check(parts, who, names)
+    _check(parts, who, names, field)
     app = f"{who.app}{SUBSCRIPTION_MARK}{next(_numbers)}"
     length = buffer_size or DEFAULT_BUFFER
     queue = QueueConfig(0, min_length=min(10, length), max_length=length)
     async with parts.streams.session(who, [queue], app=app) as session:
         last: dict[int, bytes | None] = {}
-        first = _register(parts, who, app, names, last)
+        first = _register(parts, who, app, names, last, field)
         log.info("app %s: KUKSA subscription %s to %d keys", who.app, app, len(names))
         # At once, as the KUKSA databroker does: every subscribed signal, with its
         # value where it has one (a client may wait for this before it starts).
@@ -109,7 +123,12 @@ async def updates(
 
 
 def _register(
-    parts: KuksaParts, who: Caller, app: str, names: list[str], last: dict[int, bytes | None]
+    parts: KuksaParts,
+    who: Caller,
+    app: str,
+    names: list[str],
+    last: dict[int, bytes | None],
+    field: str,
 ) -> list[Update]:
     """Register the subscription's keys; returns each with its current value (None:
     none written yet), in the order asked."""
@@ -133,7 +152,7 @@ def _register(
             raise e
         if r.status is not Status.OK:
             raise PermissionDeniedError(
-                who.app, "read", r.key, r.detail or r.status.name, field=f"signal_paths[{i}]"
+                who.app, "read", r.key, r.detail or r.status.name, field=f"{field}[{i}]"
             )
         last[r.key_id] = r.current
         first.append((r.key_id, r.current, parts.store.peek(r.key_id)[1]))

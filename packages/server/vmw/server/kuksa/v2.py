@@ -27,6 +27,7 @@ from vmw.server.kuksa.common import (
 )
 from vmw.server.kuksa.info import SERVER_NAME, SERVER_VERSION
 from vmw.server.kuksa.subscriptions import Update, updates
+from vmw.server.kuksa.subscriptions import check_count as subscription_count
 from vmw.server.rpc.convert import check_count
 from vmw.server.rpc.status import maps_errors
 from vmw.server.signals import Signals
@@ -189,6 +190,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
             action = request.WhichOneof("action")
             if action == "provide_actuation_request":
                 ids = request.provide_actuation_request.actuator_identifiers
+                self._check_count("provide_actuation_request.actuator_identifiers", ids)
                 names = [visible_name(i, store, who) for i in ids]
                 self._actuation.claim(who, stream, names)
                 await stream.outbox.put(
@@ -295,6 +297,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         self, request: val_pb2.SubscribeByIdRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> None:
         who = kuksa_caller(context, self._p.access)
+        subscription_count(self._p, "signal_ids", len(request.signal_ids))
         names = []
         for i, key_id in enumerate(request.signal_ids):
             name = self._p.store.name_of(key_id) if key_id > 0 else None
@@ -309,6 +312,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
             request.buffer_size,
             context,
             lambda batch: self._response(val_pb2.SubscribeByIdResponse(), batch, by_name=False),
+            field="signal_ids",
         )
 
     async def _stream(
@@ -318,8 +322,9 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         buffer_size: int,
         context: grpc.aio.ServicerContext[Any, Any],
         message: Callable[[list[Update]], Any],
+        field: str = "signal_paths",
     ) -> None:
-        async with contextlib.aclosing(updates(self._p, who, names, buffer_size)) as stream:
+        async with contextlib.aclosing(updates(self._p, who, names, buffer_size, field)) as stream:
             async for batch in stream:
                 await context.write(message(batch))
 
