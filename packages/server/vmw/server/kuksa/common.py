@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -16,6 +17,7 @@ from vmw.server.auth.scopes import ScopeError, compile_glob
 from vmw.server.config import RequestLimits
 from vmw.server.errors import InvalidRequestError
 from vmw.server.kuksa.convert import signal_name, to_store
+from vmw.server.rpc.breathe import BREATHE_EVERY, breathe
 from vmw.server.rpc.identity import caller, certified_names
 from vmw.server.session import Record, Streams
 from vmw.server.signals import Signals
@@ -63,7 +65,7 @@ def authenticate_kuksa(context: grpc.aio.ServicerContext[Any, Any], access: Acce
     return access.authenticate(tuple(metadata), context.peer() or "", certified=certified)
 
 
-def readable_keys(store: VStore, path: str, who: Caller) -> list[tuple[str, int]]:
+async def readable_keys(store: VStore, path: str, who: Caller) -> list[tuple[str, int]]:
     """:func:`resolve_path`, only the keys ``who`` may read.
 
     Raises:
@@ -73,7 +75,7 @@ def readable_keys(store: VStore, path: str, who: Caller) -> list[tuple[str, int]
         InvalidRequestError: a malformed pattern.
     """
     try:
-        found = [(n, i) for n, i in resolve_path(store, path) if who.grants.allows("read", n)]
+        found = [(n, i) for n, i in await resolve_path(store, path) if who.grants.allows("read", n)]
     except UnknownKeyError:
         found = []
     if not found:
@@ -96,12 +98,14 @@ def visible_name(signal_id: Message, store: VStore, who: Caller) -> str:
     return name
 
 
-def resolve_path(store: VStore, path: str) -> list[tuple[str, int]]:
+async def resolve_path(store: VStore, path: str) -> list[tuple[str, int]]:
     """``(name, id)`` of the keys a KUKSA path names, sorted by name.
 
     A key name names itself; a branch (``Vehicle.Cabin``, ``Vehicle.Cabin.*``)
     every key below it; a pattern with ``*`` or ``**`` segments (as in scopes)
-    the keys it matches; the empty path every key.
+    the keys it matches; the empty path every key. A scan of many keys lets other
+    callers in every :data:`BREATHE_EVERY` keys; what it returns is what the store
+    holds at its end.
 
     Raises:
         UnknownKeyError: nothing matches.
@@ -118,11 +122,33 @@ def resolve_path(store: VStore, path: str) -> list[tuple[str, int]]:
             glob = compile_glob(path)
         except ScopeError as e:
             raise InvalidRequestError("path", str(e)) from e
-        found = [(n, i) for n, i in store.iter_keys() if glob.matches(n)]
+        found = await _scan(store, "", glob.matches)
     else:
-        found = [(n, i) for n, i in store.iter_keys(path) if n != path]
+        branch = path
+        found = await _scan(store, branch, lambda n: n != branch)
     if not found:
         raise UnknownKeyError(asked)
+    return found
+
+
+async def _scan(store: VStore, prefix: str, keep: Callable[[str], bool]) -> list[tuple[str, int]]:
+    """The keys under ``prefix`` that ``keep`` keeps, pausing every BREATHE_EVERY keys."""
+    found: list[tuple[str, int]] = []
+    after, scanned, paused = "", 0, False
+    while True:
+        for name, key_id in store.iter_keys(prefix, start_after=after):
+            if keep(name):
+                found.append((name, key_id))
+            scanned += 1
+            if scanned % BREATHE_EVERY == 0:
+                after = name
+                break
+        else:
+            break
+        await breathe()
+        paused = True
+    if paused:  # keys may have gone (an id even reused) while others were served
+        found = [(n, i) for n, i in found if store.name_of(i) == n]
     return found
 
 

@@ -69,7 +69,7 @@ class KuksaV1(val_pb2_grpc.VALServicer):
                 paused = True
             try:
                 self._check_read(who, req.path, i)
-                found = readable_keys(self._p.store, req.path, who)
+                found = await readable_keys(self._p.store, req.path, who)
             except (VStoreError, InvalidRequestError, PermissionError) as e:
                 response.errors.append(
                     types_pb2.DataEntryError(path=req.path, error=convert.v1_error(e))
@@ -192,7 +192,7 @@ class KuksaV1(val_pb2_grpc.VALServicer):
                     f"entries[{i}].view", "only current values can be subscribed to here"
                 )
             self._check_read(who, entry.path, i)
-            names.extend(n for n, _ in readable_keys(self._p.store, entry.path, who))
+            names.extend(n for n, _ in await readable_keys(self._p.store, entry.path, who))
             if len(names) > most:  # refused as soon as it is too many, not once all resolved
                 raise InvalidRequestError(
                     "entries",

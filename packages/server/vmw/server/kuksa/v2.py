@@ -95,7 +95,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         store = self._p.store
         found = [
             (name, key_id)
-            for name, key_id in resolve_path(store, request.root)
+            for name, key_id in await resolve_path(store, request.root)
             if who.grants.allows("read", name)
         ]
         if not found:
