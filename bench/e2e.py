@@ -94,6 +94,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from bench import loads
 from bench.kuksa import catalog, run_kuksa
 from bench.loads import (
     BATCH,
@@ -652,7 +653,14 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also stream the bare ceiling from a thread-pool server",
     )
+    parser.add_argument(
+        "--compiled",
+        action="store_true",
+        help="run the middleware with the compiled cores (.venv-compiled: make compiled-venv)",
+    )
     args = parser.parse_args(argv)
+    if args.compiled:
+        loads.SERVER_PYTHON["vmw.server"] = os.path.join(".venv-compiled", "bin", "python")
     if args.mode == "provider":
         asyncio.run(provider_main(args.address, args.rate, args.seconds, args.batch_max))
     else:

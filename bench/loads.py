@@ -43,11 +43,17 @@ TICK_S = 0.001
 # -- processes ---------------------------------------------------------------------
 
 
+SERVER_PYTHON: dict[str, str] = {}
+"""The interpreter of a module's processes, by module (default: this one's): e.g.
+``{"vmw.server": ".venv-compiled/bin/python"}`` runs the middleware with the
+compiled cores (``--compiled``)."""
+
+
 def spawn(*args: str) -> tuple[subprocess.Popen[str], str]:
     """Start ``python -m ARGS``; return it and the address from its 'listening on' line."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", *args],
+        [SERVER_PYTHON.get(args[0], sys.executable), "-m", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

@@ -44,6 +44,7 @@ from vmw.server.journal.answers import (
 )
 from vmw.server.journal.archive import Archive, BootSpan, Segment
 from vmw.server.journal.consumers import CONSUMERS_NAME, Consumers, Lost, check_component
+from vmw.server.journal.feed import Feed
 from vmw.server.journal.history import History
 from vmw.server.journal.pinning import Pin, lag_bytes, plan
 
@@ -690,3 +691,25 @@ def _open_files() -> set[str]:
         with contextlib.suppress(OSError):
             out.add(os.readlink(f"/proc/self/fd/{fd}"))
     return out
+
+
+def test_a_live_follower_that_starts_before_any_record_reads_from_the_first(
+    tmp_path: Path,
+) -> None:
+    """Nothing held yet (the journal's writer has not handed over its first records):
+    a live follower starts just before the boot's first record, not at the offset it
+    asked with (0: a position this boot may never write, refused later as OUT_OF_RANGE)."""
+    history = History(max_records=100, max_bytes=1_000_000)
+    feed = Feed(
+        tmp_path,
+        boot_id="b1",
+        first_offset=230_732_908,
+        history=history,
+        consumers=Consumers(tmp_path, max_consumers=4),
+        max_lag_bytes=1_000_000,
+        answer_bytes=1_000_000,
+    )
+    start = feed.live_start(0, 0)
+    assert start == 230_732_907
+    history.add([230_732_908, 230_732_909], [b"{}", b"{}"], ["start", "add_keys"])
+    assert feed.live_start(start, 10) == start  # now held: reads on from there

@@ -25,6 +25,7 @@ from vmw.vstore.store import (
     SetResult,
     StoreListener,
     Update,
+    UpdateRow,
     ValueCheck,
     VStore,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "StoreListener",
     "UnknownKeyError",
     "Update",
+    "UpdateRow",
     "VStore",
     "VStoreError",
     "ValueCheck",

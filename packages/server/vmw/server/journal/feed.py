@@ -404,7 +404,10 @@ class Feed:
 
     def live_start(self, offset: int, keep: int) -> int:
         """Where a live follower reads on from: ``offset`` if it is in memory, else just
-        before the newest ``keep`` records (0: after the newest)."""
+        before the newest ``keep`` records (0: after the newest); with nothing held yet
+        (this boot has written nothing), just before the boot's first record."""
+        if not len(self.history):
+            return pred(self.first_offset)
         return self.history.tail(offset, keep)
 
     def figures(self) -> list[Figure]:

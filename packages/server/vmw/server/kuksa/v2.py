@@ -31,8 +31,7 @@ from vmw.server.kuksa.subscriptions import check_count as subscription_count
 from vmw.server.rpc.convert import check_count
 from vmw.server.rpc.status import maps_errors
 from vmw.server.signals import Signals
-from vmw.vstore import UnknownKeyError, VStoreError
-from vmw.vstore import Update as VUpdate
+from vmw.vstore import UnknownKeyError, UpdateRow, VStoreError
 
 __all__ = ["KuksaV2"]
 
@@ -238,7 +237,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         KUKSA does, and the others are written."""
         store = self._p.store
         response = val_pb2.PublishValuesResponse(request_id=publish.request_id)
-        batch: list[VUpdate] = []
+        batch: list[UpdateRow] = []
         checks = self._p.access.checks_writes(who)  # False: every key, no claims
         for key_id, point in publish.data_points.items():
             try:
@@ -254,14 +253,14 @@ class KuksaV2(val_pb2_grpc.VALServicer):
             for u in batch:
                 try:
                     with self._p.writes.writing(who.app):
-                        store.set(u.key, u.data, time_ns=u.time_ns)
+                        store.set(u[0], u[1], time_ns=u[3])
                 except VStoreError as e:
-                    response.status[u.key].CopyFrom(convert.v2_error(e))  # type: ignore[index]
+                    response.status[u[0]].CopyFrom(convert.v2_error(e))  # type: ignore[index]
         return response
 
     def _checked(
         self, who: Caller, key_id: int, point: types_pb2.Datapoint, checks: bool
-    ) -> VUpdate:
+    ) -> UpdateRow:
         """A published datapoint as the store's update, checked as :meth:`_write` does
         (``checks``: whether ``who``'s grants and the claims are to be asked).
 
@@ -275,7 +274,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         if checks:
             self._p.access.check(who, "provide", name, field=f"data_points[{key_id}]")
         data = convert.to_store(name, self._signals.get(name), point.value, "typed_value")
-        return VUpdate(key_id, data, None, convert.source_time(point, "data_point"))
+        return (key_id, data, None, convert.source_time(point, "data_point"))
 
     # -- subscriptions ---------------------------------------------------------------
 

@@ -67,15 +67,15 @@ async def guarded_set(
     results: list[SetResult] = []
     versions: dict[int, int] = {}
     now = time.time_ns()
-    for key_id, data, u in checked:
+    for key_id, data, (_, _, if_version, time_ns) in checked:
         version = versions.get(key_id, store.version_of(key_id))
-        if u.if_version is not None and u.if_version != version:
+        if if_version is not None and if_version != version:
             results.append(SetResult(key_id, version, conflict=True))
             continue
         versions[key_id] = version + 1
         name = store.name_of(key_id)
         assert name is not None
-        writes.append(Write(name, data, version + 1, now if u.time_ns is None else u.time_ns))
+        writes.append(Write(name, data, version + 1, now if time_ns is None else time_ns))
         results.append(SetResult(key_id, version + 1))
     if not writes:
         return convert.set_response(results, head=write_path.head())

@@ -29,7 +29,14 @@ from vmw.server.rpc.identity import caller
 from vmw.server.rpc.status import check_decoded, maps_errors, status_for
 from vmw.server.session import Record
 from vmw.server.writes import Writes
-from vmw.vstore import Entry, InvalidKeyNameError, Update, VStore, VStoreError, check_key_name
+from vmw.vstore import (
+    Entry,
+    InvalidKeyNameError,
+    UpdateRow,
+    VStore,
+    VStoreError,
+    check_key_name,
+)
 
 __all__ = ["VStoreService"]
 
@@ -197,14 +204,14 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
                 )
             pace.take(batches)
             convert.check_count(f"batch {batches}: updates", request.updates, self._limit)
-            batch = [
-                Update(u.id, u.data, None, u.time_ns if u.HasField("time_ns") else None)
+            batch: list[UpdateRow] = [
+                (u.id, u.data, None, u.time_ns if u.HasField("time_ns") else None)
                 for u in request.updates
             ]
             try:
                 if access.checks_writes(who):
-                    for i, u in enumerate(batch):
-                        key_id: int = u.key  # type: ignore[assignment]
+                    for i, u in enumerate(request.updates):
+                        key_id: int = u.id
                         name = store.name_of(key_id)
                         if name is not None:
                             where = f"updates[{i}] (batch {batches})"
