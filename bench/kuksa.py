@@ -36,7 +36,6 @@ import argparse
 import asyncio
 import json
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -46,6 +45,7 @@ from vmw.proto.kuksa.val.v2 import types_pb2 as t2
 from vmw.proto.kuksa.val.v2 import val_pb2 as v2
 from vmw.proto.kuksa.val.v2 import val_pb2_grpc as v2_grpc
 
+from bench import loads
 from bench.loads import (
     BATCH,
     KEYS,
@@ -131,26 +131,6 @@ async def provider_main(address: str, rate: float, seconds: float, batch_max: in
         print(f"published {sent} in {request_id} messages, {failed} refused", flush=True)
 
 
-async def start_provider(
-    address: str, rate: float, seconds: float, batch_max: int = BATCH
-) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bench.kuksa",
-        "provider",
-        "--address",
-        address,
-        "--rate",
-        str(rate),
-        "--seconds",
-        str(seconds),
-        "--batch-max",
-        str(batch_max),
-        stdout=asyncio.subprocess.PIPE,
-    )
-
-
 # -- KUKSA subscribers (this process) -------------------------------------------------
 
 
@@ -203,7 +183,9 @@ async def measure_kuksa(
     provider = None
     try:
         await started(readies, tasks)
-        provider = await start_provider(address, rate, warmup + seconds + 0.5, batch_max)
+        provider = await loads.start_provider(
+            address, rate, warmup + seconds + 0.5, batch_max, module="bench.kuksa"
+        )
         elapsed = await timed_window(tally, seconds, warmup)
         await cancel(tasks)
         said = await finish(provider)

@@ -178,13 +178,18 @@ async def provider_main(address: str, rate: float, seconds: float, batch_max: in
 
 
 async def start_provider(
-    address: str, rate: float, seconds: float, batch_max: int = BATCH
+    address: str,
+    rate: float,
+    seconds: float,
+    batch_max: int = BATCH,
+    module: str = "bench.e2e",
 ) -> asyncio.subprocess.Process:
-    """The own API's provider process (``python -m bench.e2e provider``)."""
+    """A provider process (``python -m MODULE provider``): the own API's
+    (``bench.e2e``) or the KUKSA one (``bench.kuksa``)."""
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "bench.e2e",
+        module,
         "provider",
         "--address",
         address,
