@@ -140,7 +140,10 @@ async def test_in_token_mode_a_peer_link_needs_the_peer_scope_and_its_own_name(
 
 async def test_a_link_refused_for_its_token_says_why_in_cluster_status(tmp_path: Path) -> None:
     """The operator sees the peer's reason (here a token without the ``peer``
-    scope), not grpc's own error for a hello written as the peer hung up."""
+    scope), not grpc's own error for a hello written as the peer hung up, nor the
+    reason of an earlier try: ``a`` dials ``b`` before ``b`` listens (a refused
+    connection, UNAVAILABLE), then ``b`` starts and refuses the link. (The status
+    kept the first reason of a link that stayed down: a CI run failed so.)"""
     private, public = generate_key_pair("ES256")
     (tmp_path / "vmw.pub").write_bytes(public)
     scopes = {"a": "read:**", "b": "peer"}  # a's token may not speak for a node
@@ -149,16 +152,21 @@ async def test_a_link_refused_for_its_token_says_why_in_cluster_status(tmp_path:
     common = ("--auth-mode", "token", "--token-public-key", str(tmp_path / "vmw.pub"))
     extra = {n: ("--peer-token-file", str(tmp_path / f"{n}.token")) for n in scopes}
     admin = mint(private, subject="ops", scope="admin", ttl_s=600)
-    with Nodes(["a", "b"], tmp_path, *common, "--sync-interval-s", "0.5", extra=extra) as nodes:
+    nodes = Nodes(["a", "b"], tmp_path, *common, "--sync-interval-s", "0.5", extra=extra)
+    try:
 
         async def link() -> tuple[str, str]:
-            # Until b listens, the link is down for a refused connection instead.
             peer = (await status_token(nodes["a"].address, admin)).peers[0]
             return peer.link, peer.error.split(":")[0]
 
-        await eventually_async(link, ("down", "PERMISSION_DENIED"))
+        nodes["a"].start()
+        await eventually_async(link, ("down", "UNAVAILABLE"))  # b is not listening yet
+        nodes["b"].start()
+        await eventually_async(link, ("down", "PERMISSION_DENIED"), timeout=30)
         peer = (await status_token(nodes["a"].address, admin)).peers[0]
         assert "no 'peer' scope" in peer.error, peer.error
+    finally:
+        nodes.stop()
 
 
 async def refused_link(

@@ -93,6 +93,9 @@ class PeerLink:
 
     def _set(self, state: str, error: str = "", boot: int | None = None) -> None:
         if state == self.state:
+            if error != self.error:  # down still, for another reason: the operator sees it
+                self.error = error
+                log.info("peer %s (%s): link down: %s", self.name, self.address, error)
             return
         self.state, self.error, self.since = state, error, time.monotonic()
         if state == "down":
