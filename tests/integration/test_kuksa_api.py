@@ -167,11 +167,22 @@ async def test_an_unknown_path_is_not_found(channel: grpc.aio.Channel) -> None:
     )
 
 
-async def test_calls_not_served_are_unimplemented(channel: grpc.aio.Channel) -> None:
+async def test_calls_not_served_are_unimplemented_saying_what_to_use(
+    channel: grpc.aio.Channel,
+) -> None:
     stub = v2_grpc.VALStub(channel)
-    await fails(
+    details = await fails(
         stub.ActuateStream(iter([v2.ActuateRequest(signal_id=path("Vehicle.Speed"))])),
         grpc.StatusCode.UNIMPLEMENTED,
+    )
+    assert details == (
+        "kuksa.val.v2.VAL/ActuateStream is not served by this middleware; "
+        "actuate with Actuate or BatchActuate"
+    )
+    v1_call = v1_grpc.VALStub(channel).StreamedUpdate()
+    details = await fails(v1_call.read(), grpc.StatusCode.UNIMPLEMENTED)
+    assert details == (
+        "kuksa.val.v1.VAL/StreamedUpdate is not served by this middleware; write with Set"
     )
 
 

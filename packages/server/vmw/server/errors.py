@@ -17,6 +17,7 @@ __all__ = [
     "JournalDisabledError",
     "LimitExceededError",
     "MiddlewareError",
+    "NotServedError",
     "OffsetOutOfRangeError",
     "PermissionDeniedError",
     "ScopeDeniedError",
@@ -102,6 +103,14 @@ class StreamEndedError(MiddlewareError):
         self.app = app
         self.error = error
         super().__init__(f"the stream of app {app!r} ended: {reason.value}")
+
+
+class NotServedError(MiddlewareError):
+    """A call of a served API that this middleware does not implement."""
+
+    def __init__(self, method: str, instead: str) -> None:
+        self.method = method
+        super().__init__(f"{method} is not served by this middleware; {instead}")
 
 
 class UnavailableError(MiddlewareError):

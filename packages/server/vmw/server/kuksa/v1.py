@@ -15,7 +15,7 @@ import grpc
 from vmw.proto.kuksa.val.v1 import types_pb2, val_pb2, val_pb2_grpc
 from vmw.server.access import Caller
 from vmw.server.actuation import Actuation, Target
-from vmw.server.errors import InvalidRequestError, UnavailableError
+from vmw.server.errors import InvalidRequestError, NotServedError, UnavailableError
 from vmw.server.kuksa import convert
 from vmw.server.kuksa.common import (
     KuksaParts,
@@ -49,6 +49,15 @@ class KuksaV1(val_pb2_grpc.VALServicer):
     ) -> val_pb2.GetServerInfoResponse:
         kuksa_caller(context, self._p.access)
         return val_pb2.GetServerInfoResponse(name=SERVER_NAME, version=SERVER_VERSION)
+
+    @maps_errors()
+    async def StreamedUpdate(
+        self,
+        requests: Any,
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> None:
+        kuksa_caller(context, self._p.access)
+        raise NotServedError("kuksa.val.v1.VAL/StreamedUpdate", "write with Set")
 
     @maps_errors(field="entries")
     async def Get(

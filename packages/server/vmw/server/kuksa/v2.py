@@ -16,7 +16,7 @@ import grpc
 from vmw.proto.kuksa.val.v2 import types_pb2, val_pb2, val_pb2_grpc
 from vmw.server.access import Caller
 from vmw.server.actuation import Actuation, ActuatorProvider
-from vmw.server.errors import InvalidRequestError, LimitExceededError
+from vmw.server.errors import InvalidRequestError, LimitExceededError, NotServedError
 from vmw.server.kuksa import convert
 from vmw.server.kuksa.common import (
     KuksaParts,
@@ -145,6 +145,17 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         )
         await self._actuation.actuate([target])
         return val_pb2.ActuateResponse()
+
+    @maps_errors()
+    async def ActuateStream(
+        self,
+        requests: AsyncIterator[val_pb2.ActuateRequest],
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> val_pb2.ActuateResponse:
+        kuksa_caller(context, self._p.access)
+        raise NotServedError(
+            "kuksa.val.v2.VAL/ActuateStream", "actuate with Actuate or BatchActuate"
+        )
 
     @maps_errors(field="actuate_requests")
     async def BatchActuate(

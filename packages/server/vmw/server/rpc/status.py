@@ -22,6 +22,7 @@ from vmw.server.errors import (
     InvalidRequestError,
     JournalDisabledError,
     LimitExceededError,
+    NotServedError,
     OffsetOutOfRangeError,
     PermissionDeniedError,
     ScopeDeniedError,
@@ -68,6 +69,7 @@ STATUS_OF: Final[tuple[tuple[type[BaseException], grpc.StatusCode], ...]] = (
     (UnknownConsumerError, grpc.StatusCode.NOT_FOUND),
     (OffsetOutOfRangeError, grpc.StatusCode.OUT_OF_RANGE),
     (FollowReplacedError, grpc.StatusCode.ABORTED),
+    (NotServedError, grpc.StatusCode.UNIMPLEMENTED),
     # Its code depends on why the stream ended: STREAM_END (status_for looks there first).
     (StreamEndedError, grpc.StatusCode.ABORTED),
 )
