@@ -50,7 +50,8 @@ class GiveBack:
         self._trim = trim
         self._surge = surge
         self._peak = 0
-        self._running: asyncio.Future[object] | None = None
+        self.running: asyncio.Future[object] | None = None
+        """The trim in progress or last run (a test awaits it)."""
         self.trims = 0
         """Trims started (for tests and stats)."""
 
@@ -62,7 +63,7 @@ class GiveBack:
         if self._peak - count < self._surge or count > self._peak // 4:
             return
         self._peak = count
-        if self._trim is None or (self._running is not None and not self._running.done()):
+        if self._trim is None or (self.running is not None and not self.running.done()):
             return
         self.trims += 1
-        self._running = asyncio.get_running_loop().run_in_executor(None, self._trim)
+        self.running = asyncio.get_running_loop().run_in_executor(None, self._trim)
