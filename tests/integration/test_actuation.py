@@ -135,10 +135,13 @@ async def test_an_sdk_request_is_answered_by_a_kuksa_provider_stream(
                 )
             )
         )
-        # The stream's messages are taken in order: once this is answered, so was that.
+        # The stream's messages are taken in order: once this is answered, so was that
+        # (a publish is answered only when a signal fails: no key has the id 9999).
         await kuksa.requests.put(
             v2.OpenProviderStreamRequest(
-                publish_values_request=v2.PublishValuesRequest(request_id=1, data_points={})
+                publish_values_request=v2.PublishValuesRequest(
+                    request_id=1, data_points={9999: t2.Datapoint(value=t2.Value(float=1.0))}
+                )
             )
         )
         message = await asyncio.wait_for(kuksa.call.read(), 5)

@@ -332,10 +332,13 @@ async def test_an_actuation_goes_to_the_provider_that_claimed_it_and_returns_its
             batch_actuate_stream_response=v2.BatchActuateStreamResponse(signal_id=asked.signal_id)
         )
     )
-    # The stream's messages are taken in order: once this is answered, so was that.
+    # The stream's messages are taken in order: once this is answered, so was that
+    # (a publish is answered only when a signal fails: no key has the id 9999).
     await provider.requests.put(
         v2.OpenProviderStreamRequest(
-            publish_values_request=v2.PublishValuesRequest(request_id=1, data_points={})
+            publish_values_request=v2.PublishValuesRequest(
+                request_id=1, data_points={9999: t2.Datapoint(value=t2.Value(float=1.0))}
+            )
         )
     )
     published = await asyncio.wait_for(provider.call.read(), 5)
@@ -421,5 +424,32 @@ async def test_a_provider_stream_publishes_values_by_id_with_a_status_per_signal
     assert response.status[9999].code == t2.ERROR_CODE_NOT_FOUND
     value = await stub.GetValue(v2.GetValueRequest(signal_id=path("Vehicle.Speed")))
     assert value.data_point.value.float == 55.0
+    await provider.requests.put(None)
+    provider.call.cancel()
+
+
+async def test_a_provider_stream_answers_a_publish_only_when_a_signal_failed(
+    channel: grpc.aio.Channel,
+) -> None:
+    """As the KUKSA databroker: a PublishValuesResponse upon error, nothing upon success."""
+    stub = v2_grpc.VALStub(channel)
+    md = await stub.ListMetadata(v2.ListMetadataRequest(root="Vehicle.Speed"))
+    speed = md.metadata[0].id
+    provider = Provider(stub)
+    for request_id, key_id in ((1, speed), (2, speed), (3, 9999)):
+        await provider.requests.put(
+            v2.OpenProviderStreamRequest(
+                publish_values_request=v2.PublishValuesRequest(
+                    request_id=request_id,
+                    data_points={key_id: t2.Datapoint(value=t2.Value(float=float(request_id)))},
+                )
+            )
+        )
+    # Taken in order: the first answer is the failed third request's.
+    response = (await asyncio.wait_for(provider.call.read(), 5)).publish_values_response
+    assert response.request_id == 3
+    assert list(response.status) == [9999]
+    value = await stub.GetValue(v2.GetValueRequest(signal_id=path("Vehicle.Speed")))
+    assert value.data_point.value.float == 2.0
     await provider.requests.put(None)
     provider.call.cancel()

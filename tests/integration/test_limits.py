@@ -190,9 +190,16 @@ async def test_a_kuksa_provider_stream_keeps_the_publish_limits(
     fast = kuksa.OpenProviderStream(metadata=s.md)
 
     async def publish_until_refused() -> None:
+        # A signal no key has: each publish is answered (a publish is answered only
+        # when a signal fails), so one message at a time and no write races the end.
+        unknown = val_v2.OpenProviderStreamRequest(
+            publish_values_request=val_v2.PublishValuesRequest(
+                request_id=2, data_points={key_id + 999_000: types_v2.Datapoint()}
+            )
+        )
         for _ in range(50):  # far beyond a burst of 5 at 1/s, whatever the pace
-            await fast.write(values(1))
-            await fast.read()  # its answer (one message at a time: no write races the end)
+            await fast.write(unknown)
+            await fast.read()
         raise AssertionError("50 messages in a stream limited to a burst of 5 at 1/s")
 
     await exhausted(publish_until_refused(), "Publish messages/s", "the limit is 1")

@@ -218,11 +218,11 @@ class KuksaV2(val_pb2_grpc.VALServicer):
                         f"at most {limits.max_keys_per_request} per request, "
                         f"got {len(publish.data_points)}",
                     )
-                await stream.outbox.put(
-                    val_pb2.OpenProviderStreamResponse(
-                        publish_values_response=self._publish_values(who, publish)
+                response = self._publish_values(who, publish)
+                if response.status:  # as the databroker: answered only when a signal failed
+                    await stream.outbox.put(
+                        val_pb2.OpenProviderStreamResponse(publish_values_response=response)
                     )
-                )
             elif action == "batch_actuate_stream_response":
                 answer = request.batch_actuate_stream_response
                 try:
@@ -245,7 +245,9 @@ class KuksaV2(val_pb2_grpc.VALServicer):
     ) -> val_pb2.PublishValuesResponse:
         """Write one ``PublishValuesRequest`` as one request (one journal record, one
         replicated event); a signal refused is reported in ``status`` by its id, as
-        KUKSA does, and the others are written."""
+        KUKSA does, and the others are written. The response goes to the provider
+        only when ``status`` is not empty: the KUKSA databroker answers a publish
+        that failed, and nothing upon success."""
         store = self._p.store
         response = val_pb2.PublishValuesResponse(request_id=publish.request_id)
         batch: list[UpdateRow] = []
