@@ -149,8 +149,11 @@ async def subscriber(address: str, tally: Tally, ready: asyncio.Event) -> None:
             tally.batches += 1
             tally.events += len(entries)
             now = time.time_ns()
+            # Not Timestamp.ToNanoseconds() (Python code, 2.4x the cost): the harness
+            # reads as little as the own API's does, so it measures the server.
             for point in entries.values():
-                record(now - point.timestamp.ToNanoseconds())
+                ts = point.timestamp
+                record(now - (ts.seconds * 1_000_000_000 + ts.nanos))
 
 
 async def measure_kuksa(

@@ -159,9 +159,7 @@ def source_time(point: t1.Datapoint | t2.Datapoint, field: str) -> int | None:
         InvalidRequestError: ``nanos`` outside 0..999,999,999, or a time before
             1970 or past what a uint64 of nanoseconds holds (2554-07-21).
     """
-    if not point.HasField("timestamp"):
-        return None
-    ts = point.timestamp
+    ts = point.timestamp  # unset reads as zero, which means none given too
     if not 0 <= ts.nanos < _NS_PER_S:
         raise InvalidRequestError(f"{field}.timestamp.nanos", f"{ts.nanos} is not in 0..999999999")
     time_ns = ts.seconds * _NS_PER_S + ts.nanos
@@ -218,10 +216,11 @@ def to_store(key: str, signal: Signal | None, message: Message, oneof: str) -> b
     Raises:
         InvalidValueError: no value, the wrong type, or outside the signal's rule.
     """
-    got = from_wire(message, oneof)
-    if got is None:
+    wire = message.WhichOneof(oneof)  # from_wire's, inlined: every written value runs this
+    if wire is None:
         raise InvalidValueError(key, "the request carries no value")
-    value, wire = got
+    raw = getattr(message, wire)
+    value: Data = list(raw.values) if wire.endswith("_array") else raw
     if signal is None:
         try:
             return encode(value, kind=_KIND_OF_WIRE[wire])
@@ -250,12 +249,22 @@ def set_wire(message: Message, data: bytes | None, signal: Signal | None) -> boo
         value, kind = decode_kind(data)
     except ValueEncodingError:
         return False
-    field = None
-    if signal is not None and kind_of_datatype(signal.datatype) is not None:
-        field = _wire_field(signal.datatype)
-    if field is None:
-        field = _WIRE_OF_KIND[kind][0]
+    field = _target(None if signal is None else signal.datatype, kind)
+    if type(value) is float and (field == "float" or field == "double"):
+        setattr(message, field, value)  # most values: a number, where _put ends too
+        return True
     return _put(message, field, value)
+
+
+@functools.cache  # (datatype, kind) pairs: a few dozen; every delivered value asks
+def _target(datatype: str | None, kind: str) -> str:
+    """The wire field a stored value of ``kind`` is read in, for a key of ``datatype``
+    (None: an opaque key, read in the kind it was written in)."""
+    if datatype is not None and kind_of_datatype(datatype) is not None:
+        field = _wire_field(datatype)
+        if field is not None:
+            return field
+    return _WIRE_OF_KIND[kind][0]
 
 
 def _put(message: Message, field: str, value: Data) -> bool:

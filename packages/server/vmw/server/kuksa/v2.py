@@ -31,11 +31,15 @@ from vmw.server.kuksa.subscriptions import check_count as subscription_count
 from vmw.server.rpc.convert import check_count
 from vmw.server.rpc.status import maps_errors
 from vmw.server.signals import Signals
+from vmw.vss import Signal
 from vmw.vstore import UnknownKeyError, UpdateRow, VStoreError
 
 __all__ = ["KuksaV2"]
 
 _R = TypeVar("_R", val_pb2.SubscribeResponse, val_pb2.SubscribeByIdResponse)
+_Known = dict[int, tuple[str | int, Signal | None]]
+"""A subscription stream's keys by id: the key of its response entries (the name
+for ``Subscribe``, the id for ``SubscribeById``) and its signal."""
 
 
 class KuksaV2(val_pb2_grpc.VALServicer):
@@ -301,7 +305,9 @@ class KuksaV2(val_pb2_grpc.VALServicer):
             list(request.signal_paths),
             request.buffer_size,
             context,
-            lambda batch: self._response(val_pb2.SubscribeResponse(), batch, by_name=True),
+            lambda batch, known: self._response(
+                val_pb2.SubscribeResponse(), batch, known, by_name=True
+            ),
         )
 
     @maps_errors(field="signal_ids")
@@ -323,7 +329,9 @@ class KuksaV2(val_pb2_grpc.VALServicer):
             names,
             request.buffer_size,
             context,
-            lambda batch: self._response(val_pb2.SubscribeByIdResponse(), batch, by_name=False),
+            lambda batch, known: self._response(
+                val_pb2.SubscribeByIdResponse(), batch, known, by_name=False
+            ),
             field="signal_ids",
         )
 
@@ -333,29 +341,37 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         names: list[str],
         buffer_size: int,
         context: grpc.aio.ServicerContext[Any, Any],
-        message: Callable[[list[Update]], Any],
+        message: Callable[[list[Update], _Known], Any],
         field: str = "signal_paths",
     ) -> None:
+        known: _Known = {}
         async with contextlib.aclosing(updates(self._p, who, names, buffer_size, field)) as stream:
             async for batch in stream:
-                await context.write(message(batch))
+                await context.write(message(batch, known))
 
-    def _fill(self, entries: Any, batch: list[Update], *, by_name: bool) -> None:
+    def _fill(self, entries: Any, batch: list[Update], known: _Known, *, by_name: bool) -> None:
         """Put a drained batch into a response's ``entries`` map, each datapoint built
-        in its entry (a dict of datapoints given to the constructor is copied)."""
-        name_of = self._p.store.name_of
-        signal_of = self._signals.get
+        in its entry (a dict of datapoints given to the constructor is copied).
+
+        ``known``: the stream's keys met so far, by id (each key's name, entry key
+        and signal, looked up once). An id cannot change its key under a
+        subscription: a removed key ends the subscriptions on it, so an event
+        of a later key with the same id never comes to this stream.
+        """
         for key_id, data, time_ns in batch:
-            name = name_of(key_id)
-            if name is None:
-                continue  # removed since
-            point = entries[name if by_name else key_id]  # each key once (a batch is cut so)
+            meta = known.get(key_id)
+            if meta is None:
+                name = self._p.store.name_of(key_id)
+                if name is None:
+                    continue  # removed since
+                meta = known[key_id] = (name if by_name else key_id, self._signals.get(name))
+            point = entries[meta[0]]  # each key once (a batch is cut so)
             # No value yet: neither value nor timestamp.
-            if convert.set_wire(point.value, data, signal_of(name)):
+            if convert.set_wire(point.value, data, meta[1]):
                 convert.set_timestamp(point.timestamp, time_ns)
 
-    def _response(self, response: _R, batch: list[Update], *, by_name: bool) -> _R:
-        self._fill(response.entries, batch, by_name=by_name)
+    def _response(self, response: _R, batch: list[Update], known: _Known, *, by_name: bool) -> _R:
+        self._fill(response.entries, batch, known, by_name=by_name)
         return response
 
     def _check_count(self, field: str, items: Sequence[Any]) -> None:

@@ -179,7 +179,8 @@ class VALServicer:
     def OpenProviderStream(self, request_iterator, context):
         """A provider's stream: claim actuators (ProvideActuationRequest; another
         provider's claim is ALREADY_EXISTS), publish values by id
-        (PublishValuesRequest, answered per signal), and answer the actuation
+        (PublishValuesRequest: answered only when a signal failed, with a status
+        per failed signal; nothing upon success, as the databroker), and answer the actuation
         requests the middleware sends (BatchActuateStreamRequest /
         BatchActuateStreamResponse). Claims end with the stream.
         """
