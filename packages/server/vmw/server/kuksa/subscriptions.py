@@ -168,13 +168,15 @@ def _cut(events: list[Event], last: dict[int, bytes | None]) -> list[list[Update
     for e in events:
         if type(e) is not DataUpdated:
             continue
-        data = e.data if e.data is not None else last.get(e.key)
-        last[e.key] = data
-        if e.key in seen:
+        key, _, time_ns, data, _ = e  # unpacked: a third of the cost of the attributes
+        if data is None:
+            data = last.get(key)
+        last[key] = data
+        if key in seen:
             batches.append(batch)
             batch, seen = [], set()
-        batch.append((e.key, data, e.time_ns))
-        seen.add(e.key)
+        batch.append((key, data, time_ns))
+        seen.add(key)
     if batch:
         batches.append(batch)
     return batches
