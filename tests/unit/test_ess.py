@@ -505,6 +505,21 @@ def test_removing_a_key_ends_its_subscriptions_and_its_recycled_id_carries_no_ol
     assert s.drops.seen == [("a", s.window, 0, 1, DropReason.DISCARDED)]
 
 
+def test_an_apps_subscription_count_follows_registers_deregisters_and_removals() -> None:
+    """What the per-app limit counts, without listing the subscriptions."""
+    s = System()
+    assert s.ess.subscriptions_of("a") == 0
+    s.app("a", sub(SPEED), sub(TEMP), sub(WINDOW))
+    s.app("b", sub(SPEED))
+    s.ess.register("a", [sub(SPEED, queue=1)])  # a re-registration is not a second one
+    assert (s.ess.subscriptions_of("a"), s.ess.subscriptions_of("b")) == (3, 1)
+    s.ess.deregister("a", [TEMP])
+    s.store.remove_key(WINDOW)
+    assert s.ess.subscriptions_of("a") == len(s.ess.subscriptions("a")) == 1
+    s.ess.remove_app("a")
+    assert (s.ess.subscriptions_of("a"), s.ess.subscriptions_of("b")) == (0, 1)
+
+
 def test_lifecycle_overflow_flags_the_app_for_a_resync() -> None:
     s = System(lifecycle_capacity=2)
     s.app("a", sub(SPEED))

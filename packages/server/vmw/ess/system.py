@@ -477,6 +477,11 @@ class EventSubSystem:
         """The app's subscriptions, in registration order (empty if it has none)."""
         return [sub.info() for sub in self._table.of_app(app)]
 
+    def subscriptions_of(self, app: str) -> int:
+        """How many subscriptions the app holds (0 if none). O(1): a limit check
+        asks it for every stream of a caller on every subscription."""
+        return self._table.count_of(app)
+
     def drain(self, app: str, max_events: int) -> list[Event]:
         """Take up to ``max_events`` events for the app, to send as one batch.
 

@@ -269,7 +269,8 @@ class Streams:
     def subscriptions_held(self, owner: str, *, besides: str | None = None) -> int:
         """The subscriptions ``owner`` holds on its streams (one app, one limit),
         not counting the ESS app ``besides``."""
-        return sum(len(self._ess.subscriptions(a)) for a in self.streams_of(owner) if a != besides)
+        count = self._ess.subscriptions_of
+        return sum(count(a) for a in self._apps_of.get(owner, ()) if a != besides)
 
     @asynccontextmanager
     async def session(
@@ -392,7 +393,7 @@ class Streams:
             self._remove(app)
 
     def _remove(self, app: str) -> None:
-        subs = len(self._ess.subscriptions(app))
+        subs = self._ess.subscriptions_of(app)
         self._ess.remove_app(app)
         self._access.stream_grants(app, None)
         log.info("app %s: stream ended; removed it and its %d subscriptions", app, subs)
