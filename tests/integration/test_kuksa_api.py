@@ -400,6 +400,18 @@ async def test_actuation_refusals_unavailable_already_exists_and_bad_values(
     first.call.cancel()
 
 
+async def _publish_floats(provider: Provider, request_id: int, values: dict[int, float]) -> None:
+    """One PublishValuesRequest on ``provider``'s stream: a float per signal id."""
+    points = {i: t2.Datapoint(value=t2.Value(float=v)) for i, v in values.items()}
+    await provider.requests.put(
+        v2.OpenProviderStreamRequest(
+            publish_values_request=v2.PublishValuesRequest(
+                request_id=request_id, data_points=points
+            )
+        )
+    )
+
+
 async def test_a_provider_stream_publishes_values_by_id_with_a_status_per_signal(
     channel: grpc.aio.Channel,
 ) -> None:
@@ -407,17 +419,7 @@ async def test_a_provider_stream_publishes_values_by_id_with_a_status_per_signal
     md = await stub.ListMetadata(v2.ListMetadataRequest(root="Vehicle.Speed"))
     speed = md.metadata[0].id
     provider = Provider(stub)
-    await provider.requests.put(
-        v2.OpenProviderStreamRequest(
-            publish_values_request=v2.PublishValuesRequest(
-                request_id=7,
-                data_points={
-                    speed: t2.Datapoint(value=t2.Value(float=55.0)),
-                    9999: t2.Datapoint(value=t2.Value(float=1.0)),
-                },
-            )
-        )
-    )
+    await _publish_floats(provider, 7, {speed: 55.0, 9999: 1.0})
     response = (await asyncio.wait_for(provider.call.read(), 5)).publish_values_response
     assert response.request_id == 7
     assert list(response.status) == [9999]
@@ -437,14 +439,7 @@ async def test_a_provider_stream_answers_a_publish_only_when_a_signal_failed(
     speed = md.metadata[0].id
     provider = Provider(stub)
     for request_id, key_id in ((1, speed), (2, speed), (3, 9999)):
-        await provider.requests.put(
-            v2.OpenProviderStreamRequest(
-                publish_values_request=v2.PublishValuesRequest(
-                    request_id=request_id,
-                    data_points={key_id: t2.Datapoint(value=t2.Value(float=float(request_id)))},
-                )
-            )
-        )
+        await _publish_floats(provider, request_id, {key_id: float(request_id)})
     # Taken in order: the first answer is the failed third request's.
     response = (await asyncio.wait_for(provider.call.read(), 5)).publish_values_response
     assert response.request_id == 3
