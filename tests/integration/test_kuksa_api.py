@@ -423,8 +423,14 @@ async def test_a_provider_stream_publishes_values_by_id_answering_only_a_failed_
     provider = Provider(stub)
     await _publish_floats(provider, 1, {speed: 50.0})
     await _publish_floats(provider, 2, {speed: 52.0})
+    await _publish_floats(provider, 3, {9999: 1.0})
+    # Taken in order: the first answer is the third request's, the first that failed,
+    # and both before it were written.
+    failed = (await asyncio.wait_for(provider.call.read(), 5)).publish_values_response
+    assert failed.request_id == 3
+    value = await stub.GetValue(v2.GetValueRequest(signal_id=path("Vehicle.Speed")))
+    assert value.data_point.value.float == 52.0
     await _publish_floats(provider, 7, {speed: 55.0, 9999: 1.0})
-    # Taken in order: the first answer is the third request's, the only one that failed.
     response = (await asyncio.wait_for(provider.call.read(), 5)).publish_values_response
     assert response.request_id == 7
     assert list(response.status) == [9999]
