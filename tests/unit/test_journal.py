@@ -9,7 +9,13 @@ import json
 from pathlib import Path
 
 import pytest
-from vmw.contract.journal.chain import Chain, verify_line
+from vmw.contract.journal.chain import (
+    HASH_PREFIX_LEN,
+    Chain,
+    line_of,
+    record_hash,
+    verify_line,
+)
 from vmw.server.journal import Journal, JournalReport, Level, OffsetCounter, read_journal, verify
 from vmw.server.journal.writer import segment_files
 
@@ -239,10 +245,6 @@ def test_the_verify_command_reports_a_tampered_journal(
 
 
 def test_each_line_carries_its_hash_first_over_its_own_bytes(tmp_path: Path) -> None:
-    import hashlib
-
-    from vmw.contract.journal.chain import HASH_PREFIX_LEN
-
     j = make(tmp_path, level=Level.FULL)
     j.start(address='ünïcödé and "quotes"')
     j.record("queued", app="a", key_id=1, queue=0, seq=1)
@@ -252,6 +254,17 @@ def test_each_line_carries_its_hash_first_over_its_own_bytes(tmp_path: Path) -> 
         assert line.startswith(b'{"hash":"')
         body = b"{" + line[HASH_PREFIX_LEN:]
         assert hashlib.sha256(body).hexdigest().encode() == line[9:73]
+
+
+@pytest.mark.parametrize("size", [0, 1_990, 2_040, 2_047, 2_048, 4_094, 4_095, 100_000])
+def test_a_large_records_hash_is_sha256_over_its_line_whatever_the_pieces(size: int) -> None:
+    """The writer hashes a body in pieces below 2,048 bytes (so the GIL stays with
+    its thread): the digest is SHA-256 over the whole line's body all the same."""
+    record = {"kind": "delivered_batch", "key_ids": list(range(size // 8)), "pad": "é" * (size % 8)}
+    line = line_of(record)
+    body = b"{" + line[HASH_PREFIX_LEN:-1]
+    assert hashlib.sha256(body).hexdigest() == record["hash"] == record_hash(record)
+    assert verify_line(line)["hash"] == record["hash"]
 
 
 def test_a_record_with_a_field_outside_the_format_is_refused(tmp_path: Path) -> None:
