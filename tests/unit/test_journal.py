@@ -7,11 +7,13 @@ import hashlib
 import itertools
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from vmw.contract.journal.chain import (
     HASH_PREFIX_LEN,
     Chain,
+    canonical,
     line_of,
     record_hash,
     verify_line,
@@ -256,13 +258,18 @@ def test_each_line_carries_its_hash_first_over_its_own_bytes(tmp_path: Path) -> 
         assert hashlib.sha256(body).hexdigest().encode() == line[9:73]
 
 
-@pytest.mark.parametrize("size", [0, 1_990, 2_040, 2_047, 2_048, 4_094, 4_095, 100_000])
+@pytest.mark.parametrize("size", [40, 2_046, 2_047, 2_048, 4_094, 4_095, 4_096, 100_000])
 def test_a_large_records_hash_is_sha256_over_its_line_whatever_the_pieces(size: int) -> None:
     """The writer hashes a body in pieces below 2,048 bytes (so the GIL stays with
     its thread): the digest is SHA-256 over the whole line's body all the same."""
-    record = {"kind": "delivered_batch", "key_ids": list(range(size // 8)), "pad": "é" * (size % 8)}
+    empty = len(canonical({"kind": "delivered_batch", "pad": ""}))
+    wide = (size - empty) // 2  # two bytes each in UTF-8
+    pad = "é" * wide + "a" * (size - empty - 2 * wide)
+    record: dict[str, Any] = {"kind": "delivered_batch", "pad": pad}
+    assert len(canonical(record)) == size
     line = line_of(record)
     body = b"{" + line[HASH_PREFIX_LEN:-1]
+    assert len(body) == size
     assert hashlib.sha256(body).hexdigest() == record["hash"] == record_hash(record)
     assert verify_line(line)["hash"] == record["hash"]
 
