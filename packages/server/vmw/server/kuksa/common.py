@@ -17,7 +17,7 @@ from vmw.server.auth.scopes import ScopeError, compile_glob
 from vmw.server.config import RequestLimits
 from vmw.server.errors import InvalidRequestError
 from vmw.server.kuksa.convert import signal_name, to_store
-from vmw.server.rpc.breathe import BREATHE_EVERY, breathe
+from vmw.server.rpc.breathe import BREATHE_EVERY, scan_keys
 from vmw.server.rpc.identity import caller, certified_names
 from vmw.server.session import Record, Streams
 from vmw.server.signals import Signals
@@ -134,20 +134,12 @@ async def resolve_path(store: VStore, path: str) -> list[tuple[str, int]]:
 async def _scan(store: VStore, prefix: str, keep: Callable[[str], bool]) -> list[tuple[str, int]]:
     """The keys under ``prefix`` that ``keep`` keeps, pausing every BREATHE_EVERY keys."""
     found: list[tuple[str, int]] = []
-    after, scanned, paused = "", 0, False
-    while True:
-        for name, key_id in store.iter_keys(prefix, start_after=after):
-            if keep(name):
-                found.append((name, key_id))
-            scanned += 1
-            if scanned % BREATHE_EVERY == 0:
-                after = name
-                break
-        else:
-            break
-        await breathe()
-        paused = True
-    if paused:  # keys may have gone (an id even reused) while others were served
+    scanned = 0
+    async for name, key_id in scan_keys(store, prefix):
+        if keep(name):
+            found.append((name, key_id))
+        scanned += 1
+    if scanned >= BREATHE_EVERY:  # it paused: keys may have gone (an id even reused)
         found = [(n, i) for n, i in found if store.name_of(i) == n]
     return found
 

@@ -9,9 +9,12 @@ pause's worth of waiting, not its whole run.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncGenerator
 from typing import Final
 
-__all__ = ["BREATHE_EVERY", "breathe"]
+from vmw.vstore import VStore
+
+__all__ = ["BREATHE_EVERY", "breathe", "scan_keys"]
 
 BREATHE_EVERY: Final = 1_000
 """Items (entries built, keys scanned) between two pauses of a large call."""
@@ -21,3 +24,26 @@ async def breathe() -> None:
     """Let other callers be served now (a bare ``sleep(0)`` is one turn of the loop:
     too short for a call arriving from gRPC's poller to be read and answered)."""
     await asyncio.sleep(0.001)
+
+
+async def scan_keys(
+    store: VStore, prefix: str = "", *, start_after: str = ""
+) -> AsyncGenerator[tuple[str, int], None]:
+    """``(name, id)`` of the keys in the branch ``prefix`` after ``start_after``, in
+    name order (:meth:`VStore.iter_keys`), pausing every :data:`BREATHE_EVERY` keys.
+
+    After a pause the scan goes on after the last key it yielded: keys may have
+    come and gone meanwhile, and a key it yielded before may be gone (its id even
+    reused). A caller that stops early closes it (``contextlib.aclosing``).
+    """
+    after, scanned = start_after, 0
+    while True:
+        for name, key_id in store.iter_keys(prefix, start_after=after):
+            yield name, key_id
+            scanned += 1
+            if scanned % BREATHE_EVERY == 0:
+                after = name
+                break
+        else:
+            return
+        await breathe()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -23,7 +24,7 @@ from vmw.server.errors import (
     UnauthenticatedError,
 )
 from vmw.server.rpc import convert
-from vmw.server.rpc.breathe import BREATHE_EVERY, breathe
+from vmw.server.rpc.breathe import scan_keys
 from vmw.server.rpc.guarded import guarded_set
 from vmw.server.rpc.identity import caller
 from vmw.server.rpc.status import check_decoded, maps_errors, status_for
@@ -266,20 +267,14 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         # The page is full or the branch is done: the scan goes on past the keys the
         # caller may not read (a cursor left among them would name one, and tell that
         # the branch holds keys), serving other callers every BREATHE_EVERY keys.
-        store, after, scanned = self._p.store, request.start_after, 0
-        while True:
-            for name, key_id in store.iter_keys(request.prefix, start_after=after):
+        scan = scan_keys(self._p.store, request.prefix, start_after=request.start_after)
+        async with contextlib.aclosing(scan):
+            async for name, key_id in scan:
                 if len(keys) == page:
                     return _key_page(keys, keys[-1][0])
                 if who.grants.allows("read", name):
                     keys.append((name, key_id))
-                scanned += 1
-                if scanned % BREATHE_EVERY == 0:
-                    after = name
-                    break
-            else:
-                return _key_page(keys, "")  # the store has nothing more in this branch
-            await breathe()  # keys may come and go meanwhile: go on after ``after``
+        return _key_page(keys, "")  # the store has nothing more in this branch
 
     def _names_request(
         self, field_value: Sequence[str], context: grpc.aio.ServicerContext[Any, Any]
