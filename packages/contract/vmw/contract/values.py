@@ -38,6 +38,8 @@ from vmw.proto.value.v1.value_pb2 import (
 from vmw.vss.rules import element_type, is_array
 
 __all__ = [
+    "DOUBLE_TAG",
+    "FLOAT32_TAG",
     "KINDS",
     "Data",
     "Scalar",
@@ -90,10 +92,14 @@ _ARRAY_OF: Final = {
 # every typed write and every KUKSA delivery encodes or decodes one, so these two
 # are done without a message (0.13 us against 1.7 us to encode); tests check them
 # against protobuf's own bytes for every kind of float.
-_DOUBLE_TAG: Final = 0x19
-_FLOAT32_TAG: Final = 0x35
-_DOUBLE_PREFIX: Final = bytes([_DOUBLE_TAG])
-_FLOAT32_PREFIX: Final = bytes([_FLOAT32_TAG])
+DOUBLE_TAG: Final = 0x19
+"""The first of the 9 bytes of a ``float`` (double) value; the other 8 are the number,
+little-endian (protobuf's fixed64), which another message's double field can take as they are."""
+FLOAT32_TAG: Final = 0x35
+"""The first of the 5 bytes of a ``float32`` value; the other 4 are the number,
+little-endian (protobuf's fixed32)."""
+_DOUBLE_PREFIX: Final = bytes([DOUBLE_TAG])
+_FLOAT32_PREFIX: Final = bytes([FLOAT32_TAG])
 _DOUBLE: Final = struct.Struct("<d")
 _FLOAT32: Final = struct.Struct("<f")
 
@@ -215,9 +221,9 @@ def decode_kind(data: bytes) -> tuple[Data, str]:
             bytes written by another encoding or a newer, unknown field).
     """
     size = len(data)
-    if size == 9 and data[0] == _DOUBLE_TAG:
+    if size == 9 and data[0] == DOUBLE_TAG:
         return _DOUBLE.unpack_from(data, 1)[0], "float"
-    if size == 5 and data[0] == _FLOAT32_TAG:
+    if size == 5 and data[0] == FLOAT32_TAG:
         return _FLOAT32.unpack_from(data, 1)[0], "float32"
     message = Value()
     try:

@@ -5,7 +5,8 @@ against the middleware: paths are key names, values are typed on the wire
 and stored in the project's ``vehicle.value.v1`` encoding, metadata comes from
 the VSS catalogs (``serve --vss``), subscriptions are ESS subscriptions.
 Modules: :mod:`~vmw.server.kuksa.convert` (the one place of message
-translation), :mod:`~vmw.server.kuksa.common` (identity, paths),
+translation), :mod:`~vmw.server.kuksa.entries` (v2 subscription responses
+written as bytes), :mod:`~vmw.server.kuksa.common` (identity, paths),
 :mod:`~vmw.server.kuksa.subscriptions` (a subscription as an ESS app),
 :mod:`~vmw.server.kuksa.v1` and :mod:`~vmw.server.kuksa.v2` (the servicers).
 Actuation shares its core with the project's own API
@@ -18,7 +19,8 @@ adapters (identity, actuation); must not import the project's own servicers.
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Sequence
+from typing import Any, Final
 
 import grpc
 from vmw.proto.kuksa.val.v1 import val_pb2 as val_v1
@@ -28,7 +30,7 @@ from vmw.proto.kuksa.val.v2 import val_pb2_grpc as val_v2_grpc
 from vmw.server.actuation import Actuation
 from vmw.server.kuksa.common import KuksaParts
 from vmw.server.kuksa.v1 import KuksaV1
-from vmw.server.kuksa.v2 import KuksaV2
+from vmw.server.kuksa.v2 import PRE_ENCODED, KuksaV2
 from vmw.server.signals import Signals
 
 __all__ = ["KUKSA_SERVICES", "KuksaV1", "KuksaV2", "add_kuksa_services"]
@@ -48,4 +50,37 @@ def add_kuksa_services(
     ``actuation`` is the one actuation core, shared with the project's own API.
     """
     val_v1_grpc.add_VALServicer_to_server(KuksaV1(parts, signals, actuation), server)
-    val_v2_grpc.add_VALServicer_to_server(KuksaV2(parts, signals, actuation), server)
+    val_v2_grpc.add_VALServicer_to_server(
+        KuksaV2(parts, signals, actuation), _PassingBytes(server, PRE_ENCODED)
+    )
+
+
+class _PassingBytes:
+    """``server`` as a generated ``add_*Servicer_to_server`` sees it, where the
+    handlers of ``methods`` write their responses as given: bytes the servicer
+    encoded itself (a handler's ``response_serializer`` None, as grpc allows).
+
+    The generated function builds the method handlers, then registers them
+    twice, as a generic handler and as registered methods (which win); both are
+    built here from the one changed table.
+    """
+
+    def __init__(self, server: grpc.aio.Server, methods: frozenset[str]) -> None:
+        self._server = server
+        self._methods = methods
+
+    def add_generic_rpc_handlers(self, handlers: Sequence[grpc.GenericRpcHandler]) -> None:
+        pass  # built from the registered table, below
+
+    def add_registered_method_handlers(self, service: str, handlers: dict[str, Any]) -> None:
+        table = {
+            name: handler._replace(response_serializer=None) if name in self._methods else handler
+            for name, handler in handlers.items()
+        }
+        missing = self._methods - table.keys()
+        if missing:
+            raise ValueError(f"{service} has no method {sorted(missing)}")
+        self._server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler(service, table),)
+        )
+        self._server.add_registered_method_handlers(service, table)

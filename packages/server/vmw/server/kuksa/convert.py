@@ -54,6 +54,7 @@ __all__ = [
     "v1_error",
     "v2_error",
     "v2_value_of_v1",
+    "value_field",
 ]
 
 DATATYPE_TO_PB: Final[dict[str, int]] = {
@@ -138,7 +139,8 @@ _KIND_OF_WIRE: Final[dict[str, str]] = {
     "float_array": "floats32",
     "double_array": "floats",
 }
-_WIRE_RANGES: Final = {"int32": INT_RANGES["int32"], "uint32": INT_RANGES["uint32"]}
+_FLOAT_KIND: Final = {"float": "float32", "double": "float"}
+"""The value kind of each floating-point VSS datatype."""
 
 
 def set_timestamp(ts: Timestamp, time_ns: int) -> None:
@@ -160,9 +162,10 @@ def source_time(point: t1.Datapoint | t2.Datapoint, field: str) -> int | None:
             1970 or past what a uint64 of nanoseconds holds (2554-07-21).
     """
     ts = point.timestamp  # unset reads as zero, which means none given too
-    if not 0 <= ts.nanos < _NS_PER_S:
-        raise InvalidRequestError(f"{field}.timestamp.nanos", f"{ts.nanos} is not in 0..999999999")
-    time_ns = ts.seconds * _NS_PER_S + ts.nanos
+    nanos = ts.nanos
+    time_ns = ts.seconds * _NS_PER_S + nanos
+    if not 0 <= nanos < _NS_PER_S:
+        raise InvalidRequestError(f"{field}.timestamp.nanos", f"{nanos} is not in 0..999999999")
     if not 0 <= time_ns <= _MAX_TIME_NS:
         raise InvalidRequestError(
             f"{field}.timestamp",
@@ -220,6 +223,13 @@ def to_store(key: str, signal: Signal | None, message: Message, oneof: str) -> b
     if wire is None:
         raise InvalidValueError(key, "the request carries no value")
     raw = getattr(message, wire)
+    if type(raw) is float and signal is not None:  # most writes: float or double
+        kind = _FLOAT_KIND.get(signal.datatype)
+        if kind is not None:  # a float or double signal: the number in its width
+            problem = check_value(signal, raw)
+            if problem is not None:
+                raise InvalidValueError(key, problem)
+            return encode(raw, kind=kind)
     value: Data = list(raw.values) if wire.endswith("_array") else raw
     if signal is None:
         try:
@@ -249,7 +259,7 @@ def set_wire(message: Message, data: bytes | None, signal: Signal | None) -> boo
         value, kind = decode_kind(data)
     except ValueEncodingError:
         return False
-    field = _target(None if signal is None else signal.datatype, kind)
+    field = value_field(None if signal is None else signal.datatype, kind)
     if type(value) is float and (field == "float" or field == "double"):
         setattr(message, field, value)  # most values: a number, where _put ends too
         return True
@@ -257,7 +267,7 @@ def set_wire(message: Message, data: bytes | None, signal: Signal | None) -> boo
 
 
 @functools.cache  # (datatype, kind) pairs: a few dozen; every delivered value asks
-def _target(datatype: str | None, kind: str) -> str:
+def value_field(datatype: str | None, kind: str) -> str:
     """The wire field a stored value of ``kind`` is read in, for a key of ``datatype``
     (None: an opaque key, read in the kind it was written in)."""
     if datatype is not None and kind_of_datatype(datatype) is not None:

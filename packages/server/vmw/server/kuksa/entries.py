@@ -1,0 +1,157 @@
+"""The bytes of a KUKSA v2 subscription's responses, written without a message per entry.
+
+``SubscribeResponse`` and ``SubscribeByIdResponse`` are one map field
+(``entries``, field 1) of a path or an id to a ``Datapoint``. On the wire a
+map is a repeated field of entry messages (key: field 1, value: field 2), and
+a message's bytes are its fields' bytes one after the other; so a response is
+its entries' bytes, each encoded on its own, and a one-entry response encoded
+by protobuf is a valid piece of a larger one.
+
+Most values a vehicle delivers are floats, stored as a tag and the number's
+4 or 8 little-endian bytes (:data:`vmw.contract.values.FLOAT32_TAG`,
+:data:`~vmw.contract.values.DOUBLE_TAG`), which is how protobuf writes a
+``float`` or ``double`` field too. Such an entry is spliced from three pieces:
+the key's field (built once per key and stream), the write's ``Timestamp``
+(built once per distinct time: the signals of one publish share it) and the
+stored number. Every other entry (integers, strings, arrays, no value yet, a
+value read in another type) is encoded by protobuf through
+:func:`vmw.server.kuksa.convert.set_wire`, as a one-entry response.
+
+Building the entries of a message through protobuf cost 1.7 us per entry from
+Python (a submessage, a value and a timestamp set field by field); a spliced
+one costs about 0.4 us. Tests parse both paths' bytes with protobuf and
+compare them with the messages ``set_wire`` builds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Final
+
+from google.protobuf.message import Message
+from vmw.contract.values import DOUBLE_TAG, FLOAT32_TAG
+from vmw.server.kuksa import convert
+from vmw.server.kuksa.subscriptions import Update
+from vmw.vss import Signal
+
+__all__ = ["Entries", "varint"]
+
+_NS_PER_S: Final = 1_000_000_000
+_ENTRY: Final = b"\x0a"  # a response's field 1 (entries), length-delimited
+_TIMESTAMP: Final = b"\x0a"  # a Datapoint's field 1 (timestamp)
+# A Datapoint's field 2 (value), 6 bytes long: a Value's field 17 (float, fixed32), then
+# the 4 bytes; and 10 bytes long: field 18 (double, fixed64), then the 8 bytes.
+_FLOAT_VALUE: Final = b"\x12\x06\x8d\x01"
+_DOUBLE_VALUE: Final = b"\x12\x0a\x91\x01"
+
+
+def varint(n: int) -> bytes:
+    """Protobuf's base-128 encoding of ``n`` >= 0."""
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+_SMALL: Final = tuple(varint(n) for n in range(128))
+
+
+def _length(n: int) -> bytes:
+    return _SMALL[n] if n < 128 else varint(n)
+
+
+class _Key:
+    """What a stream knows of one key: its field in an entry, its signal, and the
+    number field (``float``, ``double``) each stored float kind is read in, if its own."""
+
+    __slots__ = ("double", "field", "float32", "key", "signal")
+
+    def __init__(self, key: str | int, signal: Signal | None) -> None:
+        self.key = key
+        self.signal = signal
+        if isinstance(key, str):
+            raw = key.encode()
+            self.field = b"\x0a" + _length(len(raw)) + raw + b"\x12"  # key (1), then value (2)
+        else:
+            self.field = b"\x08" + varint(key) + b"\x12"  # an id: a positive int32
+        datatype = None if signal is None else signal.datatype
+        # Spliced only where the stored number goes out in its own width.
+        self.float32 = convert.value_field(datatype, "float32") == "float"
+        self.double = convert.value_field(datatype, "float") == "double"
+
+
+class Entries:
+    """The entries of one subscription stream's responses, as bytes.
+
+    ``response``: the message type (``SubscribeResponse`` or
+    ``SubscribeByIdResponse``), for the entries protobuf encodes; ``by_name``:
+    whether its map is keyed by path (else by id). ``name_of`` and ``signal_of``
+    look a key up by id and its signal by name, once per key: an id cannot
+    change its key under a subscription, since a removed key ends the
+    subscriptions on it.
+    """
+
+    def __init__(
+        self,
+        response: type[Message],
+        *,
+        by_name: bool,
+        name_of: Callable[[int], str | None],
+        signal_of: Callable[[str], Signal | None],
+    ) -> None:
+        self._response = response
+        self._by_name = by_name
+        self._name_of = name_of
+        self._signal_of = signal_of
+        self._keys: dict[int, _Key] = {}
+        self._time = -1
+        self._timestamp = b""
+
+    def encode(self, batch: Iterable[Update]) -> bytes:
+        """One response's bytes: an entry per update (each key at most once; a key
+        removed since is left out)."""
+        pieces: list[bytes] = []
+        keys = self._keys
+        for key_id, data, time_ns in batch:
+            key = keys.get(key_id)
+            if key is None:
+                name = self._name_of(key_id)
+                if name is None:
+                    continue  # removed since
+                key = keys[key_id] = _Key(name if self._by_name else key_id, self._signal_of(name))
+            if data is not None:
+                size = len(data)
+                if size == 5 and key.float32 and data[0] == FLOAT32_TAG:
+                    value = _FLOAT_VALUE + data[1:]
+                elif size == 9 and key.double and data[0] == DOUBLE_TAG:
+                    value = _DOUBLE_VALUE + data[1:]
+                else:
+                    pieces.append(self._by_protobuf(key, data, time_ns))
+                    continue
+                if time_ns != self._time:
+                    self._time, self._timestamp = time_ns, _timestamp(time_ns)
+                point = self._timestamp + value
+                entry = key.field + _length(len(point)) + point
+                pieces.append(_ENTRY + _length(len(entry)) + entry)
+            else:
+                pieces.append(self._by_protobuf(key, data, time_ns))
+        return b"".join(pieces)
+
+    def _by_protobuf(self, key: _Key, data: bytes | None, time_ns: int) -> bytes:
+        response = self._response()
+        point = response.entries[key.key]  # type: ignore[attr-defined]
+        # No value (none yet, or bytes of another encoding): neither value nor timestamp.
+        if convert.set_wire(point.value, data, key.signal):
+            convert.set_timestamp(point.timestamp, time_ns)
+        return response.SerializeToString()
+
+
+def _timestamp(time_ns: int) -> bytes:
+    """A Datapoint's ``timestamp`` field: seconds (1) and nanos (2), each left out when 0."""
+    seconds, nanos = divmod(time_ns, _NS_PER_S)
+    body = (b"\x08" + varint(seconds) if seconds else b"") + (
+        b"\x10" + varint(nanos) if nanos else b""
+    )
+    return _TIMESTAMP + _length(len(body)) + body

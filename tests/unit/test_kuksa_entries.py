@@ -1,0 +1,143 @@
+"""KUKSA v2 subscription responses built as bytes (``vmw.server.kuksa.entries``), property-based.
+
+Whatever the path an entry takes (spliced from a stored float, or encoded by
+protobuf), protobuf must parse the response to the message the servicer
+built field by field before (``convert.set_wire`` and ``set_timestamp`` in
+each entry): same keys, same values in the same wire fields, same timestamps.
+"""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given
+from hypothesis import strategies as st
+from vmw.contract.values import DOUBLE_TAG, FLOAT32_TAG, encode
+from vmw.proto.kuksa.val.v2 import types_pb2 as t2
+from vmw.proto.kuksa.val.v2 import val_pb2
+from vmw.server.kuksa import convert
+from vmw.server.kuksa.entries import Entries, varint
+from vmw.vss import Signal
+
+_DATATYPES = ("float", "double", "int32", "uint64", "string", "boolean", "float[]", None)
+_NAMES = ["Vehicle.Speed", "V" * 200, "Vehicle.Cabin.Température", "X"]
+
+
+def _signal(datatype: str | None) -> Signal | None:
+    if datatype is None:
+        return None  # an opaque key: read in the kind it was written in
+    return Signal(name="n", type="sensor", datatype=datatype)
+
+
+@st.composite
+def _stored(draw: st.DrawFn) -> bytes | None:
+    """Bytes a key may hold: floats of both widths most, other kinds, none, junk."""
+    kind = draw(st.sampled_from(["float32", "float", "float32", "float", "int", "string", "other"]))
+    if kind == "float32":
+        return encode(draw(st.floats(width=32)), kind="float32")
+    if kind == "float":
+        return encode(draw(st.floats()), kind="float")
+    if kind == "int":
+        return encode(draw(st.integers(-(2**63), 2**63 - 1)), kind="int")
+    if kind == "string":
+        return encode(draw(st.text(max_size=10)), kind="string")
+    return draw(st.sampled_from([None, b"", b"\xff\xff", bytes([FLOAT32_TAG]) + b"\x00\x00"]))
+
+
+_TIMES = st.one_of(
+    st.sampled_from([0, 1, 999_999_999, 1_000_000_000, 1_764_000_000_123_456_789]),
+    st.integers(0, 2**64 - 1),
+)
+
+
+def _expected(
+    response: type[val_pb2.SubscribeResponse] | type[val_pb2.SubscribeByIdResponse],
+    batch: list[tuple[int, bytes | None, int]],
+    keys: dict[int, tuple[str | int, Signal | None]],
+) -> val_pb2.SubscribeResponse | val_pb2.SubscribeByIdResponse:
+    """The response as the servicer built it field by field."""
+    message = response()
+    for key_id, data, time_ns in batch:
+        key, signal = keys[key_id]
+        point = message.entries[key]  # type: ignore[index]
+        if convert.set_wire(point.value, data, signal):
+            convert.set_timestamp(point.timestamp, time_ns)
+    return message
+
+
+def _same(a: object, b: object) -> bool:
+    """Message equality where NaN equals NaN (a float field's NaN is still a NaN)."""
+    return bool(a == b) or str(a).replace("nan", "N") == str(b).replace("nan", "N")
+
+
+@given(
+    st.lists(st.tuples(st.sampled_from(_DATATYPES), _stored(), _TIMES), min_size=0, max_size=6),
+    st.booleans(),
+    st.booleans(),
+)
+def test_a_response_parses_to_the_message_built_field_by_field(
+    rows: list[tuple[str | None, bytes | None, int]], by_name: bool, shared_time: bool
+) -> None:
+    response = val_pb2.SubscribeResponse if by_name else val_pb2.SubscribeByIdResponse
+    names = {i + 1: _NAMES[i % len(_NAMES)] + str(i) for i in range(len(rows))}
+    signals = {names[i + 1]: _signal(d) for i, (d, _, _) in enumerate(rows)}
+    keys: dict[int, tuple[str | int, Signal | None]] = {
+        key_id: (name if by_name else key_id, signals[name]) for key_id, name in names.items()
+    }
+    time0 = rows[0][2] if rows else 0
+    batch = [(i + 1, data, time0 if shared_time else t) for i, (_, data, t) in enumerate(rows)]
+    entries = Entries(response, by_name=by_name, name_of=names.get, signal_of=signals.get)
+
+    got = response.FromString(entries.encode(batch))
+
+    assert _same(got, _expected(response, batch, keys))
+    assert sorted(got.entries) == sorted(keys[k][0] for k, _, _ in batch)
+
+
+@given(st.floats(width=32), st.floats(), st.integers(0, 2**64 - 1))
+def test_a_float_in_its_own_width_is_spliced_bit_for_bit(
+    single: float, double: float, time_ns: int
+) -> None:
+    """The 4 or 8 stored bytes go out as they are: a NaN keeps its payload too."""
+    names = {1: "Vehicle.F", 2: "Vehicle.D"}
+    signals = {"Vehicle.F": _signal("float"), "Vehicle.D": _signal("double")}
+    f, d = encode(single, kind="float32"), encode(double, kind="float")
+    assert f[0] == FLOAT32_TAG
+    assert d[0] == DOUBLE_TAG
+    raw = Entries(
+        val_pb2.SubscribeResponse, by_name=True, name_of=names.get, signal_of=signals.get
+    ).encode([(1, f, time_ns), (2, d, time_ns)])
+    assert f[1:] in raw
+    assert d[1:] in raw
+    got = val_pb2.SubscribeResponse.FromString(raw)
+    assert got.entries["Vehicle.F"].value.WhichOneof("typed_value") == "float"
+    assert got.entries["Vehicle.D"].value.WhichOneof("typed_value") == "double"
+    for name, value in (("Vehicle.F", single), ("Vehicle.D", double)):
+        out = getattr(got.entries[name].value, "float" if name.endswith("F") else "double")
+        assert out == value or (math.isnan(out) and math.isnan(value))
+        ts = got.entries[name].timestamp
+        assert ts.seconds * 1_000_000_000 + ts.nanos == time_ns
+
+
+def test_a_float32_read_as_double_and_a_removed_key_go_their_own_ways() -> None:
+    """A float32 value of a ``double`` signal is widened (protobuf's path); an id whose
+    key is gone has no entry; no value yet: an empty datapoint."""
+    names = {1: "Vehicle.D", 3: "Vehicle.Empty"}
+    signals = {"Vehicle.D": _signal("double"), "Vehicle.Empty": _signal("float")}
+    entries = Entries(
+        val_pb2.SubscribeResponse, by_name=True, name_of=names.get, signal_of=signals.get
+    )
+    got = val_pb2.SubscribeResponse.FromString(
+        entries.encode([(1, encode(1.5, kind="float32"), 5), (2, encode(2.5), 5), (3, None, 5)])
+    )
+    assert sorted(got.entries) == ["Vehicle.D", "Vehicle.Empty"]
+    assert got.entries["Vehicle.D"].value.double == 1.5
+    assert got.entries["Vehicle.D"].timestamp.nanos == 5
+    assert not got.entries["Vehicle.Empty"].HasField("value")
+    assert not got.entries["Vehicle.Empty"].HasField("timestamp")
+
+
+@given(st.integers(0, 2**64 - 1))
+def test_varint_is_protobufs(n: int) -> None:
+    # A Value's uint64 (field 16: a two-byte tag), written even when 0 (a oneof member).
+    assert b"\x80\x01" + varint(n) == t2.Value(uint64=n).SerializeToString()
