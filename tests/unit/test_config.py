@@ -25,6 +25,8 @@ def test_bad_values_name_the_setting(tmp_path: Path) -> None:
         load_settings(env={"VMW_EVENT_BUDGET": "lots"})
     with pytest.raises(ValueError, match="batch_max must be >= 1"):
         load_settings(overrides={"batch_max": 0})
+    with pytest.raises(ValueError, match="stream_writes_per_s must be >= 0"):
+        load_settings(overrides={"stream_writes_per_s": -1})
     f = tmp_path / "m.toml"
     f.write_text('event_budget = "x"\n')
     with pytest.raises(ValueError, match="setting event_budget: expected int"):

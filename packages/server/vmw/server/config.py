@@ -53,6 +53,11 @@ class Settings:
     them held events in their queues (p99 0.5-1 s against 80-150 ms with 32)."""
     max_stream_window: int = 64
     """Largest window an app may ask for."""
+    stream_writes_per_s: int = 10_000
+    """Stream writes a second after wake-ups, at most, all apps together (0: no
+    budget): beyond, a woken app waits its turn and its queues collect more for
+    that one write (:mod:`vmw.server.pacing`). About 45% of a core's worth of
+    writes on the development machine; under it no app ever waits."""
     grace_period_s: float = 0.0
     """How long an app's subscriptions outlive its stream (0: removed at once)."""
     max_value_size: int = 64 * 1024
@@ -214,6 +219,7 @@ class Settings:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         for name in (
             "grace_period_s",
+            "stream_writes_per_s",
             "max_value_size",
             "keepalive_time_s",
             "keepalive_timeout_s",
@@ -398,10 +404,17 @@ class StreamSettings:
     """How long an app's state outlives its stream (0: removed at once)."""
     batch_max: int
     """Events drained into one batch, at most."""
+    writes_per_s: int
+    """Stream writes a second after wake-ups, at most (0: no budget)."""
 
     @classmethod
     def of(cls, s: Settings) -> StreamSettings:
-        return cls(max_apps=s.max_apps, grace_period_s=s.grace_period_s, batch_max=s.batch_max)
+        return cls(
+            max_apps=s.max_apps,
+            grace_period_s=s.grace_period_s,
+            batch_max=s.batch_max,
+            writes_per_s=s.stream_writes_per_s,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,6 +46,7 @@ from vmw.server.errors import EndReason, InvalidRequestError, LimitExceededError
 from vmw.server.expiry import on_expiry
 from vmw.server.journal.taps import record_delivered
 from vmw.server.journal.writer import Journal
+from vmw.server.pacing import WritePace
 from vmw.server.slow_apps import SlowAppWatch
 
 __all__ = ["AppStream", "EndReason", "Session", "Streams", "Window", "owner_of"]
@@ -165,7 +166,7 @@ class AppStream:
 class Session:
     """An open stream as its API serves it: the events to write, and what was written."""
 
-    __slots__ = ("_journal", "_slow_apps", "batch_max", "ess", "stream")
+    __slots__ = ("_journal", "_pace", "_slow_apps", "batch_max", "ess", "stream")
 
     def __init__(
         self,
@@ -174,12 +175,14 @@ class Session:
         batch_max: int,
         journal: Journal | None,
         slow_apps: SlowAppWatch,
+        pace: WritePace | None = None,
     ) -> None:
         self.stream = stream
         self.ess = ess
         self.batch_max = batch_max
         self._journal = journal if journal is not None and journal.full else None
         self._slow_apps = slow_apps
+        self._pace = pace if pace is not None else WritePace(0)
 
     @property
     def app(self) -> str:
@@ -202,6 +205,7 @@ class Session:
         slow_apps = self._slow_apps
         window = stream.window
         doorbell = stream.doorbell
+        turn = self._pace.turn
         while stream.end_reason is None:
             doorbell.clear()
             if window.room() <= 0 or not ess.pending(app):
@@ -209,8 +213,9 @@ class Session:
                 # Let what is ready run first (the provider's next messages, other
                 # apps' writes): under load the next drain then takes a larger batch,
                 # so the per-message cost of a write is paid for more events. Idle,
-                # it costs one turn of the loop.
-                await asyncio.sleep(0)
+                # it costs one turn of the loop; beyond the process's budget of
+                # writes, it waits for this app's turn (vmw.server.pacing).
+                await asyncio.sleep(turn())
                 continue
             events = ess.drain(app, batch_max)
             yield events
@@ -240,6 +245,8 @@ class Streams:
         slow_apps: SlowAppWatch,
     ) -> None:
         self._settings = settings
+        self._pace = WritePace(settings.writes_per_s)
+        """One budget of stream writes for every app's stream."""
         self._ess = ess
         self._access = access
         self._record = record
@@ -298,7 +305,12 @@ class Streams:
         self._access.stream_opened(name)
         on_expiry(stream.expire)  # the token's expiry ends it with its reason
         session = Session(
-            stream, self._ess, self._settings.batch_max, self._journal, self._slow_apps
+            stream,
+            self._ess,
+            self._settings.batch_max,
+            self._journal,
+            self._slow_apps,
+            self._pace,
         )
         try:
             try:
