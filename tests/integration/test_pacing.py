@@ -1,8 +1,8 @@
 """The budget of stream writes (``stream_writes_per_s``) against a real server on loopback.
 
-Beyond the budget an app woken by new events waits its turn, and its queues
-collect what arrives meanwhile for one write: fewer, larger messages, every
-event still there, in order, with its exact seq.
+Beyond the budget a write waits its turn, and the app's queues collect what
+arrives meanwhile for it: fewer, larger messages, every event still there, in
+order, with its exact seq.
 """
 
 from __future__ import annotations

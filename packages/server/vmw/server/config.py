@@ -54,10 +54,10 @@ class Settings:
     max_stream_window: int = 64
     """Largest window an app may ask for."""
     stream_writes_per_s: int = 10_000
-    """Stream writes a second after wake-ups, at most, all apps together (0: no
-    budget): beyond, a woken app waits its turn and its queues collect more for
-    that one write (:mod:`vmw.server.pacing`). About 45% of a core's worth of
-    writes on the development machine; under it no app ever waits."""
+    """Stream writes a second, at most, all apps together (0: no budget): beyond,
+    a write waits its turn and its app's queues collect more for it
+    (:mod:`vmw.server.pacing`). About 45% of a core's worth of writes on the
+    development machine; under it no write ever waits."""
     grace_period_s: float = 0.0
     """How long an app's subscriptions outlive its stream (0: removed at once)."""
     max_value_size: int = 64 * 1024
@@ -405,7 +405,7 @@ class StreamSettings:
     batch_max: int
     """Events drained into one batch, at most."""
     writes_per_s: int
-    """Stream writes a second after wake-ups, at most (0: no budget)."""
+    """Stream writes a second, at most, all apps together (0: no budget)."""
 
     @classmethod
     def of(cls, s: Settings) -> StreamSettings:

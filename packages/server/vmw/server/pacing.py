@@ -7,9 +7,9 @@ provider message, the number of writes, not of events, sets what delivery
 costs: 100 apps at 200 writes a second are 20,000 stream writes a second, a
 whole core, and every event then waits behind the others.
 
-:class:`WritePace` keeps the writes that follow a wake-up (new events for an
-app that had none) within ``per_s`` a second, with a burst of ``burst_s``
-seconds' worth at once. A delivery loop takes the next turn and waits for
+:class:`WritePace` keeps the stream writes of all apps within ``per_s`` a
+second, with a burst of ``burst_s`` seconds' worth at once. Before each
+write a delivery loop takes the next turn and, if it is not now, waits for
 it; meanwhile its queues collect what arrives, and the turn drains it all in
 one write. Nothing else changes: the drop rule and each key's seq are the
 queues', and a write still carries at most ``batch_max`` events. Within the

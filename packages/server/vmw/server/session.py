@@ -213,10 +213,16 @@ class Session:
                 # Let what is ready run first (the provider's next messages, other
                 # apps' writes): under load the next drain then takes a larger batch,
                 # so the per-message cost of a write is paid for more events. Idle,
-                # it costs one turn of the loop; beyond the process's budget of
-                # writes, it waits for this app's turn (vmw.server.pacing).
-                await asyncio.sleep(turn())
+                # it costs one turn of the loop.
+                await asyncio.sleep(0)
                 continue
+            wait = turn()
+            if wait:
+                # Beyond the process's budget of writes (vmw.server.pacing): this
+                # write waits for its turn, and its queues collect more meanwhile.
+                await asyncio.sleep(wait)
+                if not ess.pending(app):
+                    continue  # deregistered meanwhile, or the stream ended
             events = ess.drain(app, batch_max)
             yield events
             if journal is not None:
