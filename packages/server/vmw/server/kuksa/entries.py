@@ -121,22 +121,15 @@ class Entries:
                 if name is None:
                     continue  # removed since
                 key = keys[key_id] = _Key(name if self._by_name else key_id, self._signal_of(name))
-            if data is not None:
-                size = len(data)
-                if size == 5 and key.float32 and data[0] == FLOAT32_TAG:
-                    value = _FLOAT_VALUE + data[1:]
-                elif size == 9 and key.double and data[0] == DOUBLE_TAG:
-                    value = _DOUBLE_VALUE + data[1:]
-                else:
-                    pieces.append(self._by_protobuf(key, data, time_ns))
-                    continue
-                if time_ns != self._time:
-                    self._time, self._timestamp = time_ns, _timestamp(time_ns)
-                point = self._timestamp + value
-                entry = key.field + _length(len(point)) + point
-                pieces.append(_ENTRY + _length(len(entry)) + entry)
-            else:
+            value = _spliced(key, data)
+            if value is None:
                 pieces.append(self._by_protobuf(key, data, time_ns))
+                continue
+            if time_ns != self._time:
+                self._time, self._timestamp = time_ns, _timestamp(time_ns)
+            point = self._timestamp + value
+            entry = key.field + _length(len(point)) + point
+            pieces.append(_ENTRY + _length(len(entry)) + entry)
         return b"".join(pieces)
 
     def _by_protobuf(self, key: _Key, data: bytes | None, time_ns: int) -> bytes:
@@ -146,6 +139,19 @@ class Entries:
         if convert.set_wire(point.value, data, key.signal):
             convert.set_timestamp(point.timestamp, time_ns)
         return response.SerializeToString()
+
+
+def _spliced(key: _Key, data: bytes | None) -> bytes | None:
+    """A Datapoint's ``value`` field made of a stored float's own bytes, if it is one
+    that goes out in its own width (else None: protobuf encodes the entry)."""
+    if data is None:
+        return None
+    size = len(data)
+    if size == 5 and key.float32 and data[0] == FLOAT32_TAG:
+        return _FLOAT_VALUE + data[1:]
+    if size == 9 and key.double and data[0] == DOUBLE_TAG:
+        return _DOUBLE_VALUE + data[1:]
+    return None
 
 
 def _timestamp(time_ns: int) -> bytes:
