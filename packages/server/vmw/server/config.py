@@ -53,11 +53,14 @@ class Settings:
     them held events in their queues (p99 0.5-1 s against 80-150 ms with 32)."""
     max_stream_window: int = 64
     """Largest window an app may ask for."""
-    stream_writes_per_s: int = 10_000
+    stream_writes_per_s: int = 5_000
     """Stream writes a second, at most, all apps together (0: no budget): beyond,
     a write waits its turn and its app's queues collect more for it
-    (:mod:`vmw.server.pacing`). About 45% of a core's worth of writes on the
-    development machine; under it no write ever waits."""
+    (:mod:`vmw.server.pacing`). A quarter of a core's worth of writes on the
+    development machine; under it no write ever waits. 5,000 rather than
+    10,000: with 10 apps at 1,000 messages a second it binds, and the middleware
+    then spends a quarter less CPU and holds a lower tail (make bench-e2e, three
+    runs each)."""
     grace_period_s: float = 0.0
     """How long an app's subscriptions outlive its stream (0: removed at once)."""
     max_value_size: int = 64 * 1024

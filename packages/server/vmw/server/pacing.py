@@ -25,7 +25,7 @@ from typing import Final
 __all__ = ["DEFAULT_BURST_S", "WritePace"]
 
 DEFAULT_BURST_S: Final = 0.01
-"""Turns taken at once after a quiet spell: 10 ms of the budget (100 at 10,000/s)."""
+"""Turns taken at once after a quiet spell: 10 ms of the budget (50 at the default 5,000/s)."""
 
 
 class WritePace:
