@@ -7,6 +7,7 @@ import math
 
 from hypothesis import given
 from hypothesis import strategies as st
+from vmw.contract.values import decode, encode
 from vmw.vss.catalog import Signal
 from vmw.vss.rules import check_value
 
@@ -50,3 +51,37 @@ def test_a_refused_float_is_named_with_the_rule_it_breaks() -> None:
     gear = Signal("Vehicle.Gear", "sensor", "float", allowed=(1.0, 2.0))
     assert check_value(gear, 2.0) is None
     assert check_value(gear, 1.5) == "value 1.5 is not one of the allowed values [1.0, 2.0]"
+
+
+_SINGLE_RANGE = st.floats(min_value=-1e38, max_value=1e38, allow_nan=False)
+
+
+@given(_SINGLE_RANGE, _SINGLE_RANGE, st.floats(min_value=0.0, max_value=1.0))
+def test_a_float_signal_takes_every_value_of_its_range_as_written_and_as_stored(
+    a: float, b: float, where: float
+) -> None:
+    """Bounds a float cannot hold exactly (max 0.1): a value in the range passes when
+    written (a double) and when read back from the store (rounded to single
+    precision, which may land just outside the double bound)."""
+    lo, hi = min(a, b), max(a, b)
+    value = min(hi, max(lo, lo + (hi - lo) * where))
+    signal = Signal("Vehicle.X", "sensor", "float", min=lo, max=hi)
+    assert check_value(signal, value) is None
+    assert check_value(signal, decode(encode(value, datatype="float"))) is None
+
+
+def test_a_bound_or_allowed_value_in_single_precision_is_met_by_its_stored_value() -> None:
+    level = Signal("Vehicle.Level", "sensor", "float", min=-0.1, max=0.1)
+    stored = decode(encode(0.1, datatype="float"))
+    assert stored == 0.10000000149011612
+    assert check_value(level, 0.1) is None
+    assert check_value(level, stored) is None
+    assert check_value(level, decode(encode(-0.1, datatype="float"))) is None
+    assert check_value(level, 0.11) == "value 0.11 is above the max 0.1"
+    assert check_value(level, -0.11) == "value -0.11 is below the min -0.1"
+    steps = Signal("Vehicle.Step", "sensor", "float", allowed=(0.1, 0.3))
+    assert check_value(steps, stored) is None
+    assert check_value(steps, 0.2) == "value 0.2 is not one of the allowed values [0.1, 0.3]"
+    # A double holds 0.1 as written: no rounding, no slack.
+    exact = Signal("Vehicle.Exact", "sensor", "double", max=0.1)
+    assert check_value(exact, stored) == "value 0.10000000149011612 is above the max 0.1"

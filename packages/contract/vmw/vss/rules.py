@@ -7,12 +7,18 @@ the rule it breaks; the caller adds the key. Integers are accepted for
 ``float``/``double`` signals (widening is exact enough for VSS); a float is
 never accepted for an integer datatype, nor a bool for a number.
 
+A ``float`` signal holds single precision: a value is stored rounded to it, so
+a bound or an allowed value is met by a value equal to it in single precision
+too (``max`` 0.1 takes 0.1, stored as 0.10000000149011612).
+
 Complexity: O(len(value) * len(allowed)) for arrays, O(len(allowed)) otherwise.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import struct
 from typing import Final
 
 from vmw.vss.catalog import Signal
@@ -80,10 +86,14 @@ def _check_scalar(signal: Signal, datatype: str, value: object) -> str | None:
                 f"{signal.min if signal.min is not None else '-inf'} to "
                 f"{signal.max if signal.max is not None else 'inf'}{_unit(signal)}"
             )
-        if signal.min is not None and value < signal.min:
-            return f"value {_show(value)} is below the min {signal.min}{_unit(signal)}"
-        if signal.max is not None and value > signal.max:
-            return f"value {_show(value)} is above the max {signal.max}{_unit(signal)}"
+        single = datatype == "float"
+        lo, hi = signal.min, signal.max
+        if lo is not None and value < lo and not (single and value >= _single(lo)):
+            return f"value {_show(value)} is below the min {lo}{_unit(signal)}"
+        if hi is not None and value > hi and not (single and value <= _single(hi)):
+            return f"value {_show(value)} is above the max {hi}{_unit(signal)}"
+        if datatype == "float" and signal.allowed and _in(value, _singles(signal.allowed)):
+            return None
     if signal.allowed and not _in(value, signal.allowed):
         allowed = ", ".join(_show(a) for a in signal.allowed)
         return f"value {_show(value)} is not one of the allowed values [{allowed}]"
@@ -109,6 +119,26 @@ def _check_type(datatype: str, value: object) -> str | None:
             return f"value {_show(value)} is outside the range of float (single precision)"
         return None
     return None
+
+
+def _single(x: float) -> float:
+    """``x`` rounded to single precision, as a ``float`` signal stores it (beyond its
+    range: as it is)."""
+    try:
+        rounded: float = _FLOAT32.unpack(_FLOAT32.pack(x))[0]
+    except (OverflowError, struct.error):
+        return x
+    return rounded
+
+
+@functools.cache  # a catalog's allowed lists: a few, asked on every refused value
+def _singles(allowed: tuple[str | int | float, ...]) -> tuple[str | int | float, ...]:
+    return tuple(
+        _single(a) if isinstance(a, float | int) and not isinstance(a, bool) else a for a in allowed
+    )
+
+
+_FLOAT32: Final = struct.Struct("<f")
 
 
 def _in(value: object, allowed: tuple[str | int | float, ...]) -> bool:
