@@ -16,7 +16,8 @@ from vmw.contract.values import DOUBLE_TAG, FLOAT32_TAG, encode
 from vmw.proto.kuksa.val.v2 import types_pb2 as t2
 from vmw.proto.kuksa.val.v2 import val_pb2
 from vmw.server.kuksa import convert
-from vmw.server.kuksa.entries import Entries, varint
+from vmw.server.kuksa.entries import Entries
+from vmw.server.wire import varint
 from vmw.vss import Signal
 
 _DATATYPES = ("float", "double", "int32", "uint64", "string", "boolean", "float[]", None)

@@ -92,7 +92,7 @@ def _check_scalar(signal: Signal, datatype: str, value: object) -> str | None:
             return f"value {_show(value)} is below the min {lo}{_unit(signal)}"
         if hi is not None and value > hi and not (single and value <= _single(hi)):
             return f"value {_show(value)} is above the max {hi}{_unit(signal)}"
-        if datatype == "float" and signal.allowed and _in(value, _singles(signal.allowed)):
+        if single and signal.allowed and _in(value, _singles(signal.allowed)):
             return None
     if signal.allowed and not _in(value, signal.allowed):
         allowed = ", ".join(_show(a) for a in signal.allowed)

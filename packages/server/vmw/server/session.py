@@ -175,14 +175,14 @@ class Session:
         batch_max: int,
         journal: Journal | None,
         slow_apps: SlowAppWatch,
-        pace: WritePace | None = None,
+        pace: WritePace,
     ) -> None:
         self.stream = stream
         self.ess = ess
         self.batch_max = batch_max
         self._journal = journal if journal is not None and journal.full else None
         self._slow_apps = slow_apps
-        self._pace = pace if pace is not None else WritePace(0)
+        self._pace = pace
 
     @property
     def app(self) -> str:

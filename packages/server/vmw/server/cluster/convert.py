@@ -24,6 +24,7 @@ from vmw.replica import (
     Sync,
     Write,
 )
+from vmw.server.wire import varint
 
 __all__ = [
     "EventBytes",
@@ -41,18 +42,6 @@ __all__ = [
 
 _EVENTS_FIELD: Final = 5
 _KINDS: Final = {int(k): k for k in Kind}
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
 
 
 def event_to_pb(e: Event) -> cluster_pb2.Event:
@@ -114,7 +103,7 @@ class EventBytes:
         raw = self._cache.get(e.hash)
         if raw is None:
             body = event_to_pb(e).SerializeToString()
-            raw = _varint(_EVENTS_FIELD << 3 | 2) + _varint(len(body)) + body
+            raw = varint(_EVENTS_FIELD << 3 | 2) + varint(len(body)) + body
             self._cache[e.hash] = raw
             if len(self._cache) > self._capacity:
                 self._cache.popitem(last=False)

@@ -139,8 +139,8 @@ _KIND_OF_WIRE: Final[dict[str, str]] = {
     "float_array": "floats32",
     "double_array": "floats",
 }
-_FLOAT_KIND: Final = {"float": "float32", "double": "float"}
-"""The value kind of each floating-point VSS datatype."""
+_FLOAT_KIND: Final = {d: kind_of_datatype(d) for d in ("float", "double")}
+"""The value kind of each floating-point VSS datatype (looked up once)."""
 
 
 def set_timestamp(ts: Timestamp, time_ns: int) -> None:

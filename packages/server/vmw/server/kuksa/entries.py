@@ -32,9 +32,10 @@ from google.protobuf.message import Message
 from vmw.contract.values import DOUBLE_TAG, FLOAT32_TAG
 from vmw.server.kuksa import convert
 from vmw.server.kuksa.subscriptions import Update
+from vmw.server.wire import varint
 from vmw.vss import Signal
 
-__all__ = ["Entries", "varint"]
+__all__ = ["Entries"]
 
 _NS_PER_S: Final = 1_000_000_000
 _ENTRY: Final = b"\x0a"  # a response's field 1 (entries), length-delimited
@@ -43,23 +44,6 @@ _TIMESTAMP: Final = b"\x0a"  # a Datapoint's field 1 (timestamp)
 # the 4 bytes; and 10 bytes long: field 18 (double, fixed64), then the 8 bytes.
 _FLOAT_VALUE: Final = b"\x12\x06\x8d\x01"
 _DOUBLE_VALUE: Final = b"\x12\x0a\x91\x01"
-
-
-def varint(n: int) -> bytes:
-    """Protobuf's base-128 encoding of ``n`` >= 0."""
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-_SMALL: Final = tuple(varint(n) for n in range(128))
-
-
-def _length(n: int) -> bytes:
-    return _SMALL[n] if n < 128 else varint(n)
 
 
 class _Key:
@@ -73,7 +57,7 @@ class _Key:
         self.signal = signal
         if isinstance(key, str):
             raw = key.encode()
-            self.field = b"\x0a" + _length(len(raw)) + raw + b"\x12"  # key (1), then value (2)
+            self.field = b"\x0a" + varint(len(raw)) + raw + b"\x12"  # key (1), then value (2)
         else:
             self.field = b"\x08" + varint(key) + b"\x12"  # an id: a positive int32
         datatype = None if signal is None else signal.datatype
@@ -128,8 +112,8 @@ class Entries:
             if time_ns != self._time:
                 self._time, self._timestamp = time_ns, _timestamp(time_ns)
             point = self._timestamp + value
-            entry = key.field + _length(len(point)) + point
-            pieces.append(_ENTRY + _length(len(entry)) + entry)
+            entry = key.field + varint(len(point)) + point
+            pieces.append(_ENTRY + varint(len(entry)) + entry)
         return b"".join(pieces)
 
     def _by_protobuf(self, key: _Key, data: bytes | None, time_ns: int) -> bytes:
@@ -160,4 +144,4 @@ def _timestamp(time_ns: int) -> bytes:
     body = (b"\x08" + varint(seconds) if seconds else b"") + (
         b"\x10" + varint(nanos) if nanos else b""
     )
-    return _TIMESTAMP + _length(len(body)) + body
+    return _TIMESTAMP + varint(len(body)) + body

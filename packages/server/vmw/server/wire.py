@@ -1,0 +1,33 @@
+"""Protobuf's wire format, for the messages the middleware writes as bytes.
+
+Some messages are written without a protobuf object: a peer message made of
+events serialized once (:mod:`vmw.server.cluster.convert`), a KUKSA
+subscription's response made of spliced entries
+(:mod:`vmw.server.kuksa.entries`). Both put fields together by hand, and a
+length-delimited field is its tag, its length, then its bytes; the varint
+that writes tags and lengths is here, once.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["varint"]
+
+
+def _encode(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+_SMALL: Final = tuple(_encode(n) for n in range(128))
+"""The one-byte varints: most tags and lengths (read from a table, not computed)."""
+
+
+def varint(n: int) -> bytes:
+    """Protobuf's base-128 encoding of ``n`` >= 0."""
+    return _SMALL[n] if n < 128 else _encode(n)
