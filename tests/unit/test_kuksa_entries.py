@@ -13,11 +13,9 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 from vmw.contract.values import DOUBLE_TAG, FLOAT32_TAG, encode
-from vmw.proto.kuksa.val.v2 import types_pb2 as t2
 from vmw.proto.kuksa.val.v2 import val_pb2
 from vmw.server.kuksa import convert
 from vmw.server.kuksa.entries import Entries
-from vmw.server.wire import varint
 from vmw.vss import Signal
 
 _DATATYPES = ("float", "double", "int32", "uint64", "string", "boolean", "float[]", None)
@@ -136,9 +134,3 @@ def test_a_float32_read_as_double_and_a_removed_key_go_their_own_ways() -> None:
     assert got.entries["Vehicle.D"].timestamp.nanos == 5
     assert not got.entries["Vehicle.Empty"].HasField("value")
     assert not got.entries["Vehicle.Empty"].HasField("timestamp")
-
-
-@given(st.integers(0, 2**64 - 1))
-def test_varint_is_protobufs(n: int) -> None:
-    # A Value's uint64 (field 16: a two-byte tag), written even when 0 (a oneof member).
-    assert b"\x80\x01" + varint(n) == t2.Value(uint64=n).SerializeToString()

@@ -50,10 +50,12 @@ from vmw.server.rpc.actuation_service import ActuationService
 from vmw.server.rpc.admin_service import AdminService
 from vmw.server.rpc.calls import Calls
 from vmw.server.rpc.decoding import DecodeGuard
+from vmw.server.rpc.event_service import PRE_ENCODED as EVENTS_PRE_ENCODED
 from vmw.server.rpc.event_service import EventParts, EventService
 from vmw.server.rpc.identity import Identify
 from vmw.server.rpc.journal_service import JournalService
 from vmw.server.rpc.peer_service import PeerService
+from vmw.server.rpc.pre_encoded import PassingBytes
 from vmw.server.rpc.vstore_service import VStoreParts, VStoreService
 from vmw.server.runtime import Runtime
 from vmw.server.signals import Signals
@@ -318,7 +320,7 @@ async def start_server(settings: Settings) -> RunningServer:
                 runtime.record,
             )
         ),
-        server,
+        PassingBytes(server, EVENTS_PRE_ENCODED),
     )
     vstore_pb2_grpc.add_VStoreServicer_to_server(
         VStoreService(

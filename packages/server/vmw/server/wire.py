@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["varint"]
+__all__ = ["ONE_BYTE", "varint"]
 
 
 def _encode(n: int) -> bytes:
@@ -24,10 +24,17 @@ def _encode(n: int) -> bytes:
     return bytes(out)
 
 
-_SMALL: Final = tuple(_encode(n) for n in range(128))
-"""The one-byte varints: most tags and lengths (read from a table, not computed)."""
+ONE_BYTE: Final = tuple(_encode(n) for n in range(128))
+"""The one-byte varints, 0 to 127: most tags and lengths (read from a table, not computed)."""
 
 
 def varint(n: int) -> bytes:
     """Protobuf's base-128 encoding of ``n`` >= 0."""
-    return _SMALL[n] if n < 128 else _encode(n)
+    if n < 128:
+        return ONE_BYTE[n]
+    # A seq or a length: two or three bytes, without the loop (half its time).
+    if n < 1 << 14:
+        return bytes((n & 0x7F | 0x80, n >> 7))
+    if n < 1 << 21:
+        return bytes((n & 0x7F | 0x80, n >> 7 & 0x7F | 0x80, n >> 14))
+    return _encode(n)

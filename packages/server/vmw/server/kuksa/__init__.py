@@ -19,8 +19,7 @@ adapters (identity, actuation); must not import the project's own servicers.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Final
+from typing import Final
 
 import grpc
 from vmw.proto.kuksa.val.v1 import val_pb2 as val_v1
@@ -31,6 +30,7 @@ from vmw.server.actuation import Actuation
 from vmw.server.kuksa.common import KuksaParts
 from vmw.server.kuksa.v1 import KuksaV1
 from vmw.server.kuksa.v2 import PRE_ENCODED, KuksaV2
+from vmw.server.rpc.pre_encoded import PassingBytes
 from vmw.server.signals import Signals
 
 __all__ = ["KUKSA_SERVICES", "KuksaV1", "KuksaV2", "add_kuksa_services"]
@@ -51,36 +51,5 @@ def add_kuksa_services(
     """
     val_v1_grpc.add_VALServicer_to_server(KuksaV1(parts, signals, actuation), server)
     val_v2_grpc.add_VALServicer_to_server(
-        KuksaV2(parts, signals, actuation), _PassingBytes(server, PRE_ENCODED)
+        KuksaV2(parts, signals, actuation), PassingBytes(server, PRE_ENCODED)
     )
-
-
-class _PassingBytes:
-    """``server`` as a generated ``add_*Servicer_to_server`` sees it, where the
-    handlers of ``methods`` write their responses as given: bytes the servicer
-    encoded itself (a handler's ``response_serializer`` None, as grpc allows).
-
-    The generated function builds the method handlers, then registers them
-    twice, as a generic handler and as registered methods (which win); both are
-    built here from the one changed table.
-    """
-
-    def __init__(self, server: grpc.aio.Server, methods: frozenset[str]) -> None:
-        self._server = server
-        self._methods = methods
-
-    def add_generic_rpc_handlers(self, handlers: Sequence[grpc.GenericRpcHandler]) -> None:
-        pass  # built from the registered table, below
-
-    def add_registered_method_handlers(self, service: str, handlers: dict[str, Any]) -> None:
-        table = {
-            name: handler._replace(response_serializer=None) if name in self._methods else handler
-            for name, handler in handlers.items()
-        }
-        missing = self._methods - table.keys()
-        if missing:
-            raise ValueError(f"{service} has no method {sorted(missing)}")
-        self._server.add_generic_rpc_handlers(
-            (grpc.method_handlers_generic_handler(service, table),)
-        )
-        self._server.add_registered_method_handlers(service, table)

@@ -49,7 +49,6 @@ __all__ = [
     "queue_configs_to_pb",
     "register_response",
     "set_response",
-    "split_to_fit",
     "started_batch",
     "subscription_infos",
     "subscription_requests",
@@ -168,20 +167,6 @@ def _health_event(pb: ess_pb2.Event, e: Event) -> None:
         pb.provider_back.keys.extend(e.keys)
     else:  # pragma: no cover - every Event kind is handled above
         raise TypeError(f"not an ESS event: {e!r}")
-
-
-def split_to_fit(batch: ess_pb2.EventBatch, max_bytes: int) -> list[ess_pb2.EventBatch]:
-    """``batch`` as is if it fits in ``max_bytes``, else halves of it, recursively.
-
-    One ``ByteSize()`` (C code) in the common case. A single event always fits:
-    the settings keep the message limit above the value limit.
-    """
-    if batch.ByteSize() <= max_bytes or len(batch.events) <= 1:
-        return [batch]
-    half = len(batch.events) // 2
-    first = ess_pb2.EventBatch(events=batch.events[:half])
-    second = ess_pb2.EventBatch(events=batch.events[half:])
-    return split_to_fit(first, max_bytes) + split_to_fit(second, max_bytes)
 
 
 def subscription_requests(pbs: Sequence[ess_pb2.Subscription]) -> list[SubscriptionRequest]:

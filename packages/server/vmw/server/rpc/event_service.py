@@ -12,7 +12,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import grpc
 from vmw.contract.journal.records import Kind
@@ -22,6 +22,7 @@ from vmw.server.access import Access
 from vmw.server.config import RequestLimits
 from vmw.server.errors import InvalidRequestError, LimitExceededError
 from vmw.server.rpc import convert
+from vmw.server.rpc.batches import EventBytes
 from vmw.server.rpc.decoding import Malformed
 from vmw.server.rpc.identity import caller
 from vmw.server.rpc.status import check_decoded, maps_errors
@@ -29,7 +30,11 @@ from vmw.server.session import AppStream, EndReason, Record, Session, Streams
 from vmw.server.writes import Writes
 from vmw.vstore import VStore
 
-__all__ = ["EventService"]
+__all__ = ["PRE_ENCODED", "EventService"]
+
+PRE_ENCODED: Final = frozenset({"Events", "GetEvents"})
+"""The methods whose messages the servicer writes as bytes it encoded itself
+(:mod:`vmw.server.rpc.batches`): their handlers pass them on as they are."""
 
 log = logging.getLogger(__name__)
 
@@ -98,27 +103,18 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
         stream = session.stream
         assert stream.effective is not None
         window = stream.window
-        await context.write(
-            convert.started_batch(
-                self._p.boot_id,
-                stream.effective,
-                window=window.size or 0,
-                head=self._p.writes.head(),
-            )
+        started = convert.started_batch(
+            self._p.boot_id, stream.effective, window=window.size or 0, head=self._p.writes.head()
         )
+        await context.write(started.SerializeToString())
         max_bytes = self._p.limits.max_message_bytes - 1024
+        encoder = EventBytes()
         async for events in session.batches():
-            batch = convert.event_batch(events)
-            size = batch.ByteSize()
-            if size <= max_bytes:
-                window.sent(1)
-                await context.write(batch)
-            else:
-                parts = convert.split_to_fit(batch, max_bytes)
-                window.sent(len(parts))
-                for part in parts:
-                    await context.write(part)
-            stream.bytes_sent += size
+            messages = encoder.messages(events, max_bytes)
+            window.sent(len(messages))
+            for message in messages:
+                await context.write(message)
+                stream.bytes_sent += len(message)
 
     @maps_errors(field="subscriptions")
     async def Register(

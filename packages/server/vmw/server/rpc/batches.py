@@ -1,0 +1,114 @@
+"""The bytes of an app stream's ``EventBatch`` messages, written without a message per event.
+
+An ``EventBatch`` is one repeated field (``events``, field 1) of ``Event``
+messages, and a message's bytes are its fields' bytes one after the other: so
+a batch is its events' bytes, each encoded on its own, and a one-event batch
+encoded by protobuf is a valid piece of a larger one. Cutting a batch that
+would exceed the message limit is cutting between two events' pieces.
+
+Nearly every event is a ``DataUpdated`` (``Event`` field 2), and its bytes are
+put together here from its fields: the key's (built once per key and
+stream), the seq, the write's ``time_ns`` (built once per distinct time: the
+updates of one publish share it) and the value. Every other event
+(lifecycle, health) is encoded by protobuf through
+:func:`vmw.server.rpc.convert.event_batch`.
+
+Timing on one batch of 64 events (a float value each, a seq of 3 bytes):
+built field by field through protobuf and serialized, 0.88 us per event; put
+together here, about 0.6 us. Tests parse the bytes with protobuf and compare
+them with the messages ``event_batch`` builds, and with its serialization.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from vmw.ess import QUEUE_COUNT, DataUpdated, Event
+from vmw.server.rpc.convert import event_batch
+from vmw.server.wire import ONE_BYTE, varint
+
+__all__ = ["EventBytes"]
+
+_EVENT: Final = b"\x0a"  # an EventBatch's field 1 (events), length-delimited
+_DATA_UPDATED: Final = b"\x12"  # an Event's field 2 (data_updated), length-delimited
+_TIME: Final = b"\x18"  # a DataUpdated's field 3 (time_ns), a varint
+_DATA: Final = b"\x22"  # field 4 (data), length-delimited
+_QUEUES: Final = tuple(b"\x28" + varint(q) if q else b"" for q in range(QUEUE_COUNT))
+"""A DataUpdated's field 5 (queue), by queue: left out for queue 0."""
+
+
+class EventBytes:
+    """The messages of one app stream, as bytes: each drained batch as one
+    ``EventBatch``, or as several where one would exceed the message limit."""
+
+    __slots__ = ("_keys", "_time", "_time_field")
+
+    def __init__(self) -> None:
+        self._keys: dict[int, bytes] = {}
+        self._time = -1
+        self._time_field = b""
+
+    def messages(self, events: Sequence[Event], max_bytes: int) -> list[bytes]:
+        """``events`` in order, in messages of at most ``max_bytes`` each (an event
+        bigger than that alone in its own: the settings keep the message limit
+        above the value limit, so it does not happen)."""
+        out: list[bytes] = []
+        pieces: list[bytes] = []
+        size = 0
+        keys = self._keys
+        time, time_field = self._time, self._time_field
+        for e in events:
+            if type(e) is DataUpdated:
+                key, seq, time_ns, data, queue = e
+                head = keys.get(key)
+                if head is None:  # key (1) and the tag of seq (2): an id is never 0
+                    head = keys[key] = b"\x08" + varint(key) + b"\x10"
+                if time_ns != time:  # 0 is left out, as protobuf leaves it out
+                    time = time_ns
+                    time_field = _TIME + varint(time_ns) if time_ns else b""
+                seq_bytes = varint(seq)  # a seq is never 0
+                body = len(head) + len(seq_bytes) + len(time_field)
+                if data is not None and not queue and body + len(data) < 124:
+                    # Most events: a value, queue 0 (left out), and every length below
+                    # 128 (a byte each). The pieces go to one join: only their lengths
+                    # are added up here.
+                    body += 2 + len(data)
+                    piece: tuple[bytes, ...] = (
+                        _EVENT,
+                        ONE_BYTE[body + 2],
+                        _DATA_UPDATED,
+                        ONE_BYTE[body],
+                        head,
+                        seq_bytes,
+                        time_field,
+                        _DATA,
+                        ONE_BYTE[len(data)],
+                        data,
+                    )
+                    length = body + 4
+                else:
+                    piece = (_data_updated(head + seq_bytes + time_field, data, queue),)
+                    length = len(piece[0])
+            else:
+                piece = (event_batch((e,)).SerializeToString(),)
+                length = len(piece[0])
+            if size + length > max_bytes and pieces:
+                out.append(b"".join(pieces))
+                pieces, size = [], 0
+            pieces += piece
+            size += length
+        self._time, self._time_field = time, time_field
+        if pieces or not out:
+            out.append(b"".join(pieces))
+        return out
+
+
+def _data_updated(fields: bytes, data: bytes | None, queue: int) -> bytes:
+    """An event's piece of a batch, from the bytes of its first fields (key, seq, time)."""
+    body = fields
+    if data is not None:  # optional: present even when empty
+        body += _DATA + varint(len(data)) + data
+    body += _QUEUES[queue]
+    event = _DATA_UPDATED + varint(len(body)) + body
+    return _EVENT + varint(len(event)) + event

@@ -1,0 +1,49 @@
+"""Methods whose responses a servicer writes as bytes it encoded itself.
+
+A stream that writes many messages a second can put their bytes together
+faster than protobuf builds them from Python field by field
+(:mod:`vmw.server.rpc.batches`, :mod:`vmw.server.kuksa.entries`). gRPC
+allows a handler without a ``response_serializer``: it then writes what the
+servicer gives it, as it is. :class:`PassingBytes` registers a generated
+servicer so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import grpc
+
+__all__ = ["PassingBytes"]
+
+
+class PassingBytes:
+    """``server`` as a generated ``add_*Servicer_to_server`` sees it, where the
+    handlers of ``methods`` write their responses as given: bytes the servicer
+    encoded itself (a handler's ``response_serializer`` None).
+
+    The generated function builds the method handlers, then registers them
+    twice, as a generic handler and as registered methods (which win); both are
+    built here from the one changed table.
+    """
+
+    def __init__(self, server: grpc.aio.Server, methods: frozenset[str]) -> None:
+        self._server = server
+        self._methods = methods
+
+    def add_generic_rpc_handlers(self, handlers: Sequence[grpc.GenericRpcHandler]) -> None:
+        pass  # built from the registered table, below
+
+    def add_registered_method_handlers(self, service: str, handlers: dict[str, Any]) -> None:
+        table = {
+            name: handler._replace(response_serializer=None) if name in self._methods else handler
+            for name, handler in handlers.items()
+        }
+        missing = self._methods - table.keys()
+        if missing:
+            raise ValueError(f"{service} has no method {sorted(missing)}")
+        self._server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler(service, table),)
+        )
+        self._server.add_registered_method_handlers(service, table)

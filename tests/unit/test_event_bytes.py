@@ -1,0 +1,131 @@
+"""An app stream's ``EventBatch`` messages put together as bytes (``vmw.server.rpc.batches``).
+
+Whatever the events (data with any key, seq, time, value and queue; the
+lifecycle and health events protobuf encodes), the bytes must be what
+protobuf makes of the batch built field by field (``convert.event_batch``):
+byte for byte, and parsed back to the same message. Cut to a message limit,
+every message fits, none is cut early, and together they are the batch.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+from vmw.ess import (
+    DataUpdated,
+    Event,
+    KeyAdded,
+    KeyFresh,
+    KeyRemoved,
+    KeyStale,
+    ProviderBack,
+    ProviderGone,
+    ResyncRequired,
+)
+from vmw.proto.ess.v1 import ess_pb2
+from vmw.server.rpc.batches import EventBytes
+from vmw.server.rpc.convert import event_batch
+
+_U32 = st.integers(1, 2**32 - 1)
+_U64 = st.one_of(st.sampled_from([0, 1, 1_764_000_000_123_456_789]), st.integers(0, 2**64 - 1))
+_SEQS = st.one_of(st.integers(1, 200), st.integers(100, 20_000), _U32)
+_VALUES = st.one_of(
+    st.none(),
+    st.just(b""),
+    st.binary(min_size=1, max_size=20),
+    st.binary(min_size=100, max_size=300),  # lengths of two bytes
+)
+
+_DATA = st.builds(
+    DataUpdated,
+    key=st.one_of(st.integers(1, 300), _U32),
+    seq=_SEQS,
+    time_ns=_U64,
+    data=_VALUES,
+    queue=st.integers(0, 2),
+)
+_NAMES = st.text(max_size=30)
+_KEYS = st.lists(st.integers(1, 1000), max_size=4).map(lambda k: tuple(sorted(k)))
+_OTHER = st.one_of(
+    st.builds(KeyAdded, key=_U32, name=_NAMES),
+    st.builds(KeyRemoved, key=_U32, name=_NAMES),
+    st.builds(ResyncRequired, lost=st.integers(0, 2**32 - 1)),
+    st.builds(KeyStale, key=_U32, last_write_ns=_U64, period_ns=_U64),
+    st.builds(KeyFresh, key=_U32, write_ns=_U64),
+    st.builds(ProviderGone, provider=_NAMES, keys=_KEYS),
+    st.builds(ProviderBack, provider=_NAMES, keys=_KEYS),
+)
+# Mostly data, as a stream carries; several events of one publish share a time.
+_EVENTS = st.lists(st.one_of(_DATA, _DATA, _DATA, _OTHER), max_size=40)
+
+
+def _parsed(message: bytes) -> ess_pb2.EventBatch:
+    batch = ess_pb2.EventBatch()
+    batch.ParseFromString(message)
+    return batch
+
+
+@given(st.lists(_EVENTS, min_size=1, max_size=3))
+def test_each_batch_is_protobufs_own_bytes(batches: list[list[Event]]) -> None:
+    encoder = EventBytes()  # one per stream: its caches carry from batch to batch
+    for events in batches:
+        [message] = encoder.messages(events, 1 << 30)
+        built = event_batch(events)
+        assert message == built.SerializeToString()
+        assert _parsed(message) == built
+
+
+@given(st.lists(_DATA, min_size=2, max_size=40), st.integers(1, 8))
+def test_events_of_one_time_share_it_and_a_new_time_is_written(
+    events: list[DataUpdated], every: int
+) -> None:
+    timed = [
+        e._replace(time_ns=1_764_000_000_000_000_000 + i // every) for i, e in enumerate(events)
+    ]
+    [message] = EventBytes().messages(timed, 1 << 30)
+    assert [e.data_updated.time_ns for e in _parsed(message).events] == [e.time_ns for e in timed]
+
+
+@given(_EVENTS, st.integers(1, 3000))
+def test_a_batch_over_the_limit_is_cut_between_events(events: list[Event], limit: int) -> None:
+    messages = EventBytes().messages(events, limit)
+    pieces = [event_batch((e,)).SerializeToString() for e in events]
+    assert b"".join(messages) == b"".join(pieces)
+    assert [e for m in messages for e in _parsed(m).events] == list(event_batch(events).events)
+    taken = 0
+    for m in messages:
+        count = len(_parsed(m).events)
+        if count > 1:  # one event alone may exceed the limit; two never share one over it
+            assert len(m) <= limit
+        if taken + count < len(pieces):  # cut only where the next event did not fit
+            assert len(m) + len(pieces[taken + count]) > limit
+        taken += count
+    assert taken == len(events)
+
+
+def test_no_events_is_one_empty_message() -> None:
+    assert EventBytes().messages([], 100) == [b""]
+
+
+def test_every_value_length_around_one_byte_lengths_is_encoded_right() -> None:
+    # Where an event's lengths stop fitting one byte each: values of 90 to 140 bytes
+    # under the smallest and the largest key, seq and time fields, in each queue.
+    encoder = EventBytes()
+    for size in range(90, 141):
+        for key, seq, time_ns in ((1, 1, 0), (2**32 - 1, 2**32 - 1, 2**64 - 1), (300, 20_000, 1)):
+            for queue in (0, 2):
+                events = [DataUpdated(key, seq, time_ns, b"v" * size, queue)]
+                assert encoder.messages(events, 1 << 30) == [
+                    event_batch(events).SerializeToString()
+                ], (size, key, seq, time_ns, queue)
+
+
+def test_the_cut_falls_exactly_at_the_limit() -> None:
+    events = [DataUpdated(7, 1000 + i, 1_764_000_000_000_000_000, b"x" * 9, 0) for i in range(10)]
+    size = len(event_batch(events[:1]).SerializeToString())  # every event the same size
+    for per_message in (1, 3, 4, 10):
+        for limit, fits in ((per_message * size, per_message), (per_message * size - 1, None)):
+            messages = EventBytes().messages(events, limit)
+            expected = fits or max(1, per_message - 1)
+            assert [len(m) for m in messages[:-1]] == [expected * size] * (len(messages) - 1)
+            assert len(messages) == -(-10 // expected)

@@ -1,0 +1,21 @@
+"""The one protobuf varint of the messages written as bytes (``vmw.server.wire``)."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+from vmw.proto.kuksa.val.v2 import types_pb2 as t2
+from vmw.server.wire import varint
+
+_EDGES = [0, 127, 128, 2**14 - 1, 2**14, 2**21 - 1, 2**21, 2**28, 2**63, 2**64 - 1]
+
+
+@given(st.one_of(st.integers(0, 2**22), st.integers(0, 2**64 - 1)))
+def test_varint_is_protobufs(n: int) -> None:
+    # A Value's uint64 (field 16: a two-byte tag), written even when 0 (a oneof member).
+    assert b"\x80\x01" + varint(n) == t2.Value(uint64=n).SerializeToString()
+
+
+def test_varint_at_each_width_edge() -> None:
+    for n in _EDGES:
+        assert b"\x80\x01" + varint(n) == t2.Value(uint64=n).SerializeToString(), n
