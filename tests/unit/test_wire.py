@@ -7,10 +7,24 @@ from hypothesis import strategies as st
 from vmw.proto.kuksa.val.v2 import types_pb2 as t2
 from vmw.server.wire import varint
 
-_EDGES = [0, 127, 128, 2**14 - 1, 2**14, 2**21 - 1, 2**21, 2**28, 2**63, 2**64 - 1]
+_EDGES = [
+    0,
+    127,
+    128,
+    2**14 - 1,
+    2**14,
+    2**21 - 1,
+    2**21,
+    2**28 - 1,
+    2**28,
+    2**35 - 1,
+    2**35,
+    2**63,
+    2**64 - 1,
+]
 
 
-@given(st.one_of(st.integers(0, 2**22), st.integers(0, 2**64 - 1)))
+@given(st.one_of(st.integers(0, 2**36), st.integers(0, 2**64 - 1)))
 def test_varint_is_protobufs(n: int) -> None:
     # A Value's uint64 (field 16: a two-byte tag), written even when 0 (a oneof member).
     assert b"\x80\x01" + varint(n) == t2.Value(uint64=n).SerializeToString()

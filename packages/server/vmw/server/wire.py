@@ -32,9 +32,22 @@ def varint(n: int) -> bytes:
     """Protobuf's base-128 encoding of ``n`` >= 0."""
     if n < 128:
         return ONE_BYTE[n]
-    # A seq or a length: two or three bytes, without the loop (half its time).
+    # Up to five bytes (any uint32: a seq, a key, a length) without the loop, which
+    # costs about half as much again: the fields of every event go through here.
     if n < 1 << 14:
         return bytes((n & 0x7F | 0x80, n >> 7))
     if n < 1 << 21:
         return bytes((n & 0x7F | 0x80, n >> 7 & 0x7F | 0x80, n >> 14))
+    if n < 1 << 28:
+        return bytes((n & 0x7F | 0x80, n >> 7 & 0x7F | 0x80, n >> 14 & 0x7F | 0x80, n >> 21))
+    if n < 1 << 35:  # any uint32 (a seq, a key)
+        return bytes(
+            (
+                n & 0x7F | 0x80,
+                n >> 7 & 0x7F | 0x80,
+                n >> 14 & 0x7F | 0x80,
+                n >> 21 & 0x7F | 0x80,
+                n >> 28,
+            )
+        )
     return _encode(n)
