@@ -439,3 +439,46 @@ async def test_a_provider_stream_publishes_values_by_id_answering_only_a_failed_
     assert value.data_point.value.float == 55.0
     await provider.requests.put(None)
     provider.call.cancel()
+
+
+async def test_a_provider_streams_ids_follow_a_removed_id_to_its_new_key(
+    server: RunningServer, channel: grpc.aio.Channel
+) -> None:
+    """A stream looks each id up once; after a removal, the id's new key is the
+    one written, under its own rule (here: none), not the old key's."""
+    stub = v2_grpc.VALStub(channel)
+    md = await stub.ListMetadata(v2.ListMetadataRequest(root="Vehicle.CurrentLocation.Latitude"))
+    latitude = md.metadata[0].id
+    provider = Provider(stub)
+
+    async def publish(request_id: int, value: float) -> list[int]:
+        """The ids refused in a publish of ``value`` to latitude's id."""
+        point = t2.Datapoint(value=t2.Value(double=value))
+        await provider.requests.put(
+            v2.OpenProviderStreamRequest(
+                publish_values_request=v2.PublishValuesRequest(
+                    request_id=request_id, data_points={latitude: point}
+                )
+            )
+        )
+        # A publish that fails is answered, in order: then the one before it was taken.
+        await _publish_floats(provider, request_id + 1, {9999: 1.0})
+        refused: list[int] = []
+        while True:
+            answer = (await asyncio.wait_for(provider.call.read(), 5)).publish_values_response
+            if answer.request_id == request_id + 1:
+                return refused
+            assert answer.request_id == request_id
+            refused = list(answer.status)
+
+    assert await publish(1, 1000.0) == [latitude]  # beyond latitude's 90
+    assert await publish(3, 45.0) == []
+    async with ProviderClient(server.address, "sim") as owner:
+        assert await owner.remove_keys(["Vehicle.CurrentLocation.Latitude"]) == []
+        ids = await owner.add_keys(["Vehicle.Tmp.Height"])
+    assert ids["Vehicle.Tmp.Height"] == latitude  # the lowest free id, handed on
+    assert await publish(5, 1000.0) == []  # an opaque key: no range
+    value = await stub.GetValue(v2.GetValueRequest(signal_id=path("Vehicle.Tmp.Height")))
+    assert value.data_point.value.double == 1000.0
+    await provider.requests.put(None)
+    provider.call.cancel()
