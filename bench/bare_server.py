@@ -346,7 +346,7 @@ async def _main(args: argparse.Namespace) -> None:
         server.add_generic_rpc_handlers((_bytes_handler(relay, ("Events",)),))
         vstore_pb2_grpc.add_VStoreServicer_to_server(relay, server)
     elif args.build in ("raw", "bytes"):
-        if args.value_size > 64:
+        if args.build == "bytes" and args.value_size > 64:
             raise SystemExit("--build bytes: --value-size at most 64 (its lengths are one byte)")
         server.add_generic_rpc_handlers((_bytes_handler(service, ("GetEvents", "Events")),))
     else:
@@ -373,6 +373,8 @@ def main() -> None:
     parser.add_argument("--build", choices=("add", "bytes", "ctor", "raw", "relay"), default="add")
     parser.add_argument("--sync", action="store_true", help="thread-pool server instead of aio")
     args = parser.parse_args()
+    if args.sync and args.build != "add":
+        parser.error("--sync streams the add build only")
     if args.sync:
         _main_sync(args)
     else:

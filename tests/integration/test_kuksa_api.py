@@ -444,8 +444,8 @@ async def test_a_provider_stream_publishes_values_by_id_answering_only_a_failed_
 async def test_a_provider_streams_ids_follow_a_removed_id_to_its_new_key(
     server: RunningServer, channel: grpc.aio.Channel
 ) -> None:
-    """A stream looks each id up once; after a removal, the id's new key is the
-    one written, under its own rule (here: none), not the old key's."""
+    """After a removal, the id's new key is the one written, under its own rule
+    (here: none), not the old key's: a guard for any lookup a stream keeps."""
     stub = v2_grpc.VALStub(channel)
     md = await stub.ListMetadata(v2.ListMetadataRequest(root="Vehicle.CurrentLocation.Latitude"))
     latitude = md.metadata[0].id

@@ -42,7 +42,10 @@ _QUEUES: Final = tuple(b"\x28" + varint(q) if q else b"" for q in range(QUEUE_CO
 
 class EventBytes:
     """The messages of one app stream, as bytes: each drained batch as one
-    ``EventBatch``, or as several where one would exceed the message limit."""
+    ``EventBatch``, or as several where one would exceed the message limit.
+
+    It keeps the field of each key id the stream has carried (as many as the
+    app's subscriptions) and the last write time's field."""
 
     __slots__ = ("_keys", "_time", "_time_field")
 
