@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from vmw.ess import QUEUE_COUNT, DataUpdated, Event
+from vmw.ess import DataUpdated, Event
 from vmw.server.rpc.convert import event_batch
 from vmw.server.wire import ONE_BYTE, varint
 
@@ -36,8 +36,7 @@ _EVENT: Final = b"\x0a"  # an EventBatch's field 1 (events), length-delimited
 _DATA_UPDATED: Final = b"\x12"  # an Event's field 2 (data_updated), length-delimited
 _TIME: Final = b"\x18"  # a DataUpdated's field 3 (time_ns), a varint
 _DATA: Final = b"\x22"  # field 4 (data), length-delimited
-_QUEUES: Final = tuple(b"\x28" + varint(q) if q else b"" for q in range(QUEUE_COUNT))
-"""A DataUpdated's field 5 (queue), by queue: left out for queue 0."""
+_QUEUE: Final = b"\x28"  # field 5 (queue), a varint, left out for queue 0
 
 
 class EventBytes:
@@ -114,6 +113,7 @@ def _data_updated(fields: bytes, data: bytes | None, queue: int) -> bytes:
     body = fields
     if data is not None:  # optional: present even when empty
         body += _DATA + varint(len(data)) + data
-    body += _QUEUES[queue]
+    if queue:
+        body += _QUEUE + varint(queue)
     event = _DATA_UPDATED + varint(len(body)) + body
     return _EVENT + varint(len(event)) + event
