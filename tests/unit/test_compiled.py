@@ -1,7 +1,8 @@
 """Which cores a test run imports: the pure ``.py`` files or the mypyc-compiled ones.
 
 Built with ``VMW_MYPYC=1``, vmw-server compiles the modules of ``vmw.vstore``
-and ``vmw.ess`` that ``packages/server/setup.py`` lists (``COMPILED``); built
+and ``vmw.ess``, and the streams' encoders, that ``packages/server/setup.py``
+lists (``COMPILED``); built
 without, it is pure Python (docs/contributing.md, "Compiled cores"). Both are
 tested:
 
@@ -57,23 +58,29 @@ CORES = sorted(
     for package in ("vstore", "ess")
     for p in (SERVER / "vmw" / package).glob("*.py")
 )
+ENCODERS = ["vmw.server.wire", "vmw.server.rpc.batches", "vmw.server.kuksa.entries"]
+"""Outside the cores, the step of delivery compiled too: the bytes of an app
+stream's batches and of a KUKSA v2 subscription's responses (pure functions of
+what they encode, no I/O)."""
 
 
 def test_setup_compiles_the_hot_modules_of_the_cores() -> None:
-    assert set(CORES) >= COMPILED, "setup.py names a module that is not a core module"
+    assert set(CORES) | set(ENCODERS) >= COMPILED, (
+        "setup.py names a module that is neither a core module nor an encoder"
+    )
     hot = {
         "vmw.vstore.store",
         "vmw.vstore.keys",
         "vmw.ess.system",
-        "vmw.ess.queues",
         "vmw.ess.subscriptions",
         "vmw.ess.watch",
         "vmw.ess.events",
+        *ENCODERS,
     }
     assert hot <= COMPILED
 
 
-@pytest.mark.parametrize("name", CORES)
+@pytest.mark.parametrize("name", CORES + ENCODERS)
 def test_the_core_module_is_compiled_only_where_expected(name: str) -> None:
     module = importlib.import_module(name)
     where = Path(module.__file__ or "")
