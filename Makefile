@@ -13,7 +13,7 @@ COMPILED_VENV  := .venv-compiled
 COMPILED_PY    := $(COMPILED_VENV)/bin/python
 COMPILED_STAMP := $(COMPILED_VENV)/.installed
 
-.PHONY: install kuksa-venv compiled-venv demo serve sim dashboard proto test lint typecheck unit unit-compiled bench bench-core bench-e2e bench-kuksa bench-providers bench-spark bench-export bench-export-lag bench-metrics bench-cluster bench-wildcard clean
+.PHONY: install kuksa-venv compiled-venv demo serve sim dashboard proto test lint typecheck unit unit-compiled bench bench-core bench-e2e bench-e2e-compiled bench-kuksa bench-providers bench-spark bench-export bench-export-lag bench-metrics bench-cluster bench-wildcard clean
 
 # The distributions under packages/, each editable, and the checks' own tools.
 DISTS := packages/contract[grpc] packages/sdk packages/server packages/fleet[spark] \
@@ -113,7 +113,7 @@ unit-compiled: $(COMPILED_STAMP)
 	VMW_EXPECT_COMPILED=1 $(COMPILED_PY) -m pytest $(COMPILED_TESTS)
 
 ## Benchmarks (not part of `make test`): see BENCHMARKS.md.
-bench: bench-core bench-e2e bench-kuksa bench-providers bench-spark bench-export bench-export-lag bench-metrics bench-cluster bench-wildcard
+bench: bench-core bench-e2e bench-e2e-compiled bench-kuksa bench-providers bench-spark bench-export bench-export-lag bench-metrics bench-cluster bench-wildcard
 
 bench-core: $(STAMP)
 	$(PY) -m bench.core
@@ -123,6 +123,10 @@ bench-core: $(STAMP)
 ## app for a minute; a slow app's lag; each target met or not. About 4 minutes.
 bench-e2e: $(STAMP)
 	$(PY) -m bench.e2e --stuck-seconds 60 --lag-seconds 5 --journal-compare
+
+## The same, the middleware run from .venv-compiled (its cores and encoders compiled).
+bench-e2e-compiled: $(STAMP) $(COMPILED_STAMP)
+	$(PY) -m bench.e2e --stuck-seconds 60 --lag-seconds 5 --journal-compare --compiled
 
 ## The KUKSA v2 API (OpenProviderStream -> Subscribe) beside the own API (Publish ->
 ## GetEvents) and the KUKSA databroker's published figures. About 80 s.

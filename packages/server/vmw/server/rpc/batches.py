@@ -17,8 +17,11 @@ Timing on one batch of 64 events, a float value each (one-off script):
 built field by field through protobuf and serialized, 0.85-0.89 us per
 event; put together here, 0.75-0.80 us with a seq of 2 to 4 bytes, and 0.96
 with one of 5 (past 2^28 events of one key to one app): the varints are
-Python's work here, protobuf's C there. Tests parse the bytes with protobuf and compare
-them with the messages ``event_batch`` builds, and with its serialization.
+Python's work here, protobuf's C there. Compiled by mypyc (the build with
+``VMW_MYPYC=1``: a pure function of the events, it needs no change for it),
+0.34-0.46 us an event on a batch of 198 (850 ns interpreted, the same
+script). Tests parse the bytes with protobuf and compare them with the
+messages ``event_batch`` builds, and with its serialization, in both builds.
 """
 
 from __future__ import annotations
