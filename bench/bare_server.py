@@ -38,7 +38,10 @@ import argparse
 import asyncio
 import collections
 import gc
+import importlib
+import importlib.machinery
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -47,6 +50,8 @@ from typing import Any
 import grpc
 from vmw.proto.ess.v1 import ess_pb2, ess_pb2_grpc
 from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+
+from bench import hand_bytes
 
 _Event = ess_pb2.Event
 _Data = ess_pb2.DataUpdated
@@ -77,60 +82,22 @@ def _batch_add(seq: int, n: int, keys: int, value: bytes) -> ess_pb2.EventBatch:
     return batch
 
 
-def _varint(n: int) -> bytes:
-    """Protobuf's varint of ``n`` >= 0."""
-    out = []
-    while n > 0x7F:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-_ONE = tuple(bytes((n,)) for n in range(128))
-
-
-def _seq(n: int) -> bytes:
-    """A seq's varint: up to three bytes without a loop."""
-    if n < 128:
-        return _ONE[n]
-    if n < 1 << 14:
-        return bytes((n & 0x7F | 0x80, n >> 7))
-    if n < 1 << 21:
-        return bytes((n & 0x7F | 0x80, n >> 7 & 0x7F | 0x80, n >> 14))
-    return _varint(n)
-
-
-def _batch_bytes(seq: int, n: int, keys: int, value: bytes) -> bytes:
-    """``n`` events after ``seq``, as the bytes of one EventBatch put together by hand."""
-    heads = _heads(keys)
-    tail = b"\x18" + _varint(time.time_ns()) + b"\x22" + _varint(len(value)) + value
-    pieces: list[bytes] = []
-    extend = pieces.extend
-    for s in range(seq + 1, seq + n + 1):
-        head = heads[1 + s % keys]
-        seq_bytes = _seq(s)
-        body = len(head) + len(seq_bytes) + len(tail)  # < 126: --value-size <= 64
-        extend((b"\x0a", _ONE[body + 2], b"\x12", _ONE[body], head, seq_bytes, tail))
-    return b"".join(pieces)
-
-
-_HEADS: dict[int, list[bytes]] = {}
-
-
-def _heads(keys: int) -> list[bytes]:
-    """Each key id's field and the tag of the seq after it."""
-    heads = _HEADS.get(keys)
-    if heads is None:
-        heads = _HEADS[keys] = [b"\x08" + _varint(k) + b"\x10" for k in range(keys + 1)]
-    return heads
-
-
 _BUILDERS: dict[str, Callable[[int, int, int, bytes], Any]] = {
     "add": _batch_add,
-    "bytes": _batch_bytes,
+    "bytes": hand_bytes.batch_bytes,
     "ctor": _batch_ctor,
 }
+
+
+def _compiled_builder(directory: str) -> Callable[[int, int, int, bytes], bytes]:
+    """``batch_bytes`` of the compiled copy of :mod:`bench.hand_bytes` in ``directory``."""
+    sys.path.insert(0, directory)
+    compiled = importlib.import_module("hand_bytes")
+    where = compiled.__file__ or ""
+    if not where.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)):
+        raise SystemExit(f"--compiled-from {directory}: hand_bytes is not compiled there ({where})")
+    builder: Callable[[int, int, int, bytes], bytes] = compiled.batch_bytes
+    return builder
 
 
 def _started(window: int = 0) -> ess_pb2.EventBatch:
@@ -372,9 +339,19 @@ def main() -> None:
     parser.add_argument("--value-size", type=int, default=8)
     parser.add_argument("--build", choices=("add", "bytes", "ctor", "raw", "relay"), default="add")
     parser.add_argument("--sync", action="store_true", help="thread-pool server instead of aio")
+    parser.add_argument(
+        "--compiled-from",
+        metavar="DIR",
+        help="--build bytes with the hand_bytes module compiled into DIR "
+        "(bench.e2e.compile_ceiling)",
+    )
     args = parser.parse_args()
     if args.sync and args.build != "add":
         parser.error("--sync streams the add build only")
+    if args.compiled_from:
+        if args.build != "bytes":
+            parser.error("--compiled-from is for --build bytes")
+        _BUILDERS["bytes"] = _compiled_builder(args.compiled_from)
     if args.sync:
         _main_sync(args)
     else:
