@@ -65,7 +65,19 @@ def spawn(*args: str) -> tuple[subprocess.Popen[str], str]:
         proc.kill()
         proc.wait()
         raise RuntimeError(f"{args[0]} did not start: {line!r}")
+    if args[0] == "vmw.server" and "vmw.server" in SERVER_PYTHON and not _compiled(proc.pid):
+        stop(proc)
+        raise RuntimeError(
+            "the middleware runs without its compiled modules (a PYTHONPATH that names "
+            "packages/server puts the sources before the compiled install?)"
+        )
     return proc, line.split()[-1]
+
+
+def _compiled(pid: int) -> bool:
+    """Whether process ``pid`` has loaded vmw-server's compiled modules."""
+    with open(f"/proc/{pid}/maps") as maps:
+        return any("vmw_server__mypyc" in line for line in maps)
 
 
 def stop(proc: subprocess.Popen[str]) -> None:
