@@ -8,7 +8,8 @@ STAMP  := $(VENV)/.installed
 KUKSA_VENV  := .venv-kuksa
 KUKSA_STAMP := $(KUKSA_VENV)/.installed
 # The compiled cores, apart from .venv: the six distributions installed (not editable)
-# with vmw.vstore and vmw.ess compiled by mypyc (packages/server/setup.py, VMW_MYPYC=1).
+# with vmw.vstore, vmw.ess (but its queues) and the streams' encoders compiled by mypyc
+# (packages/server/setup.py, COMPILED; VMW_MYPYC=1).
 COMPILED_VENV  := .venv-compiled
 COMPILED_PY    := $(COMPILED_VENV)/bin/python
 COMPILED_STAMP := $(COMPILED_VENV)/.installed

@@ -94,7 +94,10 @@ _BUILDERS: dict[str, Callable[[int, int, int, bytes], Any]] = {
 def _compiled_builder(directory: str) -> Callable[[int, int, int, bytes], bytes]:
     """``batch_bytes`` of the compiled copy of :mod:`bench.hand_bytes` in ``directory``."""
     sys.path.insert(0, directory)
-    compiled = importlib.import_module("hand_bytes")
+    try:
+        compiled = importlib.import_module("hand_bytes")
+    except ImportError as e:
+        raise SystemExit(f"--compiled-from {directory}: no hand_bytes there ({e})") from None
     where = compiled.__file__ or ""
     if not where.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)):
         raise SystemExit(f"--compiled-from {directory}: hand_bytes is not compiled there ({where})")

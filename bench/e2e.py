@@ -89,6 +89,7 @@ import argparse
 import asyncio
 import math
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -403,19 +404,29 @@ def compile_ceiling(directory: Path) -> bool:
     ``bare_server --compiled-from``); False, saying why, where this machine cannot."""
     shutil.copy(Path(__file__).with_name("hand_bytes.py"), directory / "hand_bytes.py")
     try:
-        done = subprocess.run(
+        # A session of its own: on a timeout the C compiler it started goes too.
+        build = subprocess.Popen(
             [sys.executable, "-m", "mypyc", "hand_bytes.py"],
             cwd=directory,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
             text=True,
-            timeout=300,
+            start_new_session=True,
         )
-    except (OSError, subprocess.TimeoutExpired) as e:
+    except OSError as e:
         print(f"  (the compiled ceiling is not measured: {e})")
         return False
-    if done.returncode != 0:
-        last = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-        print(f"  (the compiled ceiling is not measured: mypyc failed: {last[0]})")
+    try:
+        output, _ = build.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        os.killpg(build.pid, signal.SIGKILL)
+        build.wait()
+        print("  (the compiled ceiling is not measured: mypyc took over 300 s)")
+        return False
+    if build.returncode != 0:
+        errors = [line for line in output.splitlines() if "error" in line.lower()]
+        why = (errors or output.strip().splitlines() or ["no output"])[-1]
+        print(f"  (the compiled ceiling is not measured: mypyc failed: {why})")
         return False
     return True
 

@@ -31,11 +31,12 @@ from setuptools import setup
 # explicit package bases, see [tool.mypy] in pyproject.toml). Not the errors
 # modules: mypyc cannot compile an exception class with two built-in bases
 # (``UnknownKeyError(VStoreError, KeyError)``), and errors are off the hot path.
-# Not ``vmw/ess/queues.py``: compiled, a push and a drain cost more, not less
-# (push 259 -> 349 ns, drain 249 -> 378 ns an event): mypyc keeps an ``int`` unboxed
-# and must allocate a new object for it each time it goes back into a queued tuple,
-# where the interpreter shares one. Beside the cores, the two encoders of the streams
-# that write the most messages, and their varints: an app stream's batches
+# Not ``vmw/ess/queues.py``: compiled, a push and a drain cost more, not less (a
+# one-off script timing one queue: ``push`` 259 -> 349 ns, ``pop_into`` 249 -> 378 ns
+# an event): mypyc keeps an ``int`` unboxed and must allocate a new object for it
+# each time it goes back into a queued tuple, where the interpreter shares one.
+# Beside the cores, the two encoders of the streams that write the most messages,
+# and their varints: an app stream's batches
 # (``vmw/server/rpc/batches.py``, 850 -> 390 ns an event compiled) and a KUKSA v2
 # subscription's responses (``vmw/server/kuksa/entries.py``, 560-720 -> 200 ns an
 # entry). Pure functions of what they encode, no I/O.
