@@ -11,6 +11,7 @@ import pytest
 from vmw.proto.ess.v1 import ess_pb2_grpc
 from vmw.proto.vstore.v1 import vstore_pb2_grpc
 from vmw.server.config import Settings
+from vmw.server.kuksa import v2 as kuksa_v2
 from vmw.server.server import RunningServer, start_server
 
 TEST_SETTINGS = Settings(listen="127.0.0.1:0", keepalive_time_s=1.0, keepalive_timeout_s=1.0)
@@ -45,6 +46,15 @@ async def new_server(request: pytest.FixtureRequest) -> AsyncIterator[NewServer]
     finally:
         for running in reversed(started):
             await running.stop(0)
+
+
+@pytest.fixture(params=["protobuf", "bytes"])
+def publish_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways a KUKSA provider's publishes are read, for the servers a test starts
+    after it: protobuf's decoder (the pure build's), and the reader of floats from
+    their bytes (``vmw.server.kuksa.ingest``: the compiled build's)."""
+    monkeypatch.setattr(kuksa_v2, "READS_BYTES", request.param == "bytes")
+    return str(request.param)
 
 
 @pytest.fixture

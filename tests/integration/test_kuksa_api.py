@@ -313,6 +313,7 @@ class Provider:
 VOLUME = "Vehicle.Cabin.Infotainment.Volume"
 
 
+@pytest.mark.usefixtures("publish_reader")
 async def test_an_actuation_goes_to_the_provider_that_claimed_it_and_returns_its_answer(
     channel: grpc.aio.Channel,
 ) -> None:
@@ -362,6 +363,7 @@ async def test_an_actuation_goes_to_the_provider_that_claimed_it_and_returns_its
     provider.call.cancel()
 
 
+@pytest.mark.usefixtures("publish_reader")
 async def test_actuation_refusals_unavailable_already_exists_and_bad_values(
     channel: grpc.aio.Channel,
 ) -> None:
@@ -412,6 +414,7 @@ async def _publish_floats(provider: Provider, request_id: int, values: dict[int,
     )
 
 
+@pytest.mark.usefixtures("publish_reader")
 async def test_a_provider_stream_publishes_values_by_id_answering_only_a_failed_publish(
     channel: grpc.aio.Channel,
 ) -> None:
@@ -441,6 +444,7 @@ async def test_a_provider_stream_publishes_values_by_id_answering_only_a_failed_
     provider.call.cancel()
 
 
+@pytest.mark.usefixtures("publish_reader")
 async def test_a_provider_streams_ids_follow_a_removed_id_to_its_new_key(
     server: RunningServer, channel: grpc.aio.Channel
 ) -> None:
@@ -481,4 +485,53 @@ async def test_a_provider_streams_ids_follow_a_removed_id_to_its_new_key(
     value = await stub.GetValue(v2.GetValueRequest(signal_id=path("Vehicle.Tmp.Height")))
     assert value.data_point.value.double == 1000.0
     await provider.requests.put(None)
+    provider.call.cancel()
+
+
+@pytest.mark.usefixtures("publish_reader")
+@pytest.mark.settings(max_keys_per_request=3)
+async def test_a_provider_streams_floats_keep_their_timestamps_and_the_entries_limit(
+    channel: grpc.aio.Channel,
+) -> None:
+    """Floats and doubles, as providers send most (and kuksa-perf does): each stored
+    in its signal's width with the time the provider gave (none: the arrival's);
+    a message over the entries limit ends the stream naming the field."""
+    stub = v2_grpc.VALStub(channel)
+    ids = {
+        m.path: m.id
+        for root in ("Vehicle.Speed", "Vehicle.CurrentLocation.Latitude")
+        for m in (await stub.ListMetadata(v2.ListMetadataRequest(root=root))).metadata
+    }
+    speed, latitude = ids["Vehicle.Speed"], ids["Vehicle.CurrentLocation.Latitude"]
+    provider = Provider(stub)
+    given = t2.Datapoint(value=t2.Value(float=42.5))
+    given.timestamp.seconds, given.timestamp.nanos = 1_700_000_000, 123_456_789
+    points = {speed: given, latitude: t2.Datapoint(value=t2.Value(double=45.25))}
+    await provider.requests.put(
+        v2.OpenProviderStreamRequest(
+            publish_values_request=v2.PublishValuesRequest(request_id=1, data_points=points)
+        )
+    )
+    await _publish_floats(provider, 2, {9999: 1.0})  # answered: then the one before was taken
+    answer = (await asyncio.wait_for(provider.call.read(), 5)).publish_values_response
+    assert answer.request_id == 2
+    values = await stub.GetValues(
+        v2.GetValuesRequest(
+            signal_ids=[path("Vehicle.Speed"), path("Vehicle.CurrentLocation.Latitude")]
+        )
+    )
+    got_speed, got_latitude = values.data_points
+    assert got_speed.value.float == 42.5
+    assert (got_speed.timestamp.seconds, got_speed.timestamp.nanos) == (1_700_000_000, 123_456_789)
+    assert got_latitude.value.double == 45.25
+    assert got_latitude.timestamp.seconds > 1_700_000_000  # the arrival's time
+    await _publish_floats(provider, 3, {speed: 1.0, latitude: 2.0, 9999: 3.0, 9998: 4.0})
+    await fails(
+        asyncio.wait_for(provider.call.read(), 5),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "publish_values_request.data_points",
+        "at most 3",
+    )
+    value = await stub.GetValue(v2.GetValueRequest(signal_id=path("Vehicle.Speed")))
+    assert value.data_point.value.float == 42.5  # nothing of the refused message written
     provider.call.cancel()

@@ -58,10 +58,15 @@ CORES = sorted(
     for package in ("vstore", "ess")
     for p in (SERVER / "vmw" / package).glob("*.py")
 )
-ENCODERS = ["vmw.server.wire", "vmw.server.rpc.batches", "vmw.server.kuksa.entries"]
-"""Outside the cores, the step of delivery compiled too: the bytes of an app
-stream's batches and of a KUKSA v2 subscription's responses (pure functions of
-what they encode, no I/O)."""
+ENCODERS = [
+    "vmw.server.wire",
+    "vmw.server.rpc.batches",
+    "vmw.server.kuksa.entries",
+    "vmw.server.kuksa.ingest",
+]
+"""Outside the cores, the bytes on the hottest streams compiled too: an app
+stream's batches and a KUKSA v2 subscription's responses, and a KUKSA
+provider's publishes of floats read (pure functions of their bytes, no I/O)."""
 
 
 def test_setup_compiles_the_hot_modules_of_the_cores() -> None:
@@ -92,6 +97,15 @@ def test_the_core_module_is_compiled_only_where_expected(name: str) -> None:
         )
     else:
         assert where.suffix == ".py", f"{name} loaded from {where}, not its .py file"
+
+
+def test_a_kuksa_providers_publishes_are_read_from_bytes_only_compiled() -> None:
+    """As Python, the reader of floats costs more than protobuf's decoder: the
+    servicer takes it only where it is compiled."""
+    from vmw.server.kuksa import v2
+
+    assert v2.READS_BYTES == EXPECT_COMPILED
+    assert ("OpenProviderStream" in v2.decoders()) == EXPECT_COMPILED
 
 
 def _run_setup(monkeypatch: pytest.MonkeyPatch, argv: list[str] | None = None) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from vmw.vss.catalog import (
     load_catalog,
     parse_catalog,
 )
-from vmw.vss.rules import INT_RANGES, check_value, element_type, is_array
+from vmw.vss.rules import INT_RANGES, check_value, element_type, float_bounds, is_array
 
 __all__ = [
     "ARRAY_DATATYPES",
@@ -31,6 +31,7 @@ __all__ = [
     "element_type",
     "expand_instances",
     "expected_period",
+    "float_bounds",
     "is_array",
     "load_catalog",
     "parse_catalog",

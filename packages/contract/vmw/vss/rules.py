@@ -23,7 +23,7 @@ from typing import Final
 
 from vmw.vss.catalog import Signal
 
-__all__ = ["INT_RANGES", "check_value", "element_type", "is_array"]
+__all__ = ["INT_RANGES", "check_value", "element_type", "float_bounds", "is_array"]
 
 INT_RANGES: Final[dict[str, tuple[int, int]]] = {
     **{f"int{b}": (-(2 ** (b - 1)), 2 ** (b - 1) - 1) for b in (8, 16, 32, 64)},
@@ -45,6 +45,26 @@ def element_type(datatype: str) -> str:
     return datatype[:-2] if is_array(datatype) else datatype
 
 
+def float_bounds(signal: Signal) -> tuple[float, float] | None:
+    """The range within which :func:`check_value` accepts any float for ``signal``
+    at a glance: its ``min`` and ``max`` within what its datatype holds.
+
+    None for a signal that is not ``float`` or ``double``, or that lists the
+    values ``allowed``. A float outside the range (or a NaN) may still be
+    accepted by the full rules (a ``float`` signal's bound met in single
+    precision); callers that skip :func:`check_value` within the range must ask
+    it outside.
+    """
+    limit = _FLOAT_RANGES.get(signal.datatype)
+    if limit is None or signal.allowed:
+        return None
+    lo, hi = signal.min, signal.max
+    return (
+        -limit if lo is None else max(lo, -limit),
+        limit if hi is None else min(hi, limit),
+    )
+
+
 def check_value(signal: Signal, value: object) -> str | None:
     """``None`` if ``value`` fits the signal's datatype and rule, else what it breaks.
 
@@ -52,15 +72,11 @@ def check_value(signal: Signal, value: object) -> str | None:
     """
     datatype = signal.datatype
     # Most writes: a float to a float or double signal, within its range (a NaN
-    # fails the comparisons, ±inf the single-precision bound): accepted here, as the
-    # rules below would; anything else is judged by them.
-    if type(value) is float and not signal.allowed and datatype in _FLOAT_RANGES:
-        lo, hi = signal.min, signal.max
-        if (
-            (lo is None or value >= lo)
-            and (hi is None or value <= hi)
-            and -_FLOAT_RANGES[datatype] <= value <= _FLOAT_RANGES[datatype]
-        ):
+    # fails the comparisons): accepted here, as the rules below would; anything
+    # else is judged by them.
+    if type(value) is float:
+        bounds = float_bounds(signal)
+        if bounds is not None and bounds[0] <= value <= bounds[1]:
             return None
     if is_array(datatype):
         if not isinstance(value, list):

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DATATYPE_TO_PB",
     "ENTRY_TYPE_TO_PB",
+    "MAX_TIME_NS",
     "actuation_request",
     "datatype_of",
     "from_wire",
@@ -149,8 +150,9 @@ def set_timestamp(ts: Timestamp, time_ns: int) -> None:
 
 
 _NS_PER_S: Final = 1_000_000_000
-_MAX_TIME_NS: Final = 2**64 - 1
-"""The store keeps a value's time as nanoseconds since 1970 in a uint64."""
+MAX_TIME_NS: Final = 2**64 - 1
+"""The latest time a KUKSA timestamp may give (2554-07-21): the store keeps a
+value's time as nanoseconds since 1970 in a uint64."""
 
 
 def source_time(point: t1.Datapoint | t2.Datapoint, field: str) -> int | None:
@@ -166,10 +168,10 @@ def source_time(point: t1.Datapoint | t2.Datapoint, field: str) -> int | None:
     time_ns = ts.seconds * _NS_PER_S + nanos
     if not 0 <= nanos < _NS_PER_S:
         raise InvalidRequestError(f"{field}.timestamp.nanos", f"{nanos} is not in 0..999999999")
-    if not 0 <= time_ns <= _MAX_TIME_NS:
+    if not 0 <= time_ns <= MAX_TIME_NS:
         raise InvalidRequestError(
             f"{field}.timestamp",
-            f"{ts.seconds} s since 1970 is outside 0..{_MAX_TIME_NS // _NS_PER_S} "
+            f"{ts.seconds} s since 1970 is outside 0..{MAX_TIME_NS // _NS_PER_S} "
             "(1970-01-01 to 2554-07-21, nanoseconds in a uint64)",
         )
     return time_ns or None
