@@ -22,7 +22,7 @@ from vmw.proto.kuksa.val.v2 import val_pb2 as v2
 from vmw.server.kuksa import convert
 from vmw.server.kuksa.ingest import FloatRows, Published, parse
 from vmw.server.kuksa.v2 import provider_request
-from vmw.vss import Signal, check_value, float_bounds
+from vmw.vss import Signal
 
 _IDS = st.integers(0, 2**31 - 1)
 _SECONDS = st.one_of(
@@ -258,17 +258,3 @@ def test_rows_of_the_common_case_and_each_refusal_left_to_the_general_way() -> N
     assert of({1: t2.Value(double=50.0)}) is not None
     signals_now["Vehicle.Speed"] = speed
     assert of({1: t2.Value(double=50.0)}) is None
-
-
-@given(_signal(), st.floats())
-def test_a_float_within_float_bounds_passes_the_full_rules(
-    signal: Signal | None, value: float
-) -> None:
-    if signal is None:
-        return
-    bounds = float_bounds(signal)
-    if bounds is None:
-        assert signal.datatype not in ("float", "double") or signal.allowed
-        return
-    if bounds[0] <= value <= bounds[1]:
-        assert check_value(signal, value) is None

@@ -1,5 +1,6 @@
 """A signal's rules (:func:`vmw.vss.rules.check_value`) for floats: its fast path accepts
-exactly what the rules accept, and what it does not accept gets the rules' sentence."""
+exactly what the rules accept, and what it does not accept gets the rules' sentence;
+:func:`vmw.vss.rules.float_bounds` gives a range they accept whole."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from vmw.contract.values import decode, encode
 from vmw.vss.catalog import Signal
-from vmw.vss.rules import check_value
+from vmw.vss.rules import check_value, float_bounds
 
 FLOAT32_MAX = 3.4028234663852886e38
 _BOUNDS = st.none() | st.floats(allow_nan=False, allow_infinity=False, width=32)
@@ -85,3 +86,29 @@ def test_a_bound_or_allowed_value_in_single_precision_is_met_by_its_stored_value
     # A double holds 0.1 as written: no rounding, no slack.
     exact = Signal("Vehicle.Exact", "sensor", "double", max=0.1)
     assert check_value(exact, stored) == "value 0.10000000149011612 is above the max 0.1"
+
+
+@given(
+    st.sampled_from(["float", "double", "int32", "string"]),
+    _BOUNDS | st.integers(-10, 10),
+    _BOUNDS | st.integers(-10, 10),
+    st.sampled_from([(), (1.0, 2.5)]),
+    _VALUES,
+)
+def test_float_bounds_is_min_to_max_within_the_datatype_and_accepted_whole(
+    datatype: str, lo: float | None, hi: float | None, allowed: tuple[float, ...], value: float
+) -> None:
+    """What a reader of many values (a KUKSA provider's publishes) may accept
+    without asking check_value: never a value check_value refuses."""
+    signal = Signal("Vehicle.X", "sensor", datatype, min=lo, max=hi, allowed=allowed)
+    bounds = float_bounds(signal)
+    if datatype not in ("float", "double") or allowed:
+        assert bounds is None
+        return
+    limit = FLOAT32_MAX if datatype == "float" else math.inf
+    assert bounds == (
+        -limit if lo is None else max(lo, -limit),
+        limit if hi is None else min(hi, limit),
+    )
+    if bounds[0] <= value <= bounds[1]:
+        assert check_value(signal, value) is None

@@ -47,7 +47,9 @@ def element_type(datatype: str) -> str:
 
 def float_bounds(signal: Signal) -> tuple[float, float] | None:
     """The range within which :func:`check_value` accepts any float for ``signal``
-    at a glance: its ``min`` and ``max`` within what its datatype holds.
+    at a glance (its first test): its ``min`` and ``max`` within what its
+    datatype holds. For a caller that judges many values of one signal; tests
+    hold the two to the same range.
 
     None for a signal that is not ``float`` or ``double``, or that lists the
     values ``allowed``. A float outside the range (or a NaN) may still be
@@ -72,11 +74,16 @@ def check_value(signal: Signal, value: object) -> str | None:
     """
     datatype = signal.datatype
     # Most writes: a float to a float or double signal, within its range (a NaN
-    # fails the comparisons): accepted here, as the rules below would; anything
-    # else is judged by them.
-    if type(value) is float:
-        bounds = float_bounds(signal)
-        if bounds is not None and bounds[0] <= value <= bounds[1]:
+    # fails the comparisons, ±inf the single-precision bound): accepted here, as the
+    # rules below would; anything else is judged by them. The same test as
+    # float_bounds' range, inline: this runs for every value a KUKSA client writes.
+    if type(value) is float and not signal.allowed and datatype in _FLOAT_RANGES:
+        lo, hi = signal.min, signal.max
+        if (
+            (lo is None or value >= lo)
+            and (hi is None or value <= hi)
+            and -_FLOAT_RANGES[datatype] <= value <= _FLOAT_RANGES[datatype]
+        ):
             return None
     if is_array(datatype):
         if not isinstance(value, list):
