@@ -48,12 +48,14 @@ async def new_server(request: pytest.FixtureRequest) -> AsyncIterator[NewServer]
             await running.stop(0)
 
 
-@pytest.fixture(params=["protobuf", "bytes"])
+@pytest.fixture(params=["bytes", "protobuf"])
 def publish_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Both ways a KUKSA provider's publishes are read, for the servers a test starts
-    after it: protobuf's decoder (the pure build's), and the reader of floats from
-    their bytes (``vmw.server.kuksa.ingest``: the compiled build's)."""
-    monkeypatch.setattr(kuksa_v2, "READS_BYTES", request.param == "bytes")
+    """Both ways a KUKSA provider's publishes are read, for the servers a test starts:
+    without a message per value (``vmw.server.kuksa.ingest``, the servicer's way),
+    and every request through ``PublishValuesRequest`` and the general code (the
+    way the first leaves to it whatever needs judging)."""
+    if request.param == "protobuf":
+        monkeypatch.setattr(kuksa_v2, "parse", lambda raw: None)
     return str(request.param)
 
 

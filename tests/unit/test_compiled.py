@@ -99,15 +99,6 @@ def test_the_core_module_is_compiled_only_where_expected(name: str) -> None:
         assert where.suffix == ".py", f"{name} loaded from {where}, not its .py file"
 
 
-def test_a_kuksa_providers_publishes_are_read_from_bytes_only_compiled() -> None:
-    """As Python, the reader of floats costs more than protobuf's decoder: the
-    servicer takes it only where it is compiled."""
-    from vmw.server.kuksa import v2
-
-    assert v2.READS_BYTES == EXPECT_COMPILED
-    assert ("OpenProviderStream" in v2.decoders()) == EXPECT_COMPILED
-
-
 def _run_setup(monkeypatch: pytest.MonkeyPatch, argv: list[str] | None = None) -> dict[str, Any]:
     """Run setup.py as a build backend would, with a stand-in for setuptools;
     returns what it passed to ``setup()``."""

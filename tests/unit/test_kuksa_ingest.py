@@ -1,11 +1,13 @@
-"""A KUKSA provider's publish of floats read from its bytes (``vmw.server.kuksa.ingest``).
+"""A KUKSA provider's publish of floats read without a message per value
+(``vmw.server.kuksa.ingest``).
 
-The reader must agree with protobuf's decoding and the servicer's rules wherever
-it answers at all: same ids, same stored bytes, same times, and no value the
-general way (``convert.to_store``, ``convert.source_time``) would refuse. Where
-it does not answer (None), the servicer decodes the request with protobuf; so
-the tests also hold it to answering for the shape providers send most: floats
-and doubles, with or without a timestamp.
+Where it answers at all, the reader must agree with decoding the request as
+``PublishValuesRequest`` and writing it through the general code
+(``convert.to_store``, ``convert.source_time``): the same ids, stored bytes and
+times, and no value the general code would refuse. Where it does not answer
+(None), the servicer takes that way; so the tests also hold the reader to
+answering for the shape providers send most: floats and doubles, with or
+without a timestamp, to keys that take them.
 """
 
 from __future__ import annotations
@@ -20,16 +22,18 @@ from vmw.contract.values import DOUBLE_TAG, FLOAT32_TAG
 from vmw.proto.kuksa.val.v2 import types_pb2 as t2
 from vmw.proto.kuksa.val.v2 import val_pb2 as v2
 from vmw.server.kuksa import convert
-from vmw.server.kuksa.ingest import FloatRows, Published, parse
+from vmw.server.kuksa.ingest import FloatRows, parse
 from vmw.server.kuksa.v2 import provider_request
 from vmw.vss import Signal
 
-_IDS = st.integers(0, 2**31 - 1)
+_NAMES = {1: "Vehicle.A", 2: "Vehicle.B", 3: "Vehicle.C", 40: "Vehicle.D", 2**31 - 1: "Vehicle.E"}
+_IDS = st.sampled_from([*_NAMES, 99])  # 99: no such key
 _SECONDS = st.one_of(
     st.sampled_from([0, 1, 1_764_000_000, 18_446_744_073, 18_446_744_074]),
     st.integers(-(2**63), 2**63 - 1),
 )
 _NANOS = st.one_of(st.integers(0, 999_999_999), st.integers(-(2**31), 2**31 - 1))
+_OPAQUE = dict.fromkeys(_NAMES.values())
 
 
 @st.composite
@@ -67,68 +71,87 @@ def _point(draw: st.DrawFn, *, simple: bool = False) -> t2.Datapoint:
     return point
 
 
+@st.composite
+def _signal(draw: st.DrawFn) -> Signal | None:
+    datatype = draw(st.sampled_from(("float", "double", "int32", "string", None)))
+    if datatype is None:
+        return None  # an opaque key
+    bound = st.one_of(st.none(), st.floats(allow_nan=False), st.integers(-10, 10))
+    return Signal(
+        name="n",
+        type="sensor",
+        datatype=datatype,
+        min=draw(bound),
+        max=draw(bound),
+        allowed=draw(st.sampled_from([(), (1.0, 2.5)])),
+    )
+
+
+_SIGNALS = st.fixed_dictionaries({name: _signal() for name in _NAMES.values()})
+
+
 def _request(request_id: int, points: dict[int, t2.Datapoint]) -> bytes:
     return v2.OpenProviderStreamRequest(
         publish_values_request=v2.PublishValuesRequest(request_id=request_id, data_points=points)
     ).SerializeToString()
 
 
-def _same_number(a: float, b: float) -> bool:
-    return a == b or (math.isnan(a) and math.isnan(b))
-
-
-def _agrees(raw: bytes, published: Published) -> None:
-    """``published`` says what protobuf and the servicer's conversions say of ``raw``."""
-    message = v2.OpenProviderStreamRequest.FromString(raw)
+def _rows(raw: bytes, signals: dict[str, Signal | None]) -> list[tuple[object, ...]] | None:
+    """The reader's rows of ``raw`` (None: left to the general way), checked against
+    what the general way makes of the same bytes wherever the reader answers."""
+    published = parse(raw)
+    if published is None:
+        return None
+    rows = FloatRows(_NAMES.get, signals.get).rows(published)
+    if rows is None:
+        return None
+    message = v2.OpenProviderStreamRequest.FromString(raw)  # it decodes: the rows say so
     publish = message.publish_values_request
     assert message.WhichOneof("action") == "publish_values_request"
     assert published.request_id == publish.request_id
-    assert set(published.points) == set(publish.data_points)
-    for key_id, (data, datatype, number, time_ns) in published.points.items():
-        point = publish.data_points[key_id]
-        wire = point.value.WhichOneof("typed_value")
-        assert wire == datatype  # the Value's field is named as the datatype it holds
-        width = struct.Struct("<f" if wire == "float" else "<d")
-        tag = FLOAT32_TAG if wire == "float" else DOUBLE_TAG
-        assert data == bytes((tag,)) + width.pack(getattr(point.value, wire))
-        assert _same_number(number, getattr(point.value, wire))
-        assert time_ns == (convert.source_time(point, "data_point") or 0)
+    assert sorted(row[0] for row in rows) == sorted(publish.data_points)
+    for key_id, data, version, time_ns in rows:
+        assert isinstance(key_id, int)
+        name, point = _NAMES[key_id], publish.data_points[key_id]
+        # The general way takes it (raises nothing) and stores the same bytes.
+        assert data == convert.to_store(name, signals.get(name), point.value, "typed_value")
+        assert version is None
+        assert time_ns == convert.source_time(point, "data_point")
+    return [tuple(row) for row in rows]
 
 
 @given(st.integers(0, 2**32 - 1), st.dictionaries(_IDS, _point(simple=True), max_size=90))
-def test_floats_with_or_without_a_timestamp_are_read_as_protobuf_reads_them(
+def test_floats_with_or_without_a_timestamp_to_opaque_keys_take_this_way(
     request_id: int, points: dict[int, t2.Datapoint]
 ) -> None:
+    points.pop(99, None)
     raw = _request(request_id, points)
-    published = parse(raw)
-    assert published is not None
-    _agrees(raw, published)
-    assert provider_request(raw) is not None
+    rows = _rows(raw, _OPAQUE)
+    if any(
+        math.isnan(getattr(p.value, p.value.WhichOneof("typed_value"))) for p in points.values()
+    ):
+        return  # a NaN is stored as written (the general way's encoder judges it)
+    assert rows is not None
+    assert len(rows) == len(points)
+    assert isinstance(provider_request(raw), type(parse(raw)))
 
 
-@given(st.integers(0, 2**32 - 1), st.dictionaries(st.integers(-5, 2**31 - 1), _point(), max_size=8))
-def test_whatever_the_reader_answers_protobuf_agrees_with(
-    request_id: int, points: dict[int, t2.Datapoint]
+@given(_SIGNALS, st.dictionaries(_IDS, _point(simple=True), max_size=8))
+def test_floats_to_signals_with_rules_are_written_as_the_general_way_writes_them(
+    signals: dict[str, Signal | None], points: dict[int, t2.Datapoint]
 ) -> None:
-    """Other values, negative ids, bad timestamps: read as protobuf reads them, or left to it."""
-    raw = _request(request_id, points)
-    published = parse(raw)
-    if published is not None:
-        _agrees(raw, published)
-    else:
-        decoded = provider_request(raw)
-        assert isinstance(decoded, v2.OpenProviderStreamRequest)
-        assert (
-            decoded.SerializeToString()
-            == v2.OpenProviderStreamRequest.FromString(raw).SerializeToString()
-        )
+    _rows(_request(1, points), signals)
 
 
-@given(
-    st.dictionaries(_IDS, _point(simple=True), min_size=1, max_size=4),
-    st.data(),
-)
-def test_cut_or_changed_bytes_are_read_as_protobuf_reads_them_or_left_to_it(
+@given(_SIGNALS, st.integers(0, 2**32 - 1), st.dictionaries(st.integers(-5, 2**31 - 1), _point()))
+def test_other_values_ids_and_timestamps_are_written_as_the_general_way_writes_them_or_left_to_it(
+    signals: dict[str, Signal | None], request_id: int, points: dict[int, t2.Datapoint]
+) -> None:
+    _rows(_request(request_id, points), signals)
+
+
+@given(st.dictionaries(_IDS, _point(simple=True), min_size=1, max_size=4), st.data())
+def test_cut_or_changed_bytes_are_read_as_the_general_way_reads_them_or_left_to_it(
     points: dict[int, t2.Datapoint], data: st.DataObject
 ) -> None:
     """A byte changed, bytes cut off or added: never read differently from protobuf,
@@ -142,9 +165,7 @@ def test_cut_or_changed_bytes_are_read_as_protobuf_reads_them_or_left_to_it(
         del raw[at:]
     else:
         raw[at:at] = data.draw(st.binary(min_size=1, max_size=3))
-    published = parse(bytes(raw))
-    if published is not None:
-        _agrees(bytes(raw), published)
+    _rows(bytes(raw), _OPAQUE)
 
 
 @pytest.mark.parametrize(
@@ -168,93 +189,96 @@ def test_every_other_action_is_protobufs_message(message: v2.OpenProviderStreamR
     assert provider_request(raw) == message
 
 
-def test_the_last_value_of_an_id_wins_as_in_protobufs_map() -> None:
-    one = v2.PublishValuesRequest(data_points={5: t2.Datapoint(value=t2.Value(float=1.0))})
-    two = v2.PublishValuesRequest(data_points={5: t2.Datapoint(value=t2.Value(float=2.0))})
-    # Two messages' bytes one after the other merge into one: the map holds id 5 twice.
-    publish = one.SerializeToString() + two.SerializeToString()
-    raw = b"\x12" + bytes([len(publish)]) + publish
-    published = parse(raw)
-    assert published is not None
-    assert list(published.points) == [5]
-    assert published.points[5][2] == 2.0
-    _agrees(raw, published)
-
-
-# -- the rows: never what the general way refuses, the same bytes where it takes them
-
-
-_DATATYPES = ("float", "double", "int32", "string", None)
-_NAMES = {1: "Vehicle.A", 2: "Vehicle.B", 3: "Vehicle.C", 40: "Vehicle.D"}
-
-
-@st.composite
-def _signal(draw: st.DrawFn) -> Signal | None:
-    datatype = draw(st.sampled_from(_DATATYPES))
-    if datatype is None:
-        return None
-    bound = st.one_of(st.none(), st.floats(allow_nan=False), st.integers(-10, 10))
-    allowed = draw(st.sampled_from([(), (1.0, 2.5)]))
-    return Signal(
-        name="n",
-        type="sensor",
-        datatype=datatype,
-        min=draw(bound),
-        max=draw(bound),
-        allowed=allowed,
+def test_a_publish_beside_another_action_is_protobufs_message() -> None:
+    """A oneof's last field on the wire is the request's action: here the publish
+    comes first, so the request is a ProvideSignalRequest."""
+    publish = v2.OpenProviderStreamRequest(
+        publish_values_request=v2.PublishValuesRequest(
+            data_points={1: t2.Datapoint(value=t2.Value(float=1.0))}
+        )
     )
+    provide = v2.OpenProviderStreamRequest(provide_signal_request=v2.ProvideSignalRequest())
+    raw = publish.SerializeToString() + provide.SerializeToString()
+    assert parse(raw) is None
+    assert provider_request(raw) == provide
 
 
-@given(
-    st.fixed_dictionaries({name: _signal() for name in _NAMES.values()}),
-    st.dictionaries(st.sampled_from([0, 1, 2, 3, 40, 99]), _point(simple=True), max_size=6),
-)
-def test_rows_are_what_the_general_way_writes_or_none(
-    signals: dict[str, Signal | None], points: dict[int, t2.Datapoint]
-) -> None:
-    raw = _request(1, points)
-    published = parse(raw)
-    assert published is not None
-    rows = FloatRows(_NAMES.get, signals.get).rows(published)
-    if rows is None:
-        return
-    assert [row[0] for row in rows] == list(published.points)
-    for key_id, data, version, time_ns in rows:
-        assert isinstance(key_id, int)
-        name = _NAMES[key_id]
-        point = points[key_id]
-        # The general way takes it (raises nothing) and stores the same bytes.
-        assert data == convert.to_store(name, signals[name], point.value, "typed_value")
-        assert version is None
-        assert time_ns == convert.source_time(point, "data_point")
+def test_an_encoding_protobuf_would_not_write_is_left_to_it() -> None:
+    """An id twice (the last wins), a Datapoint's field twice in one entry (the
+    Datapoints merge): what protobuf makes of such bytes is its own to say."""
+    one = v2.PublishValuesRequest(data_points={1: t2.Datapoint(value=t2.Value(float=1.0))})
+    two = v2.PublishValuesRequest(data_points={1: t2.Datapoint(value=t2.Value(float=2.0))})
+    publish = one.SerializeToString() + two.SerializeToString()  # id 1 twice
+    assert parse(b"\x12" + bytes([len(publish)]) + publish) is None
+    stamp = t2.Datapoint()
+    stamp.timestamp.seconds = 1_700_000_000
+    value = t2.Datapoint(value=t2.Value(float=1.0))
+    entry = b"\x08\x01" + b"".join(
+        b"\x12" + bytes([len(p)]) + p
+        for p in (stamp.SerializeToString(), value.SerializeToString())
+    )
+    publish = b"\x12" + bytes([len(entry)]) + entry
+    raw = b"\x12" + bytes([len(publish)]) + publish
+    merged = v2.OpenProviderStreamRequest.FromString(raw).publish_values_request.data_points[1]
+    assert merged.timestamp.seconds == 1_700_000_000  # protobuf merged the two
+    assert merged.value.float == 1.0
+    assert parse(raw) is None
 
 
 def test_rows_of_the_common_case_and_each_refusal_left_to_the_general_way() -> None:
-    speed = Signal(name="Vehicle.Speed", type="sensor", datatype="float", min=0, max=300)
-    names = {1: "Vehicle.Speed", 2: "Vehicle.Opaque"}.get
-    signals = {"Vehicle.Speed": speed}.get
-    rows = FloatRows(names, signals)
+    speed = Signal(name="Vehicle.A", type="sensor", datatype="float", min=0, max=300)
+    signals: dict[str, Signal | None] = {"Vehicle.A": speed}
 
-    def of(points: dict[int, t2.Value]) -> list[tuple[object, ...]] | None:
-        published = parse(_request(1, {k: t2.Datapoint(value=v) for k, v in points.items()}))
-        assert published is not None
-        found = rows.rows(published)
-        return None if found is None else sorted(tuple(row) for row in found)
+    def rows(points: dict[int, t2.Datapoint]) -> list[tuple[object, ...]] | None:
+        found = _rows(_request(1, points), signals)
+        return None if found is None else sorted(found)  # type: ignore[type-var]
 
-    assert of({1: t2.Value(float=50.0), 2: t2.Value(double=-1e300)}) == [
-        (1, bytes((FLOAT32_TAG,)) + struct.pack("<f", 50.0), None, None),
-        (2, bytes((DOUBLE_TAG,)) + struct.pack("<d", -1e300), None, None),
+    def point(value: t2.Value, seconds: int = 0, nanos: int = 0) -> t2.Datapoint:
+        p = t2.Datapoint(value=value)
+        if seconds or nanos:
+            p.timestamp.seconds, p.timestamp.nanos = seconds, nanos
+        return p
+
+    assert rows(
+        {
+            1: point(t2.Value(float=50.0), 1_700_000_000, 5),
+            2: point(t2.Value(double=-1e300), 1_700_000_000, 5),
+            3: point(t2.Value(float=1.5)),
+        }
+    ) == [
+        (1, bytes((FLOAT32_TAG,)) + struct.pack("<f", 50.0), None, 1_700_000_000_000_000_005),
+        (2, bytes((DOUBLE_TAG,)) + struct.pack("<d", -1e300), None, 1_700_000_000_000_000_005),
+        (3, bytes((FLOAT32_TAG,)) + struct.pack("<f", 1.5), None, None),
     ]
-    assert of({}) == []
-    assert of({1: t2.Value(float=301.0)}) is None  # beyond max: said by the general way
-    assert of({1: t2.Value(double=50.0)}) is None  # a double for a float signal
-    assert of({3: t2.Value(float=1.0)}) is None  # no such key
-    assert of({0: t2.Value(float=1.0)}) is None
-    assert of({2: t2.Value(float=math.nan)}) is None
-    # A signal that changes (another catalog, a key added again) is judged anew.
-    signals_now = {"Vehicle.Speed": Signal(name="Vehicle.Speed", type="sensor", datatype="double")}
-    rows = FloatRows(names, lambda name: signals_now.get(name))
-    assert of({1: t2.Value(float=50.0)}) is None
-    assert of({1: t2.Value(double=50.0)}) is not None
-    signals_now["Vehicle.Speed"] = speed
-    assert of({1: t2.Value(double=50.0)}) is None
+    assert rows({}) == []
+    assert rows({1: point(t2.Value(float=301.0))}) is None  # beyond max: the general way says so
+    assert rows({1: point(t2.Value(double=50.0))}) is None  # a double for a float signal
+    assert rows({99: point(t2.Value(float=1.0))}) is None  # no such key
+    assert rows({0: point(t2.Value(float=1.0))}) is None
+    assert rows({2: point(t2.Value(float=math.nan))}) is None
+    assert rows({2: point(t2.Value(int32=3))}) is None
+    assert rows({2: point(t2.Value(float=1.0), -1)}) is None  # before 1970
+    assert rows({2: point(t2.Value(float=1.0), 1, 1_000_000_000)}) is None  # nanos too big
+    assert rows({2: t2.Datapoint()}) is None  # no value
+
+
+def test_a_signal_that_changes_is_judged_anew() -> None:
+    """Another catalog, a key added again: the rule of the signal now, not the last."""
+    signals: dict[str, Signal | None] = {
+        "Vehicle.A": Signal(name="Vehicle.A", type="sensor", datatype="double")
+    }
+    reader = FloatRows(_NAMES.get, signals.get)
+
+    def taken(value: t2.Value) -> bool:
+        published = parse(_request(1, {1: t2.Datapoint(value=value)}))
+        assert published is not None
+        return reader.rows(published) is not None
+
+    assert not taken(t2.Value(float=50.0))
+    assert taken(t2.Value(double=50.0))
+    signals["Vehicle.A"] = Signal(name="Vehicle.A", type="sensor", datatype="float", max=10)
+    assert not taken(t2.Value(double=5.0))
+    assert not taken(t2.Value(float=50.0))
+    assert taken(t2.Value(float=5.0))
+    signals["Vehicle.A"] = None
+    assert taken(t2.Value(double=5.0))

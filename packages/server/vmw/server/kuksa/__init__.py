@@ -29,7 +29,7 @@ from vmw.proto.kuksa.val.v2 import val_pb2_grpc as val_v2_grpc
 from vmw.server.actuation import Actuation
 from vmw.server.kuksa.common import KuksaParts
 from vmw.server.kuksa.v1 import KuksaV1
-from vmw.server.kuksa.v2 import PRE_ENCODED, KuksaV2, decoders
+from vmw.server.kuksa.v2 import DECODERS, PRE_ENCODED, KuksaV2
 from vmw.server.rpc.pre_encoded import PassingBytes
 from vmw.server.signals import Signals
 
@@ -51,5 +51,5 @@ def add_kuksa_services(
     """
     val_v1_grpc.add_VALServicer_to_server(KuksaV1(parts, signals, actuation), server)
     val_v2_grpc.add_VALServicer_to_server(
-        KuksaV2(parts, signals, actuation), PassingBytes(server, PRE_ENCODED, decoders())
+        KuksaV2(parts, signals, actuation), PassingBytes(server, PRE_ENCODED, DECODERS)
     )

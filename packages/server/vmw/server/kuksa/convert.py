@@ -41,7 +41,6 @@ if TYPE_CHECKING:
 __all__ = [
     "DATATYPE_TO_PB",
     "ENTRY_TYPE_TO_PB",
-    "MAX_TIME_NS",
     "actuation_request",
     "datatype_of",
     "from_wire",
@@ -51,6 +50,8 @@ __all__ = [
     "set_timestamp",
     "set_wire",
     "signal_name",
+    "source_time",
+    "time_ns_of",
     "to_store",
     "v1_error",
     "v2_error",
@@ -150,31 +151,34 @@ def set_timestamp(ts: Timestamp, time_ns: int) -> None:
 
 
 _NS_PER_S: Final = 1_000_000_000
-MAX_TIME_NS: Final = 2**64 - 1
-"""The latest time a KUKSA timestamp may give (2554-07-21): the store keeps a
-value's time as nanoseconds since 1970 in a uint64."""
+_MAX_TIME_NS: Final = 2**64 - 1  # the store keeps a time as ns since 1970 in a uint64
 
 
 def source_time(point: t1.Datapoint | t2.Datapoint, field: str) -> int | None:
     """A datapoint's timestamp as the store's ``time_ns`` (None: none given, or zero:
-    the middleware's arrival time).
+    the middleware's arrival time). Raises as :func:`time_ns_of`."""
+    ts = point.timestamp  # unset reads as zero, which means none given too
+    return time_ns_of(ts.seconds, ts.nanos, field) or None
+
+
+def time_ns_of(seconds: int, nanos: int, field: str) -> int:
+    """The time in ns since 1970 of the ``Timestamp`` of the datapoint ``field``.
 
     Raises:
         InvalidRequestError: ``nanos`` outside 0..999,999,999, or a time before
-            1970 or past what a uint64 of nanoseconds holds (2554-07-21).
+            1970 or past what a uint64 of nanoseconds holds (2554-07-21), naming
+            ``field``'s timestamp.
     """
-    ts = point.timestamp  # unset reads as zero, which means none given too
-    nanos = ts.nanos
-    time_ns = ts.seconds * _NS_PER_S + nanos
+    time_ns = seconds * _NS_PER_S + nanos
     if not 0 <= nanos < _NS_PER_S:
         raise InvalidRequestError(f"{field}.timestamp.nanos", f"{nanos} is not in 0..999999999")
-    if not 0 <= time_ns <= MAX_TIME_NS:
+    if not 0 <= time_ns <= _MAX_TIME_NS:
         raise InvalidRequestError(
             f"{field}.timestamp",
-            f"{ts.seconds} s since 1970 is outside 0..{MAX_TIME_NS // _NS_PER_S} "
+            f"{seconds} s since 1970 is outside 0..{_MAX_TIME_NS // _NS_PER_S} "
             "(1970-01-01 to 2554-07-21, nanoseconds in a uint64)",
         )
-    return time_ns or None
+    return time_ns
 
 
 @functools.cache  # a catalog has a few dozen datatypes; every delivery asks

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, Final
 
 import grpc
@@ -28,7 +28,7 @@ from vmw.server.kuksa.common import (
 )
 from vmw.server.kuksa.entries import Entries
 from vmw.server.kuksa.info import SERVER_NAME, SERVER_VERSION
-from vmw.server.kuksa.ingest import COMPILED, FloatRows, Published, parse
+from vmw.server.kuksa.ingest import FloatRows, Published, parse
 from vmw.server.kuksa.subscriptions import check_count as subscription_count
 from vmw.server.kuksa.subscriptions import updates
 from vmw.server.rpc.convert import check_count
@@ -36,7 +36,7 @@ from vmw.server.rpc.status import maps_errors
 from vmw.server.signals import Signals
 from vmw.vstore import UnknownKeyError, UpdateRow, VStoreError
 
-__all__ = ["PRE_ENCODED", "READS_BYTES", "KuksaV2", "decoders", "provider_request"]
+__all__ = ["DECODERS", "PRE_ENCODED", "KuksaV2", "provider_request"]
 
 PRE_ENCODED: Final = frozenset({"Subscribe", "SubscribeById"})
 """The methods whose responses the servicer writes as bytes it encoded itself
@@ -44,22 +44,16 @@ PRE_ENCODED: Final = frozenset({"Subscribe", "SubscribeById"})
 
 
 def provider_request(raw: bytes) -> Published | val_pb2.OpenProviderStreamRequest:
-    """A provider's request: a publish of floats read from its bytes where it is one
-    (:mod:`vmw.server.kuksa.ingest`), else protobuf's message."""
+    """A provider's request: a publish read without a message per value where it is
+    one (:mod:`vmw.server.kuksa.ingest`), else protobuf's message."""
     published = parse(raw)
     if published is not None:
         return published
     return val_pb2.OpenProviderStreamRequest.FromString(raw)
 
 
-READS_BYTES = COMPILED
-"""Whether a provider's publishes are read from their bytes: where the reader is
-compiled (as Python it costs more than protobuf's decoder; tests set it both ways)."""
-
-
-def decoders() -> dict[str, Callable[[bytes], Any]]:
-    """The methods whose requests the servicer reads itself (see :data:`READS_BYTES`)."""
-    return {"OpenProviderStream": provider_request} if READS_BYTES else {}
+DECODERS: Final = {"OpenProviderStream": provider_request}
+"""The methods whose requests the servicer decodes itself."""
 
 
 class KuksaV2(val_pb2_grpc.VALServicer):
