@@ -14,7 +14,7 @@ COMPILED_VENV  := .venv-compiled
 COMPILED_PY    := $(COMPILED_VENV)/bin/python
 COMPILED_STAMP := $(COMPILED_VENV)/.installed
 
-.PHONY: install kuksa-venv compiled-venv demo serve sim dashboard proto test lint typecheck unit unit-compiled bench bench-core bench-e2e bench-e2e-compiled bench-kuksa bench-providers bench-spark bench-export bench-export-lag bench-metrics bench-cluster bench-wildcard clean
+.PHONY: install kuksa-venv compiled-venv demo serve sim dashboard proto test lint typecheck unit unit-compiled bench bench-core bench-e2e bench-e2e-compiled bench-kuksa bench-kuksa-ingest bench-providers bench-spark bench-export bench-export-lag bench-metrics bench-cluster bench-wildcard clean
 
 # The distributions under packages/, each editable, and the checks' own tools.
 DISTS := packages/contract[grpc] packages/sdk packages/server packages/fleet[spark] \
@@ -114,7 +114,7 @@ unit-compiled: $(COMPILED_STAMP)
 	VMW_EXPECT_COMPILED=1 $(COMPILED_PY) -m pytest $(COMPILED_TESTS)
 
 ## Benchmarks (not part of `make test`): see BENCHMARKS.md.
-bench: bench-core bench-e2e bench-e2e-compiled bench-kuksa bench-providers bench-spark bench-export bench-export-lag bench-metrics bench-cluster bench-wildcard
+bench: bench-core bench-e2e bench-e2e-compiled bench-kuksa bench-kuksa-ingest bench-providers bench-spark bench-export bench-export-lag bench-metrics bench-cluster bench-wildcard
 
 bench-core: $(STAMP)
 	$(PY) -m bench.core
@@ -133,6 +133,11 @@ bench-e2e-compiled: $(STAMP) $(COMPILED_STAMP)
 ## GetEvents) and the KUKSA databroker's published figures. About 80 s.
 bench-kuksa: $(STAMP)
 	$(PY) -m bench.kuksa
+
+## A KUKSA provider's publish of floats read two ways, in both builds.
+bench-kuksa-ingest: $(STAMP) $(COMPILED_STAMP)
+	$(PY) -m bench.kuksa_ingest
+	$(COMPILED_PY) -m bench.kuksa_ingest
 
 ## Three nodes: replicated writes/s a -> an app on c beside one node, added latency at
 ## 1,000 writes/s, catch-up after a 30 s partition with 100,000 writes. About 2 minutes.

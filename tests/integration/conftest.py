@@ -48,15 +48,35 @@ async def new_server(request: pytest.FixtureRequest) -> AsyncIterator[NewServer]
             await running.stop(0)
 
 
+@dataclasses.dataclass
+class PublishReader:
+    """Which way a test's KUKSA publishes were read, and the fast way's answers."""
+
+    way: str
+    taken: list[bool] = dataclasses.field(default_factory=list)
+    """Per publish given to the reader: whether it wrote it (False: left to protobuf)."""
+
+
 @pytest.fixture(params=["bytes", "protobuf"])
-def publish_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+def publish_reader(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> PublishReader:
     """Both ways a KUKSA provider's publishes are read, for the servers a test starts:
     without a message per value (``vmw.server.kuksa.ingest``, the servicer's way),
     and every request through ``PublishValuesRequest`` and the general code (the
     way the first leaves to it whatever needs judging)."""
-    if request.param == "protobuf":
+    reader = PublishReader(str(request.param))
+    if reader.way == "protobuf":
         monkeypatch.setattr(kuksa_v2, "parse", lambda raw: None)
-    return str(request.param)
+    publish_floats = kuksa_v2.KuksaV2._publish_floats
+
+    def watched(self: kuksa_v2.KuksaV2, who: Any, published: Any) -> bool:
+        taken = publish_floats(self, who, published)
+        reader.taken.append(taken)
+        return taken
+
+    monkeypatch.setattr(kuksa_v2.KuksaV2, "_publish_floats", watched)
+    return reader
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ from vmw.sdk import ProviderClient
 from vmw.server.server import RunningServer
 
 from tests.conftest import fails
+from tests.integration.conftest import PublishReader
 
 CATALOG = Path(__file__).with_name("kuksa_catalog.json")
 
@@ -488,10 +489,9 @@ async def test_a_provider_streams_ids_follow_a_removed_id_to_its_new_key(
     provider.call.cancel()
 
 
-@pytest.mark.usefixtures("publish_reader")
 @pytest.mark.settings(max_keys_per_request=3)
 async def test_a_provider_streams_floats_keep_their_timestamps_and_the_entries_limit(
-    channel: grpc.aio.Channel,
+    publish_reader: PublishReader, channel: grpc.aio.Channel
 ) -> None:
     """Floats and doubles, as providers send most (and kuksa-perf does): each stored
     in its signal's width with the time the provider gave (none: the arrival's);
@@ -525,6 +525,8 @@ async def test_a_provider_streams_floats_keep_their_timestamps_and_the_entries_l
     assert (got_speed.timestamp.seconds, got_speed.timestamp.nanos) == (1_700_000_000, 123_456_789)
     assert got_latitude.value.double == 45.25
     assert got_latitude.timestamp.seconds > 1_700_000_000  # the arrival's time
+    # Read without a message per value (the first publish), or all through protobuf.
+    assert publish_reader.taken == ([True, False] if publish_reader.way == "bytes" else [])
     await _publish_floats(provider, 3, {speed: 1.0, latitude: 2.0, 9999: 3.0, 9998: 4.0})
     await fails(
         asyncio.wait_for(provider.call.read(), 5),
@@ -535,3 +537,29 @@ async def test_a_provider_streams_floats_keep_their_timestamps_and_the_entries_l
     value = await stub.GetValue(v2.GetValueRequest(signal_id=path("Vehicle.Speed")))
     assert value.data_point.value.float == 42.5  # nothing of the refused message written
     provider.call.cancel()
+
+
+@pytest.mark.usefixtures("publish_reader")
+@pytest.mark.parametrize(
+    "raw",
+    [
+        pytest.param(b"\xff\xff", id="not a message"),
+        # A publish whose Datapoint's bytes are not a Datapoint (the reader leaves
+        # the request to protobuf, which refuses it).
+        pytest.param(b"\x12\x07\x12\x05\x08\x01\x12\x01\xff", id="a datapoint that is not one"),
+    ],
+)
+async def test_a_provider_request_that_does_not_decode_is_invalid_argument(
+    channel: grpc.aio.Channel, raw: bytes
+) -> None:
+    call = channel.stream_stream(
+        "/kuksa.val.v2.VAL/OpenProviderStream",
+        request_serializer=None,
+        response_deserializer=v2.OpenProviderStreamResponse.FromString,
+    )()
+    await call.write(raw)
+    await fails(
+        asyncio.wait_for(call.read(), 5),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "not a valid message for /kuksa.val.v2.VAL/OpenProviderStream",
+    )

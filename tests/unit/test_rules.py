@@ -95,20 +95,33 @@ def test_a_bound_or_allowed_value_in_single_precision_is_met_by_its_stored_value
     st.sampled_from([(), (1.0, 2.5)]),
     _VALUES,
 )
-def test_float_bounds_is_min_to_max_within_the_datatype_and_accepted_whole(
+def test_float_bounds_is_a_range_the_rules_accept_whole(
     datatype: str, lo: float | None, hi: float | None, allowed: tuple[float, ...], value: float
 ) -> None:
     """What a reader of many values (a KUKSA provider's publishes) may accept
-    without asking check_value: never a value check_value refuses."""
+    without asking check_value: never a value check_value refuses, and every
+    value of min..max within what the datatype holds."""
     signal = Signal("Vehicle.X", "sensor", datatype, min=lo, max=hi, allowed=allowed)
     bounds = float_bounds(signal)
     if datatype not in ("float", "double") or allowed:
         assert bounds is None
         return
-    limit = FLOAT32_MAX if datatype == "float" else math.inf
-    assert bounds == (
-        -limit if lo is None else max(lo, -limit),
-        limit if hi is None else min(hi, limit),
-    )
+    assert bounds is not None
+    assert all(type(b) is float for b in bounds)
     if bounds[0] <= value <= bounds[1]:
         assert check_value(signal, value) is None
+    elif _accepted(datatype, lo, hi, value) and not math.isnan(value):
+        # Outside, only what the datatype's finite range leaves out: an infinity.
+        assert math.isinf(value)
+
+
+def test_float_bounds_leaves_an_integer_bound_no_float_holds_to_the_full_rules() -> None:
+    """Compared as a float, 2**53 + 1 would be 2**53: a value below the min would pass."""
+    for bound in (2**53 + 1, 10**400):
+        assert float_bounds(Signal("Vehicle.X", "sensor", "double", min=bound)) is None
+        assert float_bounds(Signal("Vehicle.X", "sensor", "double", max=-bound)) is None
+    assert float_bounds(Signal("Vehicle.X", "sensor", "double", min=2**53, max=3)) == (
+        2.0**53,
+        3.0,
+    )
+    assert check_value(Signal("Vehicle.X", "sensor", "double", min=2**53 + 1), 2.0**53) is not None

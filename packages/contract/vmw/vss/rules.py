@@ -48,23 +48,32 @@ def element_type(datatype: str) -> str:
 def float_bounds(signal: Signal) -> tuple[float, float] | None:
     """The range within which :func:`check_value` accepts any float for ``signal``
     at a glance (its first test): its ``min`` and ``max`` within what its
-    datatype holds. For a caller that judges many values of one signal; tests
-    hold the two to the same range.
+    datatype holds, as floats. For a caller that judges many values of one
+    signal; tests hold the two to the same range.
 
-    None for a signal that is not ``float`` or ``double``, or that lists the
-    values ``allowed``. A float outside the range (or a NaN) may still be
-    accepted by the full rules (a ``float`` signal's bound met in single
-    precision); callers that skip :func:`check_value` within the range must ask
-    it outside.
+    None for a signal that is not ``float`` or ``double``, that lists the
+    values ``allowed``, or whose ``min`` or ``max`` is an integer no float
+    holds exactly (above 2**53: compared as a float it would move). A float
+    outside the range (or a NaN) may still be accepted by the full rules (a
+    ``float`` signal's bound met in single precision); callers that skip
+    :func:`check_value` within the range must ask it outside.
     """
     limit = _FLOAT_RANGES.get(signal.datatype)
     if limit is None or signal.allowed:
         return None
-    lo, hi = signal.min, signal.max
-    return (
-        -limit if lo is None else max(lo, -limit),
-        limit if hi is None else min(hi, limit),
-    )
+    bounds = []
+    for bound, default in ((signal.min, -limit), (signal.max, limit)):
+        if bound is None:
+            bounds.append(default)
+            continue
+        try:
+            exact = float(bound)
+        except OverflowError:
+            return None
+        if exact != bound:
+            return None
+        bounds.append(max(exact, -limit) if default < 0 else min(exact, limit))
+    return bounds[0], bounds[1]
 
 
 def check_value(signal: Signal, value: object) -> str | None:

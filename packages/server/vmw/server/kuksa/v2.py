@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any, Final
 
 import grpc
-from google.protobuf.message import Message
+from google.protobuf.message import DecodeError, Message
 from vmw.proto.kuksa.val.v2 import types_pb2, val_pb2, val_pb2_grpc
 from vmw.server.access import Caller
 from vmw.server.actuation import Actuation, ActuatorProvider
@@ -32,7 +32,8 @@ from vmw.server.kuksa.ingest import FloatRows, Published, parse
 from vmw.server.kuksa.subscriptions import check_count as subscription_count
 from vmw.server.kuksa.subscriptions import updates
 from vmw.server.rpc.convert import check_count
-from vmw.server.rpc.status import maps_errors
+from vmw.server.rpc.decoding import Malformed
+from vmw.server.rpc.status import check_decoded, maps_errors
 from vmw.server.signals import Signals
 from vmw.vstore import UnknownKeyError, UpdateRow, VStoreError
 
@@ -51,6 +52,18 @@ def provider_request(raw: bytes) -> Published | val_pb2.OpenProviderStreamReques
         return published
     return val_pb2.OpenProviderStreamRequest.FromString(raw)
 
+
+def _decoded(raw: bytes) -> val_pb2.OpenProviderStreamRequest:
+    """A publish the reader left to protobuf, decoded; one that does not decode is
+    refused as :class:`~vmw.server.rpc.decoding.DecodeGuard` refuses any request."""
+    try:
+        return val_pb2.OpenProviderStreamRequest.FromString(raw)
+    except (DecodeError, UnicodeDecodeError, ValueError) as e:
+        check_decoded(Malformed(_OPEN_PROVIDER_STREAM, str(e) or type(e).__name__))
+        raise  # (check_decoded raised)
+
+
+_OPEN_PROVIDER_STREAM: Final = "/kuksa.val.v2.VAL/OpenProviderStream"
 
 DECODERS: Final = {"OpenProviderStream": provider_request}
 """The methods whose requests the servicer decodes itself."""
@@ -215,11 +228,12 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         pace = self._p.access.publish_pace(who.app)
         published = 0
         async for request in requests:
-            if isinstance(request, Published):  # a publish of floats, read from its bytes
+            check_decoded(request)
+            if isinstance(request, Published):  # a publish, read without a message per value
                 pace.take(published)
                 published += 1
                 if not self._publish_floats(who, request):  # protobuf's way judges it
-                    decoded = val_pb2.OpenProviderStreamRequest.FromString(request.raw)
+                    decoded = _decoded(request.raw)
                     await self._publish(who, decoded.publish_values_request, stream)
                 continue
             action = request.WhichOneof("action")
