@@ -92,7 +92,7 @@ def _schema() -> Any:
 PUBLISH_BYTES: Final = _schema()
 """The message class of that second schema."""
 
-_PUBLISH: Final = 0x12  # OpenProviderStreamRequest.publish_values_request (2), length-delimited
+_PUBLISH: Final = b"\x12"  # OpenProviderStreamRequest.publish_values_request (2), length-delimited
 _TIMESTAMP: Final = 0x0A  # Datapoint.timestamp (1), length-delimited
 # A Datapoint's value field (2) of 6 bytes: Value.float (17, fixed32) and its 4 bytes;
 # of 10 bytes: Value.double (18, fixed64) and its 8 bytes.
@@ -120,38 +120,24 @@ class Published:
 
 def parse(raw: bytes) -> Published | None:
     """``raw`` (an ``OpenProviderStreamRequest``) read as a publish, or None where it
-    is another action, or bytes that do not decode."""
-    # One field, the publish, spanning the message: another action beside it would
-    # make the oneof's last field the request's action.
-    end = len(raw)
-    if end < 2 or raw[0] != _PUBLISH:
-        return None
-    length = shift = 0
-    i = 1
-    while i < end and i < 6:
-        b = raw[i]
-        i += 1
-        length |= (b & 0x7F) << shift
-        shift += 7
-        if b < 0x80:
-            break
-    else:
-        return None
-    if i + length != end:
+    is another action, bytes that do not decode, or not encoded as protobuf
+    encodes a publish."""
+    if raw[:1] != _PUBLISH:  # another action, at a glance
         return None
     try:
         message = PUBLISH_BYTES.FromString(raw)
     except DecodeError:
         return None
-    # Its bytes as protobuf writes them: each map entry once, with its key and
-    # value once, and nothing unknown. Any other encoding may mean what a
-    # Datapoint's bytes alone do not say (a value field twice in an entry is two
+    # Its bytes as protobuf writes them: the publish once and nothing else (another
+    # action beside it is unknown here, and would be the oneof's last field), each
+    # map entry once, with its key and value once. Any other encoding may mean what
+    # a Datapoint's bytes alone do not say (a value field twice in an entry is two
     # Datapoints merged), and is protobuf's to read. upb keeps an entry with an
     # unknown field out of the map, among the message's unknown fields, where it
     # still counts: dropped first. What re-encodes longer than it came (an id
     # that is negative, or not written: 0; no Datapoint) FloatRows refuses.
     message.DiscardUnknownFields()
-    if message.ByteSize() != end:
+    if message.ByteSize() != len(raw):
         return None
     publish = message.publish_values_request
     return Published(raw, publish.request_id, publish.data_points)
