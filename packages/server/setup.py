@@ -40,7 +40,7 @@ from setuptools import setup
 # (``vmw/server/rpc/batches.py``, 850 -> 390 ns an event compiled) and a KUKSA v2
 # subscription's responses (``vmw/server/kuksa/entries.py``, 560-720 -> 200 ns an
 # entry). Pure functions of what they encode, no I/O. And the reader of a KUKSA
-# provider's publishes of floats (``vmw/server/kuksa/ingest.py``: 0.9-1.1 -> 0.55 us
+# provider's publishes of floats (``vmw/server/kuksa/ingest.py``: 0.83 -> 0.52 us
 # a value compiled, ``make bench-kuksa-ingest``).
 COMPILED = [
     "vmw/vstore/keys.py",
