@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import grpc
@@ -61,6 +62,27 @@ async def test_register_returns_current_values_and_events_follow_writes(
             ]
             assert all(e.missed == 0 for e in got)
             assert got[1].time_ns > 0
+
+
+async def test_publish_keeps_the_source_time_given_and_stamps_one_left_out(
+    server: RunningServer,
+) -> None:
+    """A provider's ``time_ns`` is the value's time, 0 included (set, not absent);
+    left out, the middleware's clock stamps the write."""
+    store = server.runtime.store
+    async with ProviderClient(server.address, "sim") as provider:
+        await provider.add_keys([SPEED])
+        key = provider.ids[SPEED]
+        for data, given in ((b"1", 1_700_000_000_123_456_789), (b"2", 0), (b"3", None)):
+            before = time.time_ns()
+            await provider.publish({SPEED: data}, time_ns=given)
+            await provider.flush()
+            value, stamped = store.peek(key)
+            assert value == data
+            if given is None:
+                assert before <= stamped <= time.time_ns()
+            else:
+                assert stamped == given
 
 
 async def test_get_subscriptions_and_deregister(server: RunningServer) -> None:

@@ -236,13 +236,46 @@ def test_set_many_reports_conflicts_per_update_and_applies_the_rest(store: VStor
     assert store.get(a).data == b"3"
 
 
-def test_set_many_with_malformed_input_writes_nothing(store: VStore, rec: Recorder) -> None:
+def test_write_many_writes_what_set_many_writes_without_the_results() -> None:
+    """A provider's stream takes ``write_many``: the same values, versions, times
+    and listener calls as ``set_many``, and the count of its conflicts."""
+    batch = [
+        Update("Vehicle.A", b"2", if_version=0),  # stale: a conflict
+        Update("Vehicle.B", b"x"),
+        Update("Vehicle.A", b"3", if_version=1),
+        Update("Vehicle.B", b"x", time_ns=7),  # unchanged, its own time
+        Update("Vehicle.A", bytearray(b"4"), time_ns=0),
+        Update("Vehicle.B", b"y", if_version=9),  # another conflict
+    ]
+    seen: list[tuple[list[tuple[bytes | None, int, int]], list[tuple[str, int, object]]]] = []
+    for write in ("set_many", "write_many"):
+        rec = Recorder()
+        store = VStore(max_value_size=16, clock=itertools.count(1000, 10).__next__, listener=rec)
+        store.add_key("Vehicle.A")
+        store.add_key("Vehicle.B")
+        store.set("Vehicle.A", b"1")
+        result = getattr(store, write)(batch)
+        entries = [store.get(name) for name in ("Vehicle.A", "Vehicle.B")]
+        seen.append(([(e.data, e.version, e.time_ns) for e in entries], rec.events))
+        if write == "write_many":
+            assert result == 2
+        else:
+            assert [r.conflict for r in result] == [True, False, False, False, False, True]
+    assert seen[0] == seen[1]
+    assert seen[1][0] == [(b"4", 3, 0), (b"x", 2, 7)]
+
+
+@pytest.mark.parametrize("write", ["set_many", "write_many"])
+def test_set_many_with_malformed_input_writes_nothing(
+    store: VStore, rec: Recorder, write: str
+) -> None:
+    many = getattr(store, write)
     a = store.add_key("Vehicle.A")
     n = len(rec.events)
     with pytest.raises(UnknownKeyError):
-        store.set_many([Update(a, b"1"), Update("Vehicle.Missing", b"2")])
+        many([Update(a, b"1"), Update("Vehicle.Missing", b"2")])
     with pytest.raises(ValueTooLargeError):
-        store.set_many([Update(a, b"1"), Update(a, b"y" * 100)])
+        many([Update(a, b"1"), Update(a, b"y" * 100)])
     assert store.get(a).version == 0
     assert len(rec.events) == n
 

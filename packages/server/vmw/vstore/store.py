@@ -340,7 +340,7 @@ class VStore:
             problem = check(data)
             if problem is not None:
                 raise InvalidValueError(self._name(key_id), problem)
-        # The rest is _write's, inlined: a call costs 10% of an unwatched set.
+        # The rest is _apply's for one write, inlined: a call costs 10% of an unwatched set.
         if if_version is not None:
             _check_u64("if_version", if_version)
             if if_version != version:
@@ -349,22 +349,6 @@ class VStore:
             time_ns = self._clock()
         else:
             _check_u64("time_ns", time_ns)
-        old = self._values[key_id]
-        self._values[key_id] = data
-        self._versions[key_id] = version + 1
-        self._times[key_id] = time_ns
-        # `old is not data` short-cuts the comparison for a re-published object.
-        self._listener.data_updated(key_id, old is None or (old is not data and old != data))
-        return version + 1
-
-    def _write(self, key_id: int, data: bytes, if_version: int | None, time_ns: int | None) -> int:
-        """:meth:`set` of a write already checked by :meth:`check_many` (a live
-        id, its size, its value check, its ``if_version`` and ``time_ns``)."""
-        version = self._versions[key_id]
-        if if_version is not None and if_version != version:
-            raise VersionConflictError(self._name(key_id), if_version, version)
-        if time_ns is None:
-            time_ns = self._clock()
         old = self._values[key_id]
         self._values[key_id] = data
         self._versions[key_id] = version + 1
@@ -384,17 +368,47 @@ class VStore:
         Raises:
             UnknownKeyError, ValueTooLargeError, InvalidValueError, TypeError, ValueError.
         """
-        checked = self.check_many(updates)
         results: list[SetResult] = []
-        for key_id, data, u in checked:
-            try:
-                # Checked above: written without checking again.
-                version = self._write(key_id, data, u[2], u[3])
-            except VersionConflictError as e:
-                results.append(SetResult(key_id, e.current, conflict=True))
-            else:
-                results.append(SetResult(key_id, version))
+        self._apply(self.check_many(updates), results)
         return results
+
+    def write_many(self, updates: Sequence[UpdateRow]) -> int:
+        """:meth:`set_many` for a writer that looks at no write's result (a provider's
+        stream): the same checks, refusals and writes, without a result per update
+        (0.4 of 1.8 us an update at a provider's load, interpreted). Returns how
+        many updates compare-and-set refused.
+
+        Raises:
+            UnknownKeyError, ValueTooLargeError, InvalidValueError, TypeError, ValueError.
+        """
+        return self._apply(self.check_many(updates), None)
+
+    def _apply(
+        self, checked: list[tuple[int, bytes, UpdateRow]], results: list[SetResult] | None
+    ) -> int:
+        """Write a batch :meth:`check_many` accepted, in order, without checking again;
+        each write's result goes to ``results`` where given. Returns the conflicts."""
+        values, versions, times = self._values, self._versions, self._times
+        listener = self._listener
+        conflicts = 0
+        for key_id, data, (_, _, if_version, time_ns) in checked:
+            version = versions[key_id]
+            if if_version is not None and if_version != version:
+                conflicts += 1
+                if results is not None:
+                    results.append(SetResult(key_id, version, conflict=True))
+                continue
+            if time_ns is None:
+                time_ns = self._clock()
+            old = values[key_id]
+            values[key_id] = data
+            versions[key_id] = version + 1
+            times[key_id] = time_ns
+            # `old is not data` short-cuts the comparison for a re-published object.
+            listener.data_updated(key_id, old is None or (old is not data and old != data))
+            if results is not None:
+                results.append(SetResult(key_id, version + 1))
+        return conflicts
 
     def versions(self) -> list[int]:
         """A copy of every id's version, indexed by key id (-1 where no key has

@@ -169,7 +169,7 @@ class KuksaV1(val_pb2_grpc.VALServicer):
             return response
         if writes:
             with self._p.writes.writing(who.app):
-                store.set_many(writes)
+                store.write_many(writes)
         if targets:
             try:
                 await self._actuation.actuate(targets)

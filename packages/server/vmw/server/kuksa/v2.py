@@ -300,7 +300,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         if batch:
             try:
                 with self._p.writes.writing(who.app):
-                    self._p.store.set_many(batch)
+                    self._p.store.write_many(batch)
             except VStoreError:  # refused as a whole, nothing written: said per signal there
                 return False
         return True
@@ -342,7 +342,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
             return response
         try:
             with self._p.writes.writing(who.app):
-                store.set_many(batch)
+                store.write_many(batch)
         except VStoreError:  # refused as a whole (checked above: rare): one by one, to say which
             for u in batch:
                 try:

@@ -205,8 +205,10 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
                 )
             pace.take(batches)
             convert.check_count(f"batch {batches}: updates", request.updates, self._limit)
+            # HasField only where time_ns reads 0 (absent, or set to 0): 120 of 480 ns
+            # an update otherwise.
             batch: list[UpdateRow] = [
-                (u.id, u.data, None, u.time_ns if u.HasField("time_ns") else None)
+                (u.id, u.data, None, u.time_ns or (0 if u.HasField("time_ns") else None))
                 for u in request.updates
             ]
             try:
@@ -218,7 +220,7 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
                             where = f"updates[{i}] (batch {batches})"
                             access.check_by_id(who, "provide", name, key_id, i, field=where)
                 with writes.writing(who.app):
-                    store.set_many(batch)
+                    store.write_many(batch)
             except VStoreError as e:
                 code, message = status_for(e, field="updates")
                 await context.abort(
