@@ -21,6 +21,8 @@ from vmw.ess import (
     SubscriptionRequest,
     Trigger,
 )
+from vmw.ess.budget import EventBudget
+from vmw.ess.queues import EventQueue
 from vmw.vstore import VStore
 
 SPEED = "Vehicle.Speed"
@@ -325,6 +327,44 @@ def test_full_queue_drops_oldest_event_of_same_key() -> None:
     ]
     assert s.drops.seen == [("slow", s.speed, 0, 1, DropReason.EVICTED)]
     assert s.ess.drop_counts("slow")[(s.speed, 0)].evicted == 1
+
+
+def test_the_drop_rule_holds_when_pressure_comes_after_events_were_queued_without_it() -> None:
+    """A queue its app keeps up with keeps no per-key index; the first full push
+    builds it from what is queued, and draining the queue empty drops it again."""
+    drops: list[tuple[int, int, DropReason]] = []
+    q = EventQueue(
+        0,
+        min_length=0,
+        max_length=4,
+        budget=EventBudget(100),
+        on_drop=lambda key, seq, _, why: drops.append((key, seq, why)),
+    )
+
+    def drain(count: int) -> list[tuple[int, int, bytes | None]]:
+        out: list[DataUpdated] = []
+        q.pop_into(out, count)
+        q.check()
+        return [(e.key, e.seq, e.data) for e in out]
+
+    for round_ in range(2):  # the second time round, after the queue emptied
+        for key, seq in ((1, 1), (2, 1), (1, 2), (3, 1)):
+            assert q.push(key, seq, 0, bytes([seq]))
+        assert q.tracked_keys() == set()  # not full yet: no index
+        assert drain(1) == [(1, 1, b"\x01")]
+        assert q.push(2, 2, 0, b"\x02")  # fills the queue: 2, 1, 3, 2
+        assert q.push(1, 3, 0, b"\x03")  # full: evicts key 1's seq 2
+        assert not q.push(4, 1, 0, b"\x04")  # full, no event of key 4: lost
+        assert q.push(2, 3, 0, None)  # evicts key 2's seq 1 (seq 2 carries a value)
+        assert q.tracked_keys() == {1, 2, 3}
+        q.check()
+        assert drain(4) == [(3, 1, b"\x01"), (2, 2, b"\x02"), (1, 3, b"\x03"), (2, 3, None)]
+        assert q.tracked_keys() == set()  # empty: the index went with the pressure
+        assert drops[3 * round_ :] == [
+            (1, 2, DropReason.EVICTED),
+            (4, 1, DropReason.LOST),
+            (2, 1, DropReason.EVICTED),
+        ]
 
 
 def test_full_queue_without_an_event_of_the_key_loses_the_new_event() -> None:

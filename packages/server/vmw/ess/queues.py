@@ -16,6 +16,14 @@ All operations are O(1) per event: an ``OrderedDict`` keyed by an arrival
 token keeps the order (O(1) pop of the oldest and O(1) removal from the
 middle), and a per-key deque of tokens finds a key's oldest event.
 
+That per-key index serves only the drop rule and ``purge``, so it is kept
+only while the queue is under pressure: the first push that finds the queue
+full builds it from the queued events (O(length), once per stretch of
+pressure, paid for by the pushes that filled the queue), and it goes when the
+queue is drained empty. A queue its app keeps up with never builds one: a
+push is then an append and a drain a pop (0.13 of 1.4 us an event through the
+store, the ESS and a drain, interpreted, in a one-off micro-benchmark).
+
 Counters for an operator (read by :meth:`EventQueue.stats`, never reset while
 the queue lives): events delivered (drained), evicted, lost and discarded, and
 the high-water mark. They cost nothing on the push path of a queue that is not
@@ -86,9 +94,11 @@ class EventQueue:
         self._budget = budget
         self._on_drop = on_drop
         self._events: OrderedDict[int, _Entry] = OrderedDict()
-        # key -> tokens of that key's queued events, oldest first. A key's deque
-        # stays (possibly empty) until purge(key), so the push path rarely allocates.
-        self._index: dict[int, deque[int]] = {}
+        # key -> tokens of that key's queued events, oldest first; None while the
+        # queue has not been full since it was last empty (see the module's doc).
+        # Once built, a key's deque stays (possibly empty) until purge(key) or the
+        # queue empties, so the push path rarely allocates.
+        self._index: dict[int, deque[int]] | None = None
         self._tokens = itertools.count(1)
         self.wake: Callable[[], None] | None = None
         """Called when an event enters the empty queue (the transport's doorbell)."""
@@ -123,16 +133,18 @@ class EventQueue:
                 return self._push_full(key, seq, time_ns, data)
         token = next(self._tokens)
         events[token] = (key, seq, time_ns, data, self.number)
-        try:
-            self._index[key].append(token)
-        except KeyError:
-            self._index[key] = deque((token,))
+        index = self._index
+        if index is not None:
+            try:
+                index[key].append(token)
+            except KeyError:
+                index[key] = deque((token,))
         if not n and self.wake is not None:
             self.wake()
         return True
 
     def _push_full(self, key: int, seq: int, time_ns: int, data: bytes | None) -> bool:
-        index = self._index.get(key)
+        index = self._indexed().get(key)
         if not index:
             self.lost += 1
             self._on_drop(key, seq, self.number, DropReason.LOST)
@@ -170,18 +182,37 @@ class EventQueue:
         over_before = n - self.min_length
         popitem = events.popitem
         append = out.append
-        for _ in range(count):
-            entry = popitem(last=False)[1]
-            index[entry[0]].popleft()
-            append(_as_event(DataUpdated, entry))
+        if index is None:
+            for _ in range(count):
+                append(_as_event(DataUpdated, popitem(last=False)[1]))
+        else:
+            for _ in range(count):
+                entry = popitem(last=False)[1]
+                index[entry[0]].popleft()
+                append(_as_event(DataUpdated, entry))
+            if count == n:  # empty: no pressure left
+                self._index = None
         self._return_over(over_before)
+
+    def _indexed(self) -> dict[int, deque[int]]:
+        """The per-key index, built from the queued events if the queue has none."""
+        index = self._index
+        if index is None:
+            index = self._index = {}
+            for token, entry in self._events.items():
+                try:
+                    index[entry[0]].append(token)
+                except KeyError:
+                    index[entry[0]] = deque((token,))
+        return index
 
     def purge(self, key: int) -> list[DataUpdated]:
         """Remove every queued event of ``key`` and forget the key; return them.
 
-        The caller reports them. O(events of the key).
+        The caller reports them. O(events of the key) while the queue keeps an
+        index, else O(length).
         """
-        index = self._index.pop(key, None)
+        index = self._indexed().pop(key, None)
         if not index:
             return []
         self._note_peak()
@@ -198,7 +229,7 @@ class EventQueue:
         removed = [_as_event(DataUpdated, e) for e in self._events.values()]
         self.discarded += len(removed)
         self._events.clear()
-        self._index.clear()
+        self._index = None
         self._return_over(over_before)
         return removed
 
@@ -247,7 +278,7 @@ class EventQueue:
 
     def tracked_keys(self) -> set[int]:
         """Keys this queue keeps an index for (queued now or since the last purge)."""
-        return set(self._index)
+        return set(self._index) if self._index is not None else set()
 
     def _return_over(self, over_before: int) -> None:
         released = max(0, over_before) - self.over_min()
@@ -263,13 +294,14 @@ class EventQueue:
         assert min(self.delivered, self.evicted, self.lost, self.discarded) >= 0
         tokens = list(events)
         assert tokens == sorted(tokens), "arrival order broken"
-        indexed: list[int] = []
-        for key, index in self._index.items():
-            assert list(index) == sorted(index), f"index of key {key} out of order"
-            for token in index:
-                assert events[token][0] == key, f"index of key {key} points at another key"
-            indexed.extend(index)
-        assert sorted(indexed) == tokens, "index and queue disagree"
+        if self._index is not None:
+            indexed: list[int] = []
+            for key, index in self._index.items():
+                assert list(index) == sorted(index), f"index of key {key} out of order"
+                for token in index:
+                    assert events[token][0] == key, f"index of key {key} points at another key"
+                indexed.extend(index)
+            assert sorted(indexed) == tokens, "index and queue disagree"
         for entry in events.values():
             assert len(entry) == len(DataUpdated._fields)
             assert entry[4] == self.number
