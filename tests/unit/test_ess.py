@@ -367,6 +367,27 @@ def test_the_drop_rule_holds_when_pressure_comes_after_events_were_queued_withou
         ]
 
 
+def test_purge_takes_a_keys_events_from_a_calm_queue_and_from_a_pressed_one() -> None:
+    budget = EventBudget(100)
+    q = EventQueue(0, min_length=0, max_length=3, budget=budget, on_drop=lambda *_: None)
+    for key, seq in ((1, 1), (2, 1), (1, 2)):
+        q.push(key, seq, 0, b"v")
+    assert [(e.key, e.seq) for e in q.purge(1)] == [(1, 1), (1, 2)]  # calm
+    assert (len(q), q.discarded, q.oldest_time_ns()) == (1, 2, 0)
+    q.check()
+    for key, seq in ((3, 1), (2, 2), (3, 2)):  # the last meets a full queue: evicts 3/1
+        q.push(key, seq, seq, b"v")
+    assert q.tracked_keys() == {2, 3}  # pressed
+    assert [(e.key, e.seq) for e in q.purge(2)] == [(2, 1), (2, 2)]
+    assert [(e.key, e.seq) for e in q.purge(3)] == [(3, 2)]
+    assert (len(q), q.tracked_keys(), budget.free) == (0, set(), 100)  # calm again
+    q.check()
+    q.push(4, 1, 0, b"v")
+    out: list[DataUpdated] = []
+    q.pop_into(out, 1)
+    assert [(e.key, e.seq) for e in out] == [(4, 1)]
+
+
 def test_full_queue_without_an_event_of_the_key_loses_the_new_event() -> None:
     s = System()
     s.app("slow", sub(SPEED), sub(TEMP), queues=(small(hi=2),))

@@ -12,17 +12,20 @@ key does not (an ``on_update`` event with unchanged bytes), that next event
 inherits the data: it is the same bytes, and without it the app would never
 see the latest value.
 
-All operations are O(1) per event: an ``OrderedDict`` keyed by an arrival
-token keeps the order (O(1) pop of the oldest and O(1) removal from the
-middle), and a per-key deque of tokens finds a key's oldest event.
+All operations are O(1) per event, amortized, in one of two forms:
 
-That per-key index serves only the drop rule and ``purge``, so it is kept
-only while the queue is under pressure: the first push that finds the queue
-full builds it from the queued events (O(length), once per stretch of
-pressure, paid for by the pushes that filled the queue), and it goes when the
-queue is drained empty. A queue its app keeps up with never builds one: a
-push is then an append and a drain a pop (0.13 of 1.4 us an event through the
-store, the ESS and a drain, interpreted, in a one-off micro-benchmark).
+- **calm** (the queue has not been full since it was last empty): the events
+  in a ``deque``, so a push is an append and a drain a pop from the left;
+- **pressed**: an ``OrderedDict`` keyed by an arrival token keeps the order
+  (O(1) pop of the oldest and O(1) removal from the middle), and a per-key
+  deque of tokens finds a key's oldest event, as the drop rule needs.
+
+The first push that finds the queue full moves it to the pressed form
+(O(length), once per stretch of pressure, paid for by the pushes that filled
+the queue); draining it empty moves it back. A queue its app keeps up with
+stays calm. (Interpreted, a calm push and drain cost 64 ns an event against
+186 pressed, bare, in a one-off ``timeit``; through the store, the ESS and a
+drain, 1.44 -> 1.30 us an update with the index alone made lazy.)
 
 Counters for an operator (read by :meth:`EventQueue.stats`, never reset while
 the queue lives): events delivered (drained), evicted, lost and discarded, and
@@ -64,6 +67,7 @@ class EventQueue:
 
     __slots__ = (
         "_budget",
+        "_calm",
         "_events",
         "_index",
         "_on_drop",
@@ -93,11 +97,13 @@ class EventQueue:
         self.max_length = max_length
         self._budget = budget
         self._on_drop = on_drop
+        # The events in the calm form; empty while pressed.
+        self._calm: deque[_Entry] = deque()
+        # The events in the pressed form; empty while calm.
         self._events: OrderedDict[int, _Entry] = OrderedDict()
-        # key -> tokens of that key's queued events, oldest first; None while the
-        # queue has not been full since it was last empty (see the module's doc).
-        # Once built, a key's deque stays (possibly empty) until purge(key) or the
-        # queue empties, so the push path rarely allocates.
+        # Pressed: key -> tokens of that key's queued events, oldest first; a key's
+        # deque stays (possibly empty) until purge(key) or the queue empties, so the
+        # push path rarely allocates. None: calm.
         self._index: dict[int, deque[int]] | None = None
         self._tokens = itertools.count(1)
         self.wake: Callable[[], None] | None = None
@@ -113,7 +119,7 @@ class EventQueue:
         see :meth:`peak` for the figure that includes the present length."""
 
     def __len__(self) -> int:
-        return len(self._events)
+        return len(self._calm) + len(self._events)
 
     def push(self, key: int, seq: int, time_ns: int, data: bytes | None) -> bool:
         """Queue an event; apply the drop rule if the queue is full.
@@ -123,18 +129,19 @@ class EventQueue:
             event of the key), False if it was lost.
         Complexity: O(1).
         """
-        events = self._events
-        n = len(events)
+        index = self._index
+        n = len(self._calm) if index is None else len(self._events)
         if n >= self.min_length:
             budget = self._budget
             if n < self.max_length and budget.free > 0:
                 budget.free -= 1
             else:
                 return self._push_full(key, seq, time_ns, data)
-        token = next(self._tokens)
-        events[token] = (key, seq, time_ns, data, self.number)
-        index = self._index
-        if index is not None:
+        if index is None:
+            self._calm.append((key, seq, time_ns, data, self.number))
+        else:
+            token = next(self._tokens)
+            self._events[token] = (key, seq, time_ns, data, self.number)
             try:
                 index[key].append(token)
             except KeyError:
@@ -144,7 +151,7 @@ class EventQueue:
         return True
 
     def _push_full(self, key: int, seq: int, time_ns: int, data: bytes | None) -> bool:
-        index = self._indexed().get(key)
+        index = self._pressed().get(key)
         if not index:
             self.lost += 1
             self._on_drop(key, seq, self.number, DropReason.LOST)
@@ -171,21 +178,21 @@ class EventQueue:
         """Move the ``count`` oldest events to ``out``. O(count).
 
         Raises:
-            KeyError: fewer than ``count`` events are queued.
+            IndexError or KeyError: fewer than ``count`` events are queued.
         """
-        events = self._events
         index = self._index
-        n = len(events)
+        n = len(self)
         if n > self.high_water:
             self.high_water = n
         self.delivered += count
         over_before = n - self.min_length
-        popitem = events.popitem
         append = out.append
         if index is None:
+            popleft = self._calm.popleft
             for _ in range(count):
-                append(_as_event(DataUpdated, popitem(last=False)[1]))
+                append(_as_event(DataUpdated, popleft()))
         else:
+            popitem = self._events.popitem
             for _ in range(count):
                 entry = popitem(last=False)[1]
                 index[entry[0]].popleft()
@@ -194,30 +201,49 @@ class EventQueue:
                 self._index = None
         self._return_over(over_before)
 
-    def _indexed(self) -> dict[int, deque[int]]:
-        """The per-key index, built from the queued events if the queue has none."""
+    def _pressed(self) -> dict[int, deque[int]]:
+        """The per-key index, after moving a calm queue's events to the pressed form."""
         index = self._index
         if index is None:
             index = self._index = {}
-            for token, entry in self._events.items():
+            events = self._events
+            tokens = self._tokens
+            for entry in self._calm:
+                token = next(tokens)
+                events[token] = entry
                 try:
                     index[entry[0]].append(token)
                 except KeyError:
                     index[entry[0]] = deque((token,))
+            self._calm.clear()
         return index
 
     def purge(self, key: int) -> list[DataUpdated]:
         """Remove every queued event of ``key`` and forget the key; return them.
 
-        The caller reports them. O(events of the key) while the queue keeps an
-        index, else O(length).
+        The caller reports them. O(events of the key) while pressed, else O(length).
         """
-        index = self._indexed().pop(key, None)
+        if self._index is None:
+            calm = self._calm
+            if not any(entry[0] == key for entry in calm):
+                return []
+            self._note_peak()
+            over_before = len(calm) - self.min_length
+            kept = [entry for entry in calm if entry[0] != key]
+            removed = [_as_event(DataUpdated, entry) for entry in calm if entry[0] == key]
+            calm.clear()
+            calm.extend(kept)
+            self.discarded += len(removed)
+            self._return_over(over_before)
+            return removed
+        index = self._index.pop(key, None)
         if not index:
             return []
         self._note_peak()
         over_before = len(self._events) - self.min_length
         removed = [_as_event(DataUpdated, self._events.pop(token)) for token in index]
+        if not self._events:  # empty: no pressure left
+            self._index = None
         self.discarded += len(removed)
         self._return_over(over_before)
         return removed
@@ -225,9 +251,11 @@ class EventQueue:
     def clear(self) -> list[DataUpdated]:
         """Remove every event and forget every key; return the events in order."""
         self._note_peak()
-        over_before = len(self._events) - self.min_length
-        removed = [_as_event(DataUpdated, e) for e in self._events.values()]
+        over_before = len(self) - self.min_length
+        entries = self._calm if self._index is None else self._events.values()
+        removed = [_as_event(DataUpdated, e) for e in entries]
         self.discarded += len(removed)
+        self._calm.clear()
         self._events.clear()
         self._index = None
         self._return_over(over_before)
@@ -235,23 +263,25 @@ class EventQueue:
 
     def reconfigure(self, *, min_length: int, max_length: int) -> None:
         """Change the lengths of an empty queue; its high-water mark starts again."""
-        assert not self._events, "reconfigure an empty queue only"
+        assert not len(self), "reconfigure an empty queue only"
         self.min_length = min_length
         self.max_length = max_length
         self.high_water = 0
 
     def peak(self) -> int:
         """Most events queued at once since the queue was (re)configured. O(1)."""
-        n = len(self._events)
+        n = len(self)
         return n if n > self.high_water else self.high_water
 
     def _note_peak(self) -> None:
-        n = len(self._events)
+        n = len(self)
         if n > self.high_water:
             self.high_water = n
 
     def oldest_time_ns(self) -> int | None:
         """Write time of the oldest queued event (None when empty). O(1)."""
+        if self._calm:
+            return self._calm[0][2]
         for entry in self._events.values():
             return entry[2]
         return None
@@ -261,7 +291,7 @@ class EventQueue:
         oldest = self.oldest_time_ns()
         return QueueStats(
             queue=self.number,
-            depth=len(self._events),
+            depth=len(self),
             high_water=self.peak(),
             min_length=self.min_length,
             max_length=self.max_length,
@@ -274,10 +304,11 @@ class EventQueue:
 
     def over_min(self) -> int:
         """Events above ``min_length``: units taken from the shared budget."""
-        return max(0, len(self._events) - self.min_length)
+        return max(0, len(self) - self.min_length)
 
     def tracked_keys(self) -> set[int]:
-        """Keys this queue keeps an index for (queued now or since the last purge)."""
+        """Keys this queue keeps an index for: while pressed, those queued since it
+        was pressed, until purged."""
         return set(self._index) if self._index is not None else set()
 
     def _return_over(self, over_before: int) -> None:
@@ -289,12 +320,15 @@ class EventQueue:
         """Assert every invariant of the queue (for tests)."""
         events = self._events
         assert 0 <= self.min_length <= self.max_length
-        assert len(events) <= self.max_length, "queue above max_length"
+        assert len(self) <= self.max_length, "queue above max_length"
         assert self.high_water <= self.max_length, "high-water mark above max_length"
         assert min(self.delivered, self.evicted, self.lost, self.discarded) >= 0
-        tokens = list(events)
-        assert tokens == sorted(tokens), "arrival order broken"
-        if self._index is not None:
+        if self._index is None:
+            assert not events, "a calm queue holds events in its pressed form"
+        else:
+            assert not self._calm, "a pressed queue holds events in its calm form"
+            tokens = list(events)
+            assert tokens == sorted(tokens), "arrival order broken"
             indexed: list[int] = []
             for key, index in self._index.items():
                 assert list(index) == sorted(index), f"index of key {key} out of order"
@@ -302,6 +336,6 @@ class EventQueue:
                     assert events[token][0] == key, f"index of key {key} points at another key"
                 indexed.extend(index)
             assert sorted(indexed) == tokens, "index and queue disagree"
-        for entry in events.values():
+        for entry in (*self._calm, *events.values()):
             assert len(entry) == len(DataUpdated._fields)
             assert entry[4] == self.number
