@@ -103,6 +103,20 @@ def test_a_batch_over_the_limit_is_cut_between_events(events: list[Event], limit
     assert taken == len(events)
 
 
+@given(st.lists(st.tuples(st.integers(1, 3), _SEQS), min_size=1, max_size=60))
+def test_a_keys_seq_is_encoded_right_whatever_came_before_it(
+    writes: list[tuple[int, int]],
+) -> None:
+    """The encoder keeps each key's last seq's high part: seqs of few keys that
+    rise across multiples of 128, fall back below 128, jump and wrap, one event a
+    batch on one stream, are each protobuf's bytes."""
+    encoder = EventBytes()
+    edges = [(1, 127), (1, 128), (1, 255), (1, 256), (1, 5), (1, 2**32 - 1), (1, 1), (1, 129)]
+    for key, seq in edges + writes:
+        events = [DataUpdated(key, seq, 1_764_000_000_000_000_000, b"v", 0)]
+        assert encoder.messages(events, 1 << 30) == [event_batch(events).SerializeToString()]
+
+
 def test_no_events_is_one_empty_message() -> None:
     assert EventBytes().messages([], 100) == [b""]
 
