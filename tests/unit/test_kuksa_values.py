@@ -12,12 +12,12 @@ import struct
 
 from hypothesis import given
 from hypothesis import strategies as st
-from vmw.contract.values import decode_kind, encode
+from vmw.contract.values import ValueEncodingError, decode_kind, encode
 from vmw.proto.kuksa.val.v1 import types_pb2 as t1
 from vmw.proto.kuksa.val.v2 import types_pb2 as t2
 from vmw.server.kuksa import convert
 from vmw.server.signals import value_check
-from vmw.vss import INT_RANGES, Signal
+from vmw.vss import INT_RANGES, Signal, check_value
 
 _WIRE = {
     **{f"int{b}": "int32" for b in (8, 16, 32)},
@@ -120,3 +120,59 @@ def test_an_integer_outside_its_datatype_is_refused_by_the_store_check(
         assert (problem is None) == (lo <= value <= hi)
         if problem is not None:
             assert problem == f"value {value} is outside the range of {datatype} ({lo}..{hi})"
+
+
+_NUMBERS = st.floats() | st.sampled_from([math.nan, math.inf, -0.0, 3.4028234663852886e38, 1e300])
+_LIMITS = (
+    st.none() | st.floats(allow_nan=False, allow_infinity=False, width=32) | st.integers(-9, 9)
+)
+
+
+@given(
+    st.sampled_from(["float", "double"]),
+    _LIMITS,
+    _LIMITS,
+    st.sampled_from([(), (1.0, 2.5)]),
+    st.data(),
+)
+def test_a_float_signals_check_gives_the_full_rules_verdict(
+    datatype: str,
+    lo: float | None,
+    hi: float | None,
+    allowed: tuple[float, ...],
+    data: st.DataObject,
+) -> None:
+    """The check of a float or double signal reads a stored number where it lies:
+    whatever the bytes, its verdict is the full rules' (decode, then check_value).
+    The numbers: any, and those next to a bound."""
+    signal = Signal("Vehicle.X", "sensor", datatype, min=lo, max=hi, allowed=allowed)
+    check = value_check(signal)
+    assert check is not None
+    near = [float(b) for b in (lo, hi) if b is not None]
+    numbers = _NUMBERS
+    if near:
+        numbers |= st.builds(
+            lambda b, d: b + d, st.sampled_from(near), st.sampled_from([-1, -1e-6, 0, 1e-6, 1])
+        )
+    stored = data.draw(
+        st.one_of(
+            numbers.map(lambda n: encode(n, kind="float")),
+            numbers.map(_as_float32),
+            st.integers(-(2**63), 2**63 - 1).map(encode),
+            st.binary(max_size=10),
+        )
+    )
+    try:
+        value, _ = decode_kind(stored)
+    except ValueEncodingError:
+        assert check(stored) is not None
+        return
+    assert check(stored) == check_value(signal, value)
+
+
+def _as_float32(number: float) -> bytes:
+    """A number stored single precision (its nearest float32, or an infinity)."""
+    try:
+        return encode(number, kind="float32")
+    except ValueEncodingError:  # beyond the single-precision range
+        return encode(math.copysign(math.inf, number), kind="float32")
