@@ -134,3 +134,22 @@ def test_a_float32_read_as_double_and_a_removed_key_go_their_own_ways() -> None:
     assert got.entries["Vehicle.D"].timestamp.nanos == 5
     assert not got.entries["Vehicle.Empty"].HasField("value")
     assert not got.entries["Vehicle.Empty"].HasField("timestamp")
+
+
+def test_an_entry_is_protobufs_own_bytes_on_either_side_of_one_byte_lengths() -> None:
+    """Paths of 80 to 140 bytes put an entry's length on either side of 128, where
+    it stops fitting one byte: each response is the bytes protobuf writes."""
+    signals = {"float": _signal("float"), "double": _signal("double")}
+    for size in range(80, 141):
+        for datatype, kind in (("float", "float32"), ("double", "float")):
+            name = "V" * size
+            batch = [(1, encode(1.5, kind=kind), 1_764_000_000_123_456_789)]
+            keys: dict[int, tuple[str | int, Signal | None]] = {1: (name, signals[datatype])}
+            raw = Entries(
+                val_pb2.SubscribeResponse,
+                by_name=True,
+                name_of={1: name}.get,
+                signal_of=lambda _, d=datatype: signals[d],
+            ).encode(batch)
+            expected = _expected(val_pb2.SubscribeResponse, batch, keys).SerializeToString()
+            assert raw == expected, (size, datatype)
