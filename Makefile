@@ -104,6 +104,7 @@ COMPILED_TESTS := tests/unit/test_compiled.py tests/unit/test_vstore.py tests/un
 	tests/unit/test_random_walk.py tests/unit/test_slow_apps.py tests/unit/test_metrics_parts.py \
 	tests/unit/test_replica.py tests/unit/test_event_bytes.py tests/unit/test_wire.py \
 	tests/unit/test_kuksa_entries.py tests/unit/test_kuksa_ingest.py tests/unit/test_scheduler.py \
+	tests/unit/test_kuksa_cut.py \
 	tests/integration/test_ess_end_to_end.py tests/integration/test_kuksa_api.py \
 	$(foreach t,test_a_key_that_is_neither_a_name_nor_an_id_is_a_type_error \
 		test_times_and_versions_must_be_uint64_integers \

@@ -59,6 +59,7 @@ COMPILED = [
     "vmw/ess/watch.py",
     "vmw/server/wire.py",
     "vmw/server/rpc/batches.py",
+    "vmw/server/kuksa/cut.py",
     "vmw/server/kuksa/entries.py",
     "vmw/server/kuksa/ingest.py",
 ]

@@ -61,12 +61,14 @@ CORES = sorted(
 ENCODERS = [
     "vmw.server.wire",
     "vmw.server.rpc.batches",
+    "vmw.server.kuksa.cut",
     "vmw.server.kuksa.entries",
     "vmw.server.kuksa.ingest",
 ]
 """Outside the cores, the bytes on the hottest streams compiled too: an app
-stream's batches and a KUKSA v2 subscription's responses, and a KUKSA
-provider's publishes of floats read (pure functions of their bytes, no I/O)."""
+stream's batches and a KUKSA v2 subscription's responses (its drained events
+cut into them, and their bytes), and a KUKSA provider's publishes of floats
+read (pure functions of their input, no I/O)."""
 
 
 def test_setup_compiles_the_hot_modules_of_the_cores() -> None:

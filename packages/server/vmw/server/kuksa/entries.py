@@ -34,7 +34,7 @@ from typing import Final
 from google.protobuf.message import Message
 from vmw.contract.values import DOUBLE_TAG, FLOAT32_TAG
 from vmw.server.kuksa import convert
-from vmw.server.kuksa.subscriptions import Update
+from vmw.server.kuksa.cut import Update
 from vmw.server.wire import ONE_BYTE, varint
 from vmw.vss import Signal
 

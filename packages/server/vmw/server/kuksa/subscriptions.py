@@ -9,9 +9,9 @@ app goes when the call ends.
 
 The call is a stream session (:mod:`vmw.server.session`), the lifecycle and
 delivery loop of the own event streams. KUKSA messages map a path to one
-datapoint, so a drained batch is cut where a key repeats: :func:`updates`
-yields lists of ``(key id, value, time)`` with each key at most once, in
-delivery order.
+datapoint, so a drained batch is cut where a key repeats
+(:mod:`vmw.server.kuksa.cut`): :func:`updates` yields lists of ``(key id,
+value, time)`` with each key at most once, in delivery order.
 """
 
 from __future__ import annotations
@@ -23,8 +23,6 @@ from typing import Final
 
 from vmw.contract.journal.records import Kind
 from vmw.ess import (
-    DataUpdated,
-    Event,
     QueueConfig,
     Status,
     SubscriptionRequest,
@@ -33,6 +31,7 @@ from vmw.ess import (
 from vmw.server.access import Caller
 from vmw.server.errors import InvalidRequestError, LimitExceededError, PermissionDeniedError
 from vmw.server.kuksa.common import KuksaParts
+from vmw.server.kuksa.cut import Update, cut
 from vmw.vstore import UnknownKeyError
 
 __all__ = ["DEFAULT_BUFFER", "SUBSCRIPTION_MARK", "Update", "updates"]
@@ -45,8 +44,6 @@ since an app id (or a token's subject, or a certificate's name) never holds a ``
 (:mod:`vmw.server.access`), so no other stream can replace it."""
 DEFAULT_BUFFER = 100
 """Queue length of a subscription that asks for ``buffer_size`` 0."""
-Update = tuple[int, bytes | None, int]
-"""``(key id, value bytes, write time in ns)``."""
 
 _numbers = itertools.count(1)
 
@@ -118,7 +115,7 @@ async def updates(
         # value where it has one (a client may wait for this before it starts).
         yield first
         async for events in session.batches():
-            for batch in _cut(events, last):
+            for batch in cut(events, last):
                 yield batch
 
 
@@ -157,26 +154,3 @@ def _register(
         last[r.key_id] = r.current
         first.append((r.key_id, r.current, parts.store.peek(r.key_id)[1]))
     return first
-
-
-def _cut(events: list[Event], last: dict[int, bytes | None]) -> list[list[Update]]:
-    """A drained batch as KUKSA messages: cut where a key repeats (a KUKSA message
-    maps a path to one datapoint); lifecycle and health events have no message."""
-    batches: list[list[Update]] = []
-    batch: list[Update] = []
-    seen: set[int] = set()
-    for e in events:
-        if type(e) is not DataUpdated:
-            continue
-        key, _, time_ns, data, _ = e  # unpacked: a third of the cost of the attributes
-        if data is None:
-            data = last.get(key)
-        last[key] = data
-        if key in seen:
-            batches.append(batch)
-            batch, seen = [], set()
-        batch.append((key, data, time_ns))
-        seen.add(key)
-    if batch:
-        batches.append(batch)
-    return batches
