@@ -225,12 +225,17 @@ class EventQueue:
         """
         if self._index is None:
             calm = self._calm
-            if not any(entry[0] == key for entry in calm):
+            kept: list[_Entry] = []
+            removed: list[DataUpdated] = []
+            for entry in calm:
+                if entry[0] == key:
+                    removed.append(_as_event(DataUpdated, entry))
+                else:
+                    kept.append(entry)
+            if not removed:
                 return []
             self._note_peak()
             over_before = len(calm) - self.min_length
-            kept = [entry for entry in calm if entry[0] != key]
-            removed = [_as_event(DataUpdated, entry) for entry in calm if entry[0] == key]
             calm.clear()
             calm.extend(kept)
             self.discarded += len(removed)
