@@ -35,7 +35,9 @@ What it measures, target by target (the counts of windows in brackets):
 1. [2] 1 app, 84,000 updates/s in messages of 84: the middleware delivers
    >= 99% of what was asked, and its p99 is <= 2x the relay's at the same load.
 2. [4] 10 apps at 2,000 updates/s and 100 apps at 200 updates/s, messages of 2:
-   the middleware delivers >= 99% of what the relay delivers, p99 <= 2x the relay's.
+   the middleware delivers >= 99% of what the relay delivers (capped at what was
+   asked: a relay that ends its warm-up behind delivers its backlog in the
+   measured window too, more than the provider asks in it), p99 <= 2x the relay's.
 3. [3] The same three loads through the KUKSA v2 API (``bench.kuksa``: the
    provider on ``OpenProviderStream`` publishing ``PublishValuesRequest``s of
    the same sizes on the same tick, subscribers on v2 ``Subscribe``, whose
@@ -54,8 +56,10 @@ What it measures, target by target (the counts of windows in brackets):
 5. [4] With ``--journal-compare``: the journal at ``full`` costs <= 20% of
    ``drops`` at the load of 4b (10 apps, full speed), windows in the order
    drops, full, full, drops, means compared.
-6. With ``--stuck-seconds S``: the middleware's RSS is flat (the second half
-   of S grows < 2 MiB) while one app reads nothing and another reads, the
+6. With ``--stuck-seconds S``: the middleware's RSS is flat (its peak in the
+   second half of S is < 2 MiB above its peak in the first: the allocator
+   moves the samples up and down by a MiB or so, a leak moves the peak) while
+   one app reads nothing and another reads, the
    provider at full speed (no warm-up window). With ``--lag-seconds S``: an app
    reading one batch a second (window 1, queue 200) at 1,000 writes/s never
    receives an event older than its window and queue hold (2 s), after 2 s.
@@ -294,12 +298,16 @@ async def delivery(args: argparse.Namespace, targets: Targets, vss: Path) -> Non
                 own.rate >= 0.99 * asked,
             )
         else:
+            # Not more than was asked: a relay behind at the end of its warm-up also
+            # delivers that backlog in the measured window.
+            due = min(floor.rate, asked)
+            capped = f" (asked {asked:,.0f})" if due < floor.rate else ""
             targets.add(
                 f"2: {load}: delivered >= 0.99 x relay",
                 f"{own.rate:,.0f}/s",
-                f"relay {floor.rate:,.0f}/s",
-                ratio(own.rate, floor.rate),
-                own.rate >= 0.99 * floor.rate,
+                f"relay {floor.rate:,.0f}/s{capped}",
+                ratio(own.rate, due),
+                own.rate >= 0.99 * due,
             )
         targets.add(
             f"{1 if load.apps == 1 else 2}: {load}: p99 <= 2 x relay",
@@ -532,9 +540,10 @@ async def stuck(args: argparse.Namespace, targets: Targets) -> None:
         await cancel(tasks)
         await ended(provider)
         stop(mw)
-    # Flat: the second half of the run grows by less than 2 MiB (allocator noise).
-    half = samples[len(samples) // 2 :]
-    growth = (max(half) - half[0]) / 1024
+    # Flat: the second half's peak is less than 2 MiB above the first half's. The
+    # samples move by a MiB or so either way (the allocator); a leak moves the peak.
+    middle = len(samples) // 2
+    growth = (max(samples[middle:]) - max(samples[:middle])) / 1024
     print(
         f"\nstuck app for {args.stuck_seconds:.0f} s, provider at full speed: middleware RSS "
         f"{samples[0] / 1024:.1f} MiB -> {samples[-1] / 1024:.1f} MiB "
@@ -544,7 +553,7 @@ async def stuck(args: argparse.Namespace, targets: Targets) -> None:
     )
     targets.add(
         f"6: memory flat, an app stuck {args.stuck_seconds:.0f} s at full speed (+ < 2 MiB)",
-        f"{samples[0] / 1024:.1f} -> {samples[-1] / 1024:.1f} MiB, 2nd half +{growth:.1f}",
+        f"{samples[0] / 1024:.1f} -> {samples[-1] / 1024:.1f} MiB, 2nd half's peak {growth:+.1f}",
         "2.0 MiB",
         growth / 2.0,
         growth < 2.0,
