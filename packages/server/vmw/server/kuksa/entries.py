@@ -17,12 +17,12 @@ stored number. Every other entry (integers, strings, arrays, no value yet, a
 value read in another type) is encoded by protobuf through
 :func:`vmw.server.kuksa.convert.set_wire`, as a one-entry response.
 
-Building the entries of a message through protobuf cost 1.7 us per entry from
-Python (a submessage, a value and a timestamp set field by field); a spliced
-one costs 0.41 us (a one-off script of 84 floats; 0.55 when each entry was
-joined on its own rather than its pieces going to the response's one join),
-and 0.18 us compiled by mypyc (the build with ``VMW_MYPYC=1``; 0.20 before an
-entry's field and length came from one table). Tests parse
+Building the entries of a message through protobuf cost 1.7 us per entry
+from Python (a submessage, a value and a timestamp set field by field); a
+spliced one costs 0.41 us (a one-off script of 84 floats; 0.55 when each
+entry was joined on its own rather than its pieces going to the response's
+one join), and 0.18 us compiled by mypyc (the build with ``VMW_MYPYC=1``;
+0.20 before an entry's field and length came from one table). Tests parse
 both paths' bytes with protobuf and compare them with the messages
 ``set_wire`` builds, in both builds.
 """

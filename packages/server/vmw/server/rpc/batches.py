@@ -13,17 +13,16 @@ updates of one publish share it) and the value. Every other event
 (lifecycle, health) is encoded by protobuf through
 :func:`vmw.server.rpc.convert.event_batch`.
 
-Timing on one batch of 64 events, a float value each (one-off script):
-built field by field through protobuf and serialized, 0.85-0.89 us per
-event; put together here, 0.49 us with a seq below 128, 0.50 with one
-around 5,000 and 0.53 around 3,000,000. Compiled by mypyc (the build with
-``VMW_MYPYC=1``: a pure function of the events, it needs no change for it),
-0.18-0.20 us an event in the same script. An event is seven pieces of its
-batch's one join: its first four bytes and its value field's head come from
-tables by length (eleven pieces before: 0.54-0.58 us, 0.25 compiled). Tests
-parse the bytes with
-protobuf and compare them with the messages ``event_batch`` builds, and with
-its serialization, in both builds.
+Timing on one batch of 64 events, a float value each (one-off script): built
+field by field through protobuf and serialized, 0.85-0.89 us per event; put
+together here, 0.49 us with a seq below 128, 0.50 with one around 5,000 and
+0.53 around 3,000,000. Compiled by mypyc (the build with ``VMW_MYPYC=1``: a
+pure function of the events, it needs no change for it), 0.18-0.20 us an
+event in the same script. An event is seven pieces of its batch's one join:
+its first four bytes and its value field's head come from tables by length
+(eleven pieces before: 0.54-0.58 us, 0.25 compiled). Tests parse the bytes
+with protobuf and compare them with the messages ``event_batch`` builds, and
+with its serialization, in both builds.
 """
 
 from __future__ import annotations
