@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 from vmw.proto.kuksa.val.v2 import types_pb2 as t2
-from vmw.server.wire import varint
+from vmw.server.wire import short_heads, varint
 
 _EDGES = [
     0,
@@ -33,3 +33,11 @@ def test_varint_is_protobufs(n: int) -> None:
 def test_varint_at_each_width_edge() -> None:
     for n in _EDGES:
         assert b"\x80\x01" + varint(n) == t2.Value(uint64=n).SerializeToString(), n
+
+
+def test_short_heads_are_a_fields_tag_and_length_as_protobuf_writes_them() -> None:
+    # A Value's string (field 11, tag 0x5a) of every length a one-byte head covers.
+    heads = short_heads(b"\x5a")
+    assert len(heads) == 128
+    for n, head in enumerate(heads):
+        assert head + b"s" * n == t2.Value(string="s" * n).SerializeToString(), n

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["ONE_BYTE", "varint"]
+__all__ = ["ONE_BYTE", "short_heads", "varint"]
 
 
 def _encode(n: int) -> bytes:
@@ -26,6 +26,12 @@ def _encode(n: int) -> bytes:
 
 ONE_BYTE: Final = tuple(_encode(n) for n in range(128))
 """The one-byte varints, 0 to 127: most tags and lengths (read from a table, not computed)."""
+
+
+def short_heads(tag: bytes) -> tuple[bytes, ...]:
+    """The heads of a length-delimited field of up to 127 bytes: ``tag`` and each
+    one-byte length, indexed by the length (one piece of a message, not two)."""
+    return tuple(tag + length for length in ONE_BYTE)
 
 
 def varint(n: int) -> bytes:

@@ -36,7 +36,7 @@ from google.protobuf.message import Message
 from vmw.contract.values import DOUBLE_TAG, FLOAT32_TAG
 from vmw.server.kuksa import convert
 from vmw.server.kuksa.cut import Update
-from vmw.server.wire import ONE_BYTE, varint
+from vmw.server.wire import ONE_BYTE, short_heads, varint
 from vmw.vss import Signal
 
 __all__ = ["Entries"]
@@ -44,7 +44,7 @@ __all__ = ["Entries"]
 _NS_PER_S: Final = 1_000_000_000
 _ENTRY: Final = b"\x0a"  # a response's field 1 (entries), length-delimited
 _TIMESTAMP: Final = b"\x0a"  # a Datapoint's field 1 (timestamp)
-_ENTRY_HEADS: Final = tuple(_ENTRY + ONE_BYTE[n] for n in range(128))
+_ENTRY_HEADS: Final = short_heads(_ENTRY)
 """An entry's field and its length n, for n < 128."""
 # A Datapoint's field 2 (value), 6 bytes long: a Value's field 17 (float, fixed32), then
 # the 4 bytes; and 10 bytes long: field 18 (double, fixed64), then the 8 bytes.

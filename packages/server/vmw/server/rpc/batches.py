@@ -32,7 +32,7 @@ from typing import Final
 
 from vmw.ess import DataUpdated, Event
 from vmw.server.rpc.convert import event_batch
-from vmw.server.wire import ONE_BYTE, varint
+from vmw.server.wire import ONE_BYTE, short_heads, varint
 
 __all__ = ["EventBytes"]
 
@@ -46,7 +46,7 @@ _CONTINUED: Final = tuple(bytes((n | 0x80,)) for n in range(128))
 _HEADS: Final = tuple(_EVENT + ONE_BYTE[n + 2] + _DATA_UPDATED + ONE_BYTE[n] for n in range(126))
 """An event's first four bytes where its ``DataUpdated``'s body is n bytes (n < 126):
 the batch's field 1 and the ``Event``'s length, the ``Event``'s field 2 and the body's."""
-_DATA_HEADS: Final = tuple(_DATA + ONE_BYTE[n] for n in range(128))
+_DATA_HEADS: Final = short_heads(_DATA)
 """A ``DataUpdated``'s data field (4) and its length n, for n < 128."""
 
 
