@@ -23,7 +23,8 @@ oldest of a key), not the path's own delay.
 
 For each: signals delivered per second to the subscribers (as fast as the
 provider can publish, and at a fixed rate) and the per-signal latency p50/p99
-(receive time minus the timestamp the provider gave the value), each KUKSA
+(receive time minus the timestamp the provider gave the value; the receive time
+is taken as a response arrives, and it is decoded after the window), each KUKSA
 figure with its ratio to the own API's, and the KUKSA databroker's published
 figures beside them. Each figure is measured over ``--seconds`` (5) after 1 s
 of warm-up. The machine's load average is printed: the figures are only as
@@ -134,25 +135,31 @@ async def provider_main(address: str, rate: float, seconds: float, batch_max: in
 
 
 async def subscriber(address: str, tally: Tally, ready: asyncio.Event) -> None:
+    """One ``Subscribe`` call; its responses are kept as bytes with their receive time
+    and decoded after the window, as the own API's apps do (:meth:`Tally.settle`)."""
     async with grpc.aio.insecure_channel(address) as channel:
-        call = v2_grpc.VALStub(channel).Subscribe(
-            v2.SubscribeRequest(signal_paths=KEYS, buffer_size=200)
-        )
+        call = channel.unary_stream(
+            SUBSCRIBE_METHOD, request_serializer=v2.SubscribeRequest.SerializeToString
+        )(v2.SubscribeRequest(signal_paths=KEYS, buffer_size=200))
         await call.read()  # the current values
+        tally.sent_times = point_times
         ready.set()
-        record = tally.latencies_ns.append
-        while (response := await call.read()) is not grpc.aio.EOF:
-            if not tally.measuring:
-                continue
-            entries = response.entries
-            tally.batches += 1
-            tally.events += len(entries)
-            now = time.time_ns()
-            # Not Timestamp.ToNanoseconds() (Python code, 2.4x the cost): the harness
-            # reads as little as the own API's does, so it measures the server.
-            for point in entries.values():
-                ts = point.timestamp
-                record(now - (ts.seconds * 1_000_000_000 + ts.nanos))
+        keep = tally.arrivals.append
+        while (raw := await call.read()) is not grpc.aio.EOF:
+            if tally.measuring:
+                keep((time.time_ns(), raw))
+
+
+SUBSCRIBE_METHOD = f"/{v2.DESCRIPTOR.services_by_name['VAL'].full_name}/Subscribe"
+
+
+def point_times(raw: bytes) -> list[int]:
+    """A ``SubscribeResponse``'s datapoints' timestamps (ns), from its bytes."""
+    # Not Timestamp.ToNanoseconds() (Python code, 2.4x the cost).
+    return [
+        p.timestamp.seconds * 1_000_000_000 + p.timestamp.nanos
+        for p in v2.SubscribeResponse.FromString(raw).entries.values()
+    ]
 
 
 async def measure_kuksa(

@@ -14,7 +14,11 @@ what imports them through ``bench.e2e``).
   ``ON_UPDATE`` on the :data:`KEYS`) and one measured window
   (:func:`measure`, :func:`timed_window`): warm-up, then a count into a
   :class:`Tally` of events, batches and per-event latency (receive time minus
-  the event's ``time_ns``, the provider's clock at publish).
+  the event's ``time_ns``, the provider's clock at publish). A latency run's
+  apps keep each message's bytes and its arrival time, and decode them after
+  the window (:meth:`Tally.settle`): the receive time is taken before any
+  decoding, and the apps' Python decoding does not compete for the machine's
+  two cores with the server and the provider while it is measured.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -249,6 +253,26 @@ class Tally:
     """The measured window's length (set by :func:`timed_window`)."""
     cpu_s: float = float("nan")
     """The CPU seconds of the process :func:`timed_window` was given, over the window."""
+    arrivals: list[tuple[int, bytes]] = field(default_factory=list)
+    """Latency runs: each message received in the window, as (receive time, bytes),
+    until :meth:`settle` decodes them."""
+    sent_times: Callable[[bytes], list[int]] | None = None
+    """The send times (ns) of a message's events, from its bytes: set by the reader
+    that fills :attr:`arrivals`."""
+
+    def settle(self) -> None:
+        """Count what :attr:`arrivals` holds into the events, batches and latencies."""
+        times = self.sent_times
+        if times is None:
+            return
+        record = self.latencies_ns.append
+        for now, raw in self.arrivals:
+            sent = times(raw)
+            self.batches += 1
+            self.events += len(sent)
+            for t in sent:
+                record(now - t)
+        self.arrivals.clear()
 
 
 @dataclass
@@ -291,12 +315,15 @@ async def app_reader(
     md = (("app-id", name),)
     async with grpc.aio.insecure_channel(address) as channel:
         stub = ess_pb2_grpc.EventServiceStub(channel)
-        call = stub.Events(metadata=md)
+        # The stream's messages as bytes: decoded here, or after the window (latency).
+        call = channel.stream_stream(
+            EVENTS_METHOD, request_serializer=ess_pb2.EventsRequest.SerializeToString
+        )(metadata=md)
         queue = ess_pb2.QueueConfig(queue=0, min_length=min(50, max_length), max_length=max_length)
         await call.write(
             ess_pb2.EventsRequest(open=ess_pb2.OpenEvents(queues=[queue], window=window))
         )
-        started = await call.read()
+        started = ess_pb2.EventBatch.FromString(await call.read())
         ack_every = max(1, started.events[0].started.window // 2)
         unacked = 0
         if subscribe:
@@ -311,34 +338,43 @@ async def app_reader(
         ready.set()
         if not read:
             await asyncio.Event().wait()  # a stuck app: never reads again
-        record = tally.latencies_ns.append
+        if latency:
+            tally.sent_times = event_times
+        keep = tally.arrivals.append
         while True:
             if unacked >= ack_every:
                 await call.write(ess_pb2.EventsRequest(read=unacked))
                 unacked = 0
-            batch = await call.read()
-            if batch is grpc.aio.EOF:
+            raw = await call.read()
+            if raw is grpc.aio.EOF:
                 return
             unacked += 1
             if pause_s:
                 await asyncio.sleep(pause_s)  # a slow app: one batch per pause
             if not tally.measuring:
                 continue
-            events = batch.events
-            tally.batches += 1
-            tally.events += len(events)
             if latency:
-                now = time.time_ns()
-                for e in events:
-                    record(now - e.data_updated.time_ns)
+                keep((time.time_ns(), raw))
+            else:
+                tally.batches += 1
+                tally.events += len(ess_pb2.EventBatch.FromString(raw).events)
+
+
+EVENTS_METHOD = f"/{ess_pb2.DESCRIPTOR.services_by_name['EventService'].full_name}/Events"
+
+
+def event_times(raw: bytes) -> list[int]:
+    """An ``EventBatch``'s events' ``time_ns``, from its bytes."""
+    return [e.data_updated.time_ns for e in ess_pb2.EventBatch.FromString(raw).events]
 
 
 async def timed_window(
     tally: Tally, seconds: float, warmup: float = 1.0, cpu_pid: int | None = None
 ) -> float:
-    """``warmup`` seconds not measured, then count into ``tally`` for ``seconds``; the
-    seconds measured. With ``cpu_pid``, that process's CPU seconds over exactly the
-    measured window go to ``tally.cpu_s``."""
+    """``warmup`` seconds not measured, then count into ``tally`` for ``seconds``
+    (settled after it: :meth:`Tally.settle`); the seconds measured. With
+    ``cpu_pid``, that process's CPU seconds over exactly the measured window go to
+    ``tally.cpu_s``."""
     await asyncio.sleep(warmup)
     cpu0 = cpu_seconds(cpu_pid) if cpu_pid is not None else 0.0
     tally.measuring = True
@@ -348,6 +384,7 @@ async def timed_window(
     tally.elapsed_s = time.perf_counter() - t0
     if cpu_pid is not None:
         tally.cpu_s = cpu_seconds(cpu_pid) - cpu0
+    tally.settle()
     return tally.elapsed_s
 
 
