@@ -29,6 +29,7 @@ from vmw.contract.wire import REASON_HEADER, REASON_REPLACED, SEQ_CYCLE
 from vmw.proto.actuation.v1 import actuation_pb2, actuation_pb2_grpc
 from vmw.proto.ess.v1 import ess_pb2, ess_pb2_grpc
 from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+from vmw.sdk import raced
 from vmw.sdk.errors import MiddlewareUnreachableError
 from vmw.sdk.events import (
     ClientEvent,
@@ -163,20 +164,27 @@ class AppClient:
             MiddlewareUnreachableError: no middleware answered within ``timeout``
                 (a TimeoutError naming the address).
         """
-        call = self._events.Events(metadata=self._md, wait_for_ready=True)
-        try:
-            opening = ess_pb2.OpenEvents(queues=self._queues, window=self._window)
-            await asyncio.wait_for(call.write(ess_pb2.EventsRequest(open=opening)), timeout)
-            first = await asyncio.wait_for(call.read(), timeout)
-        except TimeoutError:
-            call.cancel()
-            assert timeout is not None
-            raise MiddlewareUnreachableError(
-                self._target, timeout, tls=self._tls is not None
-            ) from None
-        except BaseException:
-            call.cancel()
-            raise
+        for attempt in range(1, raced.ATTEMPTS + 1):
+            call = self._events.Events(metadata=self._md, wait_for_ready=True)
+            try:
+                opening = ess_pb2.OpenEvents(queues=self._queues, window=self._window)
+                await asyncio.wait_for(call.write(ess_pb2.EventsRequest(open=opening)), timeout)
+                first = await asyncio.wait_for(call.read(), timeout)
+            except TimeoutError:
+                call.cancel()
+                assert timeout is not None
+                raise MiddlewareUnreachableError(
+                    self._target, timeout, tls=self._tls is not None
+                ) from None
+            except grpc.aio.AioRpcError as e:
+                call.cancel()
+                if raced.write_raced_end(e) and attempt < raced.ATTEMPTS:
+                    continue  # the middleware's answer was lost to grpc's INTERNAL: ask again
+                raise
+            except BaseException:
+                call.cancel()
+                raise
+            break
         if (
             first is grpc.aio.EOF
             or not first.events

@@ -26,6 +26,7 @@ from vmw.contract.channel import RETRYABLE, Backoff, Tls, metadata, open_channel
 from vmw.contract.wire import KEYS_VERSION_HEADER
 from vmw.proto.actuation.v1 import actuation_pb2_grpc
 from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+from vmw.sdk import raced
 from vmw.sdk.actuators import ActuationHandler, ActuatorStream
 from vmw.sdk.errors import MiddlewareUnreachableError
 
@@ -401,15 +402,20 @@ class ProviderClient:
 
     async def _write(self, batch: vstore_pb2.PublishRequest) -> bool:
         """Write one batch; False if the stream broke in a way worth a retry."""
-        call = await self._ensure_stream()
-        try:
-            await call.write(batch)
-        except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
-            pass
-        else:
-            self.published += len(batch.updates)
-            return True
-        self._call = None
+        for attempt in range(1, raced.ATTEMPTS + 1):
+            call = await self._ensure_stream()
+            try:
+                await call.write(batch)
+            except grpc.aio.AioRpcError as e:
+                self._call = None
+                if raced.write_raced_end(e) and attempt < raced.ATTEMPTS:
+                    continue  # the middleware's answer was lost to grpc's INTERNAL: ask again
+            except asyncio.InvalidStateError:
+                self._call = None
+            else:
+                self.published += len(batch.updates)
+                return True
+            break
         code = await call.code()
         retry = code in RETRYABLE or code is grpc.StatusCode.FAILED_PRECONDITION  # stale ids
         if retry and self._reconnect_enabled:
