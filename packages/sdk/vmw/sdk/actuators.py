@@ -28,6 +28,7 @@ import grpc
 from vmw.contract.channel import RETRYABLE, Backoff
 from vmw.proto.actuation.v1 import actuation_pb2 as pb
 from vmw.proto.actuation.v1 import actuation_pb2_grpc as pb_grpc
+from vmw.sdk import raced
 
 __all__ = [
     "ActuationHandler",
@@ -114,10 +115,17 @@ class ActuatorStream:
             self._call = None
 
     async def _claim(self) -> None:
-        call: _Call = self._stub.ProvideActuators(metadata=self._md, wait_for_ready=True)
-        self._call = call
-        await call.write(pb.ProviderMessage(claim=pb.Claim(names=self.names)))
-        message = await call.read()
+        for attempt in range(1, raced.ATTEMPTS + 1):
+            call: _Call = self._stub.ProvideActuators(metadata=self._md, wait_for_ready=True)
+            self._call = call
+            try:
+                await call.write(pb.ProviderMessage(claim=pb.Claim(names=self.names)))
+                message = await call.read()
+            except grpc.aio.AioRpcError as e:
+                if raced.write_raced_end(e) and attempt < raced.ATTEMPTS:
+                    continue  # the middleware's answer was lost to grpc's INTERNAL: ask again
+                raise
+            break
         if not isinstance(message, pb.ProviderInstruction) or not message.HasField("claimed"):
             raise RuntimeError("the middleware ended the actuator stream without confirming")
         self.ids = {a.name: a.id for a in message.claimed.actuators}
