@@ -402,22 +402,22 @@ class ProviderClient:
 
     async def _write(self, batch: vstore_pb2.PublishRequest) -> bool:
         """Write one batch; False if the stream broke in a way worth a retry."""
-        for attempt in range(1, raced.ATTEMPTS + 1):
-            call = await self._ensure_stream()
-            try:
-                await call.write(batch)
-            except grpc.aio.AioRpcError as e:
-                self._call = None
-                if raced.write_raced_end(e) and attempt < raced.ATTEMPTS:
-                    continue  # the middleware's answer was lost to grpc's INTERNAL: ask again
-            except asyncio.InvalidStateError:
-                self._call = None
-            else:
-                self.published += len(batch.updates)
-                return True
-            break
+        call = await self._ensure_stream()
+        lost = False  # the middleware's answer lost to grpc's INTERNAL (vmw.sdk.raced)
+        try:
+            await call.write(batch)
+        except grpc.aio.AioRpcError as e:
+            lost = raced.write_raced_end(e)
+        except asyncio.InvalidStateError:
+            pass
+        else:
+            self.published += len(batch.updates)
+            return True
+        self._call = None
         code = await call.code()
-        retry = code in RETRYABLE or code is grpc.StatusCode.FAILED_PRECONDITION  # stale ids
+        # A lost answer is retried as a broken stream: the keys are added again first,
+        # which a middleware that refuses this provider refuses with its own words.
+        retry = code in RETRYABLE or code is grpc.StatusCode.FAILED_PRECONDITION or lost
         if retry and self._reconnect_enabled:
             return False
         details = await call.details()
