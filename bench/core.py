@@ -6,6 +6,11 @@ Prints ns per operation for a set on an unwatched key, a set on a watched key
 fanned out to 1, 10 and 100 apps, the cost per extra subscriber, and a drain,
 beside the floor measured in the same run: a bare function doing one dict
 store and one bitarray test. Machines are noisy; compare ratios to the floor.
+The targets are ratios to that floor too: set on the project's machine as
+nanoseconds (500 for an unwatched set and for each extra subscriber, 2,000
+for a set watched by one app) where the floor read 100 ns, they are 5x, 20x
+and 5x the floor, so that a machine in a slow phase (the floor at 250 ns
+in one) is judged on the code, not on its clock. Exits 1 if one is missed.
 Each figure is the fastest of several repeats of a timed batch (as timeit
 advises: slower repeats measure the machine's other work, not the code).
 """
@@ -20,6 +25,9 @@ from collections.abc import Callable
 from bitarray.util import zeros
 from vmw.ess import EventSubSystem, QueueConfig, SubscriptionRequest, Trigger
 from vmw.vstore import VStore
+
+REFERENCE_FLOOR_NS = 100.0
+"""The floor on the project's machine when the targets were set in nanoseconds."""
 
 KEYS = 500
 BATCH = 100  # sets per timed batch: fits in a 200-event queue, so no drop path
@@ -140,19 +148,19 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = [
         ("floor: dict store + bitarray test", floor, None),
-        ("set, unwatched key", unwatched, 500.0),
-        ("set, watched, 1 app", fan[1], 2000.0),
+        ("set, unwatched key", unwatched, 500 / REFERENCE_FLOOR_NS),
+        ("set, watched, 1 app", fan[1], 2000 / REFERENCE_FLOOR_NS),
         ("set, watched, 10 apps", fan[10], None),
         ("set, watched, 100 apps", fan[100], None),
-        ("  per extra subscriber", per_extra, 500.0),
+        ("  per extra subscriber", per_extra, 500 / REFERENCE_FLOOR_NS),
         ("drain, per event (batch of 100)", drain, None),
     ]
     print(f"{'operation':36s} {'ns/op':>9s} {'x floor':>8s} {'target':>9s}")
     ok = True
-    for label, ns, target in rows:
-        tgt = f"<= {target:.0f}" if target else ""
+    for label, ns, target in rows:  # target: x floor
+        tgt = f"<= {target:.0f}x" if target else ""
         flag = ""
-        if target is not None and ns > target:
+        if target is not None and ns / floor > target:
             flag, ok = "  MISSED", False
         print(f"{label:36s} {ns:9.0f} {ns / floor:8.1f} {tgt:>9s}{flag}")
     print(f"python {sys.version.split()[0]}; best of {r} repeats")
