@@ -42,6 +42,7 @@ the shared part of the global event budget is exhausted (see
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import OrderedDict, deque
 from collections.abc import Callable
@@ -60,6 +61,8 @@ _Entry = tuple[int, int, int, bytes | None, int]
 is made from it only when it is drained, so an evicted event never pays for it."""
 
 _as_event = tuple.__new__  # DataUpdated from an _Entry, without the Python-level __new__
+_as_data_updated = functools.partial(tuple.__new__, DataUpdated)
+"""The same, for ``map`` over a queue."""
 
 
 class EventQueue:
@@ -188,9 +191,14 @@ class EventQueue:
         over_before = n - self.min_length
         append = out.append
         if index is None:
-            popleft = self._calm.popleft
-            for _ in range(count):
-                append(_as_event(DataUpdated, popleft()))
+            calm = self._calm
+            if count == n:  # the whole queue, the common drain: one C-level pass
+                out += map(_as_data_updated, calm)
+                calm.clear()
+            else:
+                popleft = calm.popleft
+                for _ in range(count):
+                    append(_as_event(DataUpdated, popleft()))
         else:
             popitem = self._events.popitem
             for _ in range(count):

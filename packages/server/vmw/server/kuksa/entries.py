@@ -56,7 +56,7 @@ class _Key:
     """What a stream knows of one key: its field in an entry, its signal, and the
     number field (``float``, ``double``) each stored float kind is read in, if its own."""
 
-    __slots__ = ("double", "field", "float32", "key", "signal")
+    __slots__ = ("double", "field", "float32", "key", "signal", "size")
 
     def __init__(self, key: str | int, signal: Signal | None) -> None:
         self.key = key
@@ -66,6 +66,7 @@ class _Key:
             self.field = b"\x0a" + varint(len(raw)) + raw + b"\x12"  # key (1), then value (2)
         else:
             self.field = b"\x08" + varint(key) + b"\x12"  # an id: a positive int32
+        self.size = len(self.field)
         datatype = None if signal is None else signal.datatype
         # Spliced only where the stored number goes out in its own width.
         self.float32 = convert.value_field(datatype, "float32") == "float"
@@ -104,6 +105,7 @@ class Entries:
         removed since is left out)."""
         pieces: list[bytes] = []
         keys = self._keys
+        time, timestamp = self._time, self._timestamp
         for key_id, data, time_ns in batch:
             key = keys.get(key_id)
             if key is None:
@@ -111,30 +113,40 @@ class Entries:
                 if name is None:
                     continue  # removed since
                 key = keys[key_id] = _Key(name if self._by_name else key_id, self._signal_of(name))
-            value = _value_field(key, data)
-            if value is None:
+            # The head of the Datapoint's value field that the stored float's own bytes
+            # (after its tag) complete, where it goes out in its own width; else
+            # protobuf encodes the entry.
+            if data is None:
                 pieces.append(self._by_protobuf(key, data, time_ns))
                 continue
-            assert data is not None  # a value field is spliced from stored bytes
-            if time_ns != self._time:
-                self._time, self._timestamp = time_ns, _timestamp(time_ns)
+            size = len(data)
+            if size == 5 and key.float32 and data[0] == FLOAT32_TAG:
+                value = _FLOAT_VALUE
+            elif size == 9 and key.double and data[0] == DOUBLE_TAG:
+                value = _DOUBLE_VALUE
+            else:
+                pieces.append(self._by_protobuf(key, data, time_ns))
+                continue
+            if time_ns != time:
+                time, timestamp = time_ns, _timestamp(time_ns)
             # The entry's pieces go to one join: a key, a Datapoint of a timestamp and
             # the value field's head with the stored number after its tag.
-            point = len(self._timestamp) + len(data) + 3  # the head is 4 bytes, the tag 1
-            entry = len(key.field) + point + 1
+            point = len(timestamp) + size + 3  # the head is 4 bytes, the tag 1
+            entry = key.size + point + 1
             if entry < 128:  # every length one byte (a path up to about 100 bytes)
                 pieces += (
                     _ENTRY_HEADS[entry],
                     key.field,
                     ONE_BYTE[point],
-                    self._timestamp,
+                    timestamp,
                     value,
                     data[1:],
                 )
             else:
-                body = self._timestamp + value + data[1:]
+                body = timestamp + value + data[1:]
                 body = key.field + varint(len(body)) + body
                 pieces.append(_ENTRY + varint(len(body)) + body)
+        self._time, self._timestamp = time, timestamp
         return b"".join(pieces)
 
     def _by_protobuf(self, key: _Key, data: bytes | None, time_ns: int) -> bytes:
@@ -144,20 +156,6 @@ class Entries:
         if convert.set_wire(point.value, data, key.signal):
             convert.set_timestamp(point.timestamp, time_ns)
         return response.SerializeToString()
-
-
-def _value_field(key: _Key, data: bytes | None) -> bytes | None:
-    """The head of a Datapoint's ``value`` field that the stored float's own bytes
-    (after its tag) complete, if it is one that goes out in its own width (else
-    None: protobuf encodes the entry)."""
-    if data is None:
-        return None
-    size = len(data)
-    if size == 5 and key.float32 and data[0] == FLOAT32_TAG:
-        return _FLOAT_VALUE
-    if size == 9 and key.double and data[0] == DOUBLE_TAG:
-        return _DOUBLE_VALUE
-    return None
 
 
 def _timestamp(time_ns: int) -> bytes:

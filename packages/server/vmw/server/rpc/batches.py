@@ -43,9 +43,12 @@ _DATA: Final = b"\x22"  # field 4 (data), length-delimited
 _QUEUE: Final = b"\x28"  # field 5 (queue), a varint, left out for queue 0
 _CONTINUED: Final = tuple(bytes((n | 0x80,)) for n in range(128))
 """A varint's first byte where more follow: its low 7 bits and the continuation bit."""
-_HEADS: Final = tuple(_EVENT + ONE_BYTE[n + 2] + _DATA_UPDATED + ONE_BYTE[n] for n in range(126))
-"""An event's first four bytes where its ``DataUpdated``'s body is n bytes (n < 126):
-the batch's field 1 and the ``Event``'s length, the ``Event``'s field 2 and the body's."""
+_HEADS: Final = (b"",) * 4 + tuple(
+    _EVENT + ONE_BYTE[n + 2] + _DATA_UPDATED + ONE_BYTE[n] for n in range(126)
+)
+"""An event's first four bytes where the event is n bytes in all (4 <= n < 130: its
+``DataUpdated``'s body n - 4 bytes): the batch's field 1 and the ``Event``'s
+length, the ``Event``'s field 2 and the body's."""
 _DATA_HEADS: Final = short_heads(_DATA)
 """A ``DataUpdated``'s data field (4) and its length n, for n < 128."""
 
@@ -68,8 +71,10 @@ class EventBytes:
     __slots__ = ("_keys", "_time", "_time_field")
 
     def __init__(self) -> None:
-        # key id -> (its field and the tag of seq, seq >> 7 as last seen, its varint)
-        self._keys: dict[int, tuple[bytes, int, bytes]] = {}
+        # key id -> (its field and the tag of seq, seq >> 7 as last seen, its varint,
+        # and the bytes of an event of the key but its time and value: those with
+        # the seq's first byte, the event's four heads and the value's two)
+        self._keys: dict[int, tuple[bytes, int, bytes, int]] = {}
         self._time = -1
         self._time_field = b""
 
@@ -79,54 +84,59 @@ class EventBytes:
         above the value limit, so it does not happen)."""
         out: list[bytes] = []
         pieces: list[bytes] = []
-        size = 0
+        room = max_bytes  # what the message being put together can still take
         keys = self._keys
         time, time_field = self._time, self._time_field
+        time_size = len(time_field)
         for e in events:
             if type(e) is DataUpdated:
                 key, seq, time_ns, data, queue = e
                 cached = keys.get(key)
                 if cached is None:  # key (1) and the tag of seq (2): an id is never 0
-                    cached = keys[key] = (b"\x08" + varint(key) + b"\x10", -1, b"")
-                head, high, seq_rest = cached
+                    head = b"\x08" + varint(key) + b"\x10"
+                    cached = keys[key] = (head, -1, b"", len(head) + 7)
+                head, high, seq_rest, fixed = cached
                 if seq < 128:  # a seq is never 0
-                    seq_first, seq_rest = ONE_BYTE[seq], b""
+                    seq_first, seq_rest, fixed = ONE_BYTE[seq], b"", len(head) + 7
                 else:
                     seq_first = _CONTINUED[seq & 0x7F]
                     if seq >> 7 != high:
                         seq_rest = varint(seq >> 7)
-                        keys[key] = (head, seq >> 7, seq_rest)
+                        fixed = len(head) + 7 + len(seq_rest)
+                        keys[key] = (head, seq >> 7, seq_rest, fixed)
                 if time_ns != time:  # 0 is left out, as protobuf leaves it out
                     time = time_ns
                     time_field = _TIME + varint(time_ns) if time_ns else b""
-                body = len(head) + 1 + len(seq_rest) + len(time_field)
-                if data is not None and not queue and body + len(data) < 124:
-                    # Most events: a value, queue 0 (left out), and every length below
-                    # 128 (a byte each). The pieces go to one join: only their lengths
-                    # are added up here.
-                    body += 2 + len(data)
-                    piece: tuple[bytes, ...] = (
-                        _HEADS[body],
-                        head,
-                        seq_first,
-                        seq_rest,
-                        time_field,
-                        _DATA_HEADS[len(data)],
-                        data,
-                    )
-                    length = body + 4
-                else:
-                    fields = head + seq_first + seq_rest + time_field
-                    piece = (_data_updated(fields, data, queue),)
-                    length = len(piece[0])
+                    time_size = len(time_field)
+                if data is not None and not queue:
+                    size = len(data)
+                    length = fixed + time_size + size
+                    if length < 130:
+                        # Most events: a value, queue 0 (left out), and every length
+                        # below 128 (a byte each). The pieces go to one join: only
+                        # their lengths are added up here.
+                        room -= length
+                        if room < 0 and pieces:
+                            out.append(b"".join(pieces))
+                            pieces, room = [], max_bytes - length
+                        pieces += (
+                            _HEADS[length],
+                            head,
+                            seq_first,
+                            seq_rest,
+                            time_field,
+                            _DATA_HEADS[size],
+                            data,
+                        )
+                        continue
+                piece = _data_updated(head + seq_first + seq_rest + time_field, data, queue)
             else:
-                piece = (event_batch((e,)).SerializeToString(),)
-                length = len(piece[0])
-            if size + length > max_bytes and pieces:
+                piece = event_batch((e,)).SerializeToString()
+            room -= len(piece)
+            if room < 0 and pieces:
                 out.append(b"".join(pieces))
-                pieces, size = [], 0
-            pieces += piece
-            size += length
+                pieces, room = [], max_bytes - len(piece)
+            pieces.append(piece)
         self._time, self._time_field = time, time_field
         if pieces or not out:
             out.append(b"".join(pieces))
