@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((key_id, data, None, source_time(point, "data_point")))
         return rows
 
-    reader = ingest.FloatRows(store.name_of, signals.get)
+    reader = ingest.FloatRows(store.name_of, signals.get, lambda: store.removals)
 
     def fast() -> list[UpdateRow] | None:
         published = ingest.parse(raw)

@@ -26,6 +26,7 @@ from vmw.server.kuksa import convert
 from vmw.server.kuksa.ingest import PUBLISH_BYTES, FloatRows, parse
 from vmw.server.kuksa.v2 import provider_request
 from vmw.vss import Signal
+from vmw.vstore import VStore
 
 _NAMES = {1: "Vehicle.A", 2: "Vehicle.B", 3: "Vehicle.C", 40: "Vehicle.D", 2**31 - 1: "Vehicle.E"}
 _IDS = st.sampled_from([*_NAMES, 99])  # 99: no such key
@@ -35,6 +36,12 @@ _SECONDS = st.one_of(
 )
 _NANOS = st.one_of(st.integers(0, 999_999_999), st.integers(-(2**31), 2**31 - 1))
 _OPAQUE = dict.fromkeys(_NAMES.values())
+
+
+def _NO_CHANGE() -> int:
+    """A generation that never changes: every id names the same key, every name the
+    same signal."""
+    return 0
 
 
 @st.composite
@@ -103,7 +110,7 @@ def _rows(raw: bytes, signals: dict[str, Signal | None]) -> list[tuple[object, .
     published = parse(raw)
     if published is None:
         return None
-    rows = FloatRows(_NAMES.get, signals.get).rows(published)
+    rows = FloatRows(_NAMES.get, signals.get, _NO_CHANGE).rows(published)
     if rows is None:
         return None
     message = v2.OpenProviderStreamRequest.FromString(raw)  # it decodes: the rows say so
@@ -264,11 +271,13 @@ def test_rows_of_the_common_case_and_each_refusal_left_to_the_general_way() -> N
 
 
 def test_a_signal_that_changes_is_judged_anew() -> None:
-    """Another catalog, a key added again: the rule of the signal now, not the last."""
+    """Its key removed and added again under another signal (the generation says
+    so): the rule of the signal now, not the last."""
     signals: dict[str, Signal | None] = {
         "Vehicle.A": Signal(name="Vehicle.A", type="sensor", datatype="double")
     }
-    reader = FloatRows(_NAMES.get, signals.get)
+    generation = 0
+    reader = FloatRows(_NAMES.get, signals.get, lambda: generation)
 
     def taken(value: t2.Value) -> bool:
         published = parse(_request(1, {1: t2.Datapoint(value=value)}))
@@ -278,11 +287,36 @@ def test_a_signal_that_changes_is_judged_anew() -> None:
     assert not taken(t2.Value(float=50.0))
     assert taken(t2.Value(double=50.0))
     signals["Vehicle.A"] = Signal(name="Vehicle.A", type="sensor", datatype="float", max=10)
+    generation += 1
     assert not taken(t2.Value(double=5.0))
     assert not taken(t2.Value(float=50.0))
     assert taken(t2.Value(float=5.0))
     signals["Vehicle.A"] = None
+    generation += 1
     assert taken(t2.Value(double=5.0))
+
+
+def test_an_id_a_removed_key_left_is_judged_by_the_key_that_has_it_now() -> None:
+    """Through the V-Store, as the server wires it: a key removed, its id handed to a
+    new key of another signal; the reader must not judge by the old key's rule."""
+    store = VStore()
+    signals: dict[str, Signal | None] = {
+        "Vehicle.Wide": Signal(name="Vehicle.Wide", type="sensor", datatype="float"),
+        "Vehicle.Narrow": Signal(name="Vehicle.Narrow", type="sensor", datatype="float", max=10),
+    }
+    reader = FloatRows(store.name_of, signals.get, lambda: store.removals)
+    key_id = store.add_key("Vehicle.Wide")
+
+    def taken(value: float) -> bool:
+        published = parse(_request(1, {key_id: t2.Datapoint(value=t2.Value(float=value))}))
+        assert published is not None
+        return reader.rows(published) is not None
+
+    assert taken(50.0)
+    store.remove_key("Vehicle.Wide")
+    assert store.add_key("Vehicle.Narrow") == key_id  # the id is handed on
+    assert not taken(50.0)  # Narrow's max is 10: the general way refuses it, named
+    assert taken(5.0)
 
 
 # Requests crafted to look canonical to the second schema while protobuf reads them
@@ -318,7 +352,7 @@ def test_a_timestamp_field_of_128_bytes_or_more_is_left_to_protobuf() -> None:
         v2.OpenProviderStreamRequest.FromString(raw)  # its length is 0x81 0x..: past the end
     published = parse(raw)
     assert published is not None
-    assert FloatRows(_NAMES.get, _OPAQUE.get).rows(published) is None
+    assert FloatRows(_NAMES.get, _OPAQUE.get, _NO_CHANGE).rows(published) is None
 
 
 @pytest.mark.parametrize("bound", [2**53 + 1, 10**400])
@@ -330,7 +364,7 @@ def test_an_integer_bound_no_float_holds_is_left_to_the_general_way(bound: int) 
     }
     published = parse(_request(1, {1: t2.Datapoint(value=t2.Value(double=2.0**53))}))
     assert published is not None
-    assert FloatRows(_NAMES.get, signals.get).rows(published) is None
+    assert FloatRows(_NAMES.get, signals.get, _NO_CHANGE).rows(published) is None
 
 
 @given(

@@ -137,6 +137,7 @@ class VStore:
         "_keys",
         "_listener",
         "_max_value_size",
+        "_removals",
         "_times",
         "_values",
         "_versions",
@@ -171,6 +172,7 @@ class VStore:
         self._times: list[int] = [0]
         self._checks: list[ValueCheck | None] = [None]
         self._checks_by_name: dict[str, ValueCheck] = {}
+        self._removals = 0
 
     # -- wiring ------------------------------------------------------------
 
@@ -271,8 +273,15 @@ class VStore:
         self._versions[key_id] = _FREE_VERSION
         self._times[key_id] = 0
         self._checks[key_id] = None
+        self._removals += 1
         self._listener.key_removed(key_id, name)
         return key_id
+
+    @property
+    def removals(self) -> int:
+        """Keys removed so far. A removed key's id may be handed to the next new
+        key: what a caller keeps by id holds while this number stays the same."""
+        return self._removals
 
     def id_of(self, name: str) -> int | None:
         """The id of ``name``, or None. O(1)."""

@@ -105,7 +105,7 @@ _DOUBLE_PREFIX: Final = bytes((DOUBLE_TAG,))
 _FLOAT: Final = "float"
 _DOUBLE: Final = "double"
 
-_Rule: TypeAlias = tuple[Signal | None, str, float, float]
+_Rule: TypeAlias = tuple[str, float, float]
 
 
 class Published:
@@ -147,20 +147,39 @@ class FloatRows:
     """The store's rows of a :class:`Published`, where every value is a float or
     double laid out as protobuf writes it and its signal takes it at a glance: a
     known key, a number within :func:`vmw.vss.float_bounds` of its signal (an
-    opaque key: any number but a NaN, stored in the wire's kind)."""
+    opaque key: any number but a NaN, stored in the wire's kind).
+
+    ``name_of`` gives a key id's name and ``signal_of`` a name's signal; each
+    id's rule is kept, and ``generation`` must change whenever an id may name
+    another key or a name another signal: the server passes the V-Store's
+    :attr:`~vmw.vstore.VStore.removals` (a removed key's id may be reused; the
+    catalogs are read once, at start). Looking the rule up by id rather than
+    the name and the signal each time saves a fifth of the reader's work a
+    value, interpreted (8,400 -> 6,600 machine instructions counted by
+    valgrind on a publish of 84 floats, one-off script).
+    """
 
     def __init__(
-        self, name_of: Callable[[int], str | None], signal_of: Callable[[str], Signal | None]
+        self,
+        name_of: Callable[[int], str | None],
+        signal_of: Callable[[str], Signal | None],
+        generation: Callable[[], int],
     ) -> None:
         self._name_of = name_of
         self._signal_of = signal_of
-        # Per key name: its signal (as last seen), the datatype a number must come in
-        # ("": any, an opaque key) and the bounds it must be within.
-        self._rules: dict[str, _Rule] = {}
+        self._generation = generation
+        self._seen = generation()
+        # Per key id: the datatype a number must come in ("": any, an opaque key)
+        # and the bounds it must be within.
+        self._rules: dict[int, _Rule] = {}
 
     def rows(self, published: Published) -> list[UpdateRow] | None:
         """The rows to write, or None where a value needs protobuf's way."""
-        name_of, signal_of, rules = self._name_of, self._signal_of, self._rules
+        rules = self._rules
+        generation = self._generation()
+        if generation != self._seen:
+            rules.clear()
+            self._seen = generation
         out: list[UpdateRow] = []
         last_time, time_ns = b"", 0
         points = published.points
@@ -188,35 +207,37 @@ class FloatRows:
                 when = time_ns or None
             else:
                 when = None
-            name = name_of(key_id) if key_id > 0 else None
-            if name is None:
-                return None
-            signal = signal_of(name)
-            rule = rules.get(name)
-            if rule is None or rule[0] is not signal:
-                rule = self._rule(name, signal)
+            rule = rules.get(key_id)
+            if rule is None:
+                rule = self._rule(key_id)
                 if rule is None:
                     return None
-            wanted = rule[1]
+            wanted = rule[0]
             if wanted == "":  # an opaque key: stored in the wire's kind, NaN aside
                 if number != number:
                     return None
-            elif wanted != datatype or not rule[2] <= number <= rule[3]:
+            elif wanted != datatype or not rule[1] <= number <= rule[2]:
                 return None
             out.append((key_id, data, None, when))
         return out
 
-    def _rule(self, name: str, signal: Signal | None) -> _Rule | None:
+    def _rule(self, key_id: int) -> _Rule | None:
+        """The rule of a key's numbers, kept; None where there is no key or its
+        signal needs its full rules."""
+        name = self._name_of(key_id) if key_id > 0 else None
+        if name is None:
+            return None
+        signal = self._signal_of(name)
         if signal is None:
-            rule: _Rule = (None, "", 0.0, 0.0)
+            rule: _Rule = ("", 0.0, 0.0)
         else:
             bounds = float_bounds(signal)
             if bounds is None:
                 return None
-            rule = (signal, signal.datatype, bounds[0], bounds[1])
-        if len(self._rules) >= 65536:  # keys come and go: bounded by a fresh start
+            rule = (signal.datatype, bounds[0], bounds[1])
+        if len(self._rules) >= 65536:  # many keys: bounded by a fresh start
             self._rules.clear()
-        self._rules[name] = rule
+        self._rules[key_id] = rule
         return rule
 
 

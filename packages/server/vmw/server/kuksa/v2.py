@@ -74,7 +74,8 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         self._p = parts
         self._signals = signals
         self._actuation = actuation
-        self._floats = FloatRows(parts.store.name_of, signals.get)
+        store = parts.store
+        self._floats = FloatRows(store.name_of, signals.get, lambda: store.removals)
 
     # -- reading ---------------------------------------------------------------------
 
