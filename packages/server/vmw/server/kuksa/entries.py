@@ -116,8 +116,8 @@ class Entries:
             # The head of the Datapoint's value field that the stored float's own bytes
             # (after its tag) complete, where it goes out in its own width; else
             # protobuf encodes the entry.
-            if data is None:
-                pieces.append(self._by_protobuf(key, data, time_ns))
+            if data is None:  # no value yet: neither value nor timestamp
+                pieces.append(self._by_protobuf(key, None, time_ns))
                 continue
             size = len(data)
             if size == 5 and key.float32 and data[0] == FLOAT32_TAG:
