@@ -521,7 +521,7 @@ class EventSubSystem:
 
     @staticmethod
     def _pending(state: _App) -> int:
-        return len(state.lifecycle) + sum(len(q) for q in state.queues)
+        return len(state.lifecycle) + sum(map(len, state.queues))
 
     def remove_app(self, app: str) -> bool:
         """Forget everything of the app: queues, subscriptions, seq counters,
