@@ -22,7 +22,9 @@ from Python (a submessage, a value and a timestamp set field by field); a
 spliced one costs 0.41 us (a one-off script of 84 floats; 0.55 when each
 entry was joined on its own rather than its pieces going to the response's
 one join), and 0.18 us compiled by mypyc (the build with ``VMW_MYPYC=1``;
-0.20 before an entry's field and length came from one table). Tests parse
+0.20 before an entry's field and length came from one table). The value
+field's head is chosen inline and the last time kept in locals: 99 -> 81
+Python bytecodes an entry (counted by a trace). Tests parse
 both paths' bytes with protobuf and compare them with the messages
 ``set_wire`` builds, in both builds.
 """
