@@ -14,7 +14,7 @@ COMPILED_VENV  := .venv-compiled
 COMPILED_PY    := $(COMPILED_VENV)/bin/python
 COMPILED_STAMP := $(COMPILED_VENV)/.installed
 
-.PHONY: install kuksa-venv compiled-venv demo serve sim dashboard proto test lint typecheck unit unit-compiled bench bench-core bench-e2e bench-e2e-compiled bench-kuksa bench-kuksa-ingest bench-providers bench-spark bench-export bench-export-lag bench-metrics bench-cluster bench-wildcard clean
+.PHONY: install kuksa-venv compiled-venv demo serve sim dashboard proto test lint typecheck unit unit-compiled bench bench-core bench-e2e bench-e2e-compiled bench-kuksa bench-kuksa-ingest bench-providers bench-spark bench-export bench-export-lag bench-metrics bench-cluster bench-wildcard bench-instructions clean
 
 # The distributions under packages/, each editable, and the checks' own tools.
 DISTS := packages/contract[grpc] packages/sdk packages/server packages/fleet[spark] \
@@ -115,7 +115,7 @@ unit-compiled: $(COMPILED_STAMP)
 	VMW_EXPECT_COMPILED=1 $(COMPILED_PY) -m pytest $(COMPILED_TESTS)
 
 ## Benchmarks (not part of `make test`): see BENCHMARKS.md.
-bench: bench-core bench-e2e bench-e2e-compiled bench-kuksa bench-kuksa-ingest bench-providers bench-spark bench-export bench-export-lag bench-metrics bench-cluster bench-wildcard
+bench: bench-core bench-e2e bench-e2e-compiled bench-kuksa bench-kuksa-ingest bench-providers bench-spark bench-export bench-export-lag bench-metrics bench-cluster bench-wildcard bench-instructions
 
 bench-core: $(STAMP)
 	$(PY) -m bench.core
@@ -139,6 +139,12 @@ bench-kuksa: $(STAMP)
 bench-kuksa-ingest: $(STAMP) $(COMPILED_STAMP)
 	$(PY) -m bench.kuksa_ingest
 	$(COMPILED_PY) -m bench.kuksa_ingest
+
+## The server's own steps (publish -> store -> fan-out -> drain -> bytes, and through
+## KUKSA) in machine instructions per event, by valgrind, in both builds. Minutes.
+bench-instructions: $(STAMP) $(COMPILED_STAMP)
+	$(PY) -m bench.instructions
+	$(PY) -m bench.instructions --python $(COMPILED_PY)
 
 ## Three nodes: replicated writes/s a -> an app on c beside one node, added latency at
 ## 1,000 writes/s, catch-up after a 30 s partition with 100,000 writes. About 2 minutes.

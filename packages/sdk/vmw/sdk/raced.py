@@ -22,14 +22,17 @@ import grpc
 
 __all__ = ["ATTEMPTS", "write_raced_end"]
 
-ATTEMPTS: Final = 4
-"""Tries at opening a stream whose writes keep racing its end."""
+ATTEMPTS: Final = 8
+"""Tries at opening a stream whose writes keep racing its end. 4 were not always
+enough on a loaded machine (1 open of 2,000 in a ``make test`` beside a
+valgrind run still ended INTERNAL): each try races again, so the odds of
+losing every one fall with each, and a middleware that refuses answers at once."""
 
 
 def write_raced_end(error: grpc.aio.AioRpcError) -> bool:
-    """Whether ``error`` is grpc's own INTERNAL for a write that raced the call's end."""
-    return (
-        error.code() is grpc.StatusCode.INTERNAL
-        and "execute_batch" in (error.debug_error_string() or "")
-        and "SendMessageOperation" in (error.debug_error_string() or "")
+    """Whether ``error`` is grpc's own INTERNAL for an operation of the call (a write,
+    mostly) that raced the call's end: a failed ``execute_batch``, never a status a
+    server sends."""
+    return error.code() is grpc.StatusCode.INTERNAL and "execute_batch" in (
+        error.debug_error_string() or ""
     )

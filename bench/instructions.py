@@ -1,0 +1,247 @@
+"""The server's own steps counted in machine instructions, not timed: for a noisy machine.
+
+Run: ``make bench-instructions`` (the interpreted build, then the compiled one
+from ``.venv-compiled``), or ``python -m bench.instructions [--python PATH]``.
+Needs valgrind (``callgrind``).
+
+Timings of a small change can swing by 2x between repeats of the same code
+when the machine is busy or in a slow phase; the instructions a step executes
+do not. Each scenario runs the server's own classes in one process, without
+gRPC, twice under callgrind: once with only its set-up and warm-up, once with
+``--rounds`` more rounds; the difference over the events of those rounds is
+the count per event (``PYTHONHASHSEED=0``: the same dict layout each time).
+Instructions are not time (a cache miss costs more than an addition), but a
+change that takes out work shows here whatever the machine is doing.
+
+Each figure is printed beside its floor, counted the same way in the same run:
+
+* ``own``: a provider's publish of 64 floats written to the V-Store, fanned out
+  to 10 apps subscribed to its 100 keys, drained and encoded as each app's
+  ``EventBatch`` bytes (4b's load, with no gRPC), per event delivered; beside
+  it the bare ceiling's builder of the same batches (``bench.hand_bytes``,
+  as ``make bench-e2e``'s 4b ceiling builds them), per event;
+* ``own-1``: the same with 1 app and publishes of 84 (target 1's load);
+* ``kuksa``: a KUKSA provider's publish of 84 floats read
+  (``vmw.server.kuksa.ingest``), written, drained, cut and encoded as a
+  ``SubscribeResponse`` for 1 subscriber, per value; beside it ``own-1``, the
+  same load through the own API, as target 3 compares them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Final
+
+KEYS: Final = 100
+_COLLECTED: Final = re.compile(r"Collected : (\d+)")
+
+Step = Callable[[int], None]
+"""One round of a scenario: its ``n``-th publish, through every step."""
+
+
+def _float_rows(n: int, size: int, ids: list[int]) -> list[tuple[int, bytes, None, int]]:
+    pack = struct.Struct("<f").pack
+    return [
+        (ids[(n * size + j) % KEYS], b"\x05" + pack(float(n * size + j)), None, 1_700_000 + n)
+        for j in range(size)
+    ]
+
+
+def own(apps: int, size: int, rounds: int) -> tuple[Step, int]:
+    """A publish of ``size`` floats to ``apps`` apps, as the own API's streams carry it."""
+    from vmw.ess import EventSubSystem, QueueConfig, SubscriptionRequest, Trigger
+    from vmw.server.rpc.batches import EventBytes
+    from vmw.vstore import VStore
+
+    store = VStore()
+    ess = EventSubSystem(store, event_budget=100_000)
+    store.set_listener(ess)
+    ids = [store.add_key(f"Vehicle.Bench.S{i}") for i in range(KEYS)]
+    names = [f"app{a}" for a in range(apps)]
+    for app in names:
+        ess.open_stream(app, [QueueConfig(0, 10, 100)])
+        wanted = [
+            SubscriptionRequest(f"Vehicle.Bench.S{i}", 0, Trigger.ON_UPDATE) for i in range(KEYS)
+        ]
+        ess.register(app, wanted)
+        ess.drain(app, 1000)
+    encoders = [EventBytes() for _ in names]
+    publishes = [_float_rows(n, size, ids) for n in range(rounds)]
+
+    def step(n: int) -> None:
+        store.write_many(publishes[n])
+        for app, encoder in zip(names, encoders, strict=True):
+            encoder.messages(ess.drain(app, 500), 4_000_000)
+
+    return step, apps * size
+
+
+def ceiling(apps: int, size: int, rounds: int) -> tuple[Step, int]:
+    """The bare ceiling's builder: each app's batch of ``size`` put together by hand."""
+    from bench.hand_bytes import batch_bytes
+
+    value = bytes(5)
+
+    def step(n: int) -> None:
+        for _ in range(apps):
+            batch_bytes(3000 + n * size, size, KEYS, value)
+
+    return step, apps * size
+
+
+def kuksa(rounds: int) -> tuple[Step, int]:
+    """A KUKSA provider's publish of 84 floats to 1 subscriber on ``Subscribe``."""
+    from vmw.ess import EventSubSystem, QueueConfig, SubscriptionRequest, Trigger
+    from vmw.proto.kuksa.val.v2 import val_pb2 as v2
+    from vmw.server.kuksa import ingest
+    from vmw.server.kuksa.cut import Update, cut
+    from vmw.server.kuksa.entries import Entries
+    from vmw.vss import Signal
+    from vmw.vstore import VStore
+
+    size = 84
+    store = VStore()
+    ess = EventSubSystem(store, event_budget=100_000)
+    store.set_listener(ess)
+    names = [f"Vehicle.Bench.S{i}" for i in range(KEYS)]
+    ids = [store.add_key(name) for name in names]
+    signal = Signal(name="Vehicle.Bench", type="sensor", datatype="float", min=-1e6, max=1e6)
+    signals = dict.fromkeys(names, signal)
+    ess.open_stream("kuksa", [QueueConfig(0, 10, 1000)])
+    ess.register("kuksa", [SubscriptionRequest(name, 0, Trigger.ON_UPDATE) for name in names])
+    ess.drain("kuksa", 1000)
+    reader = ingest.FloatRows(store.name_of, signals.get, lambda: store.removals)
+    entries = Entries(
+        v2.SubscribeResponse, by_name=True, name_of=store.name_of, signal_of=signals.get
+    )
+    raws = []
+    for n in range(rounds):
+        request = v2.OpenProviderStreamRequest()
+        points = request.publish_values_request.data_points
+        for j in range(size):
+            point = points[ids[(n * size + j) % KEYS]]
+            point.value.float = float(n * size + j)
+            point.timestamp.seconds, point.timestamp.nanos = 1_764_000_000, n
+        raws.append(request.SerializeToString())
+    last: dict[int, bytes | None] = {}
+
+    def step(n: int) -> None:
+        published = ingest.parse(raws[n])
+        assert published is not None
+        rows = reader.rows(published)
+        assert rows is not None
+        store.write_many(rows)
+        batches: list[list[Update]] = cut(ess.drain("kuksa", 500), last)
+        for batch in batches:
+            entries.encode(batch)
+
+    return step, size
+
+
+SCENARIOS: Final[dict[str, Callable[[int], tuple[Step, int]]]] = {
+    "own": lambda rounds: own(10, 64, rounds),
+    "own ceiling": lambda rounds: ceiling(10, 64, rounds),
+    "own-1": lambda rounds: own(1, 84, rounds),
+    "own-1 ceiling": lambda rounds: ceiling(1, 84, rounds),
+    "kuksa": kuksa,
+}
+WARMUP: Final = 20
+
+
+def run(name: str, rounds: int, inputs: int) -> int:
+    """(Under callgrind) set the scenario up with ``inputs`` publishes made ahead,
+    warm it up, then run ``rounds`` more."""
+    step, events = SCENARIOS[name](inputs)
+    assert events == EVENTS[name]
+    assert WARMUP + rounds <= inputs
+    for n in range(WARMUP + rounds):
+        step(n)
+    return 0
+
+
+def count(python: str, name: str, rounds: int, inputs: int) -> int:
+    """The instructions one run of ``name`` executes, by callgrind."""
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    done = subprocess.run(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            "--callgrind-out-file=/dev/null",
+            python,
+            "-m",
+            "bench.instructions",
+            "--run",
+            name,
+            "--rounds",
+            str(rounds),
+            "--inputs",
+            str(inputs),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+    found = _COLLECTED.search(done.stderr)
+    if done.returncode != 0 or found is None:
+        raise SystemExit(f"{name}: valgrind failed ({done.returncode}): {done.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+EVENTS: Final = {"own": 640, "own ceiling": 640, "own-1": 84, "own-1 ceiling": 84, "kuksa": 84}
+"""Events a round of each scenario delivers (values, for ``kuksa``)."""
+
+
+def per_event(python: str, name: str, rounds: int, seen: dict[str, float]) -> float:
+    """Instructions per event of ``name`` (kept in ``seen``: a floor may be a row too)."""
+    if name not in seen:
+        # Both runs make the same publishes ahead: only the rounds differ.
+        inputs = WARMUP + rounds
+        extra = count(python, name, rounds, inputs) - count(python, name, 0, inputs)
+        seen[name] = extra / (rounds * EVENTS[name])
+    return seen[name]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=100, help="publishes counted")
+    parser.add_argument("--python", default=sys.executable, help="the Python whose vmw is counted")
+    parser.add_argument("--run", choices=sorted(SCENARIOS), help=argparse.SUPPRESS)
+    parser.add_argument("--inputs", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.run:
+        return run(args.run, args.rounds, args.inputs)
+    if shutil.which("valgrind") is None:
+        print("bench.instructions needs valgrind (callgrind): not found on PATH")
+        return 1
+    compiled = subprocess.run(
+        [args.python, "-c", "import vmw.server.rpc.batches as b; print(b.__file__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    print(f"{args.python}: the encoder from {compiled}")
+    print(f"{'scenario':<52} {'instructions':>12} {'floor':>8} {'ratio':>6}")
+    rows = (
+        ("own: 10 apps, publishes of 64, per event delivered", "own", "own ceiling", "ceiling"),
+        ("own-1: 1 app, publishes of 84, per event", "own-1", "own-1 ceiling", "ceiling"),
+        ("kuksa: 1 subscriber, publishes of 84, per value", "kuksa", "own-1", "own-1"),
+    )
+    seen: dict[str, float] = {}
+    for label, name, floor_name, floor_label in rows:
+        mine = per_event(args.python, name, args.rounds, seen)
+        floor = per_event(args.python, floor_name, args.rounds, seen)
+        print(f"{label:<52} {mine:12,.0f} {floor:8,.0f} {mine / floor:6.2f}  ({floor_label})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
