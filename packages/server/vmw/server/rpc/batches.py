@@ -25,7 +25,10 @@ to an event's are kept with what they measure (the key's and seq's bytes per
 key, the time field's per time) and the message's room is one subtraction:
 120 -> 97 Python bytecodes an event, 7,300 -> 6,350 machine instructions
 (counted by a trace and by valgrind on batches of 64: timings on a noisy
-machine could not tell). Tests parse the bytes
+machine could not tell); the key's cached fields read by subscript, not
+``dict.get``, and the tables as locals, 2% fewer again (``make
+bench-instructions``: 10,329 -> 10,122 an event with 10 apps, 7,558 -> 7,377
+compiled). Tests parse the bytes
 with protobuf and compare them with the messages ``event_batch`` builds, and
 with its serialization, in both builds.
 """
@@ -93,18 +96,22 @@ class EventBytes:
         keys = self._keys
         time, time_field = self._time, self._time_field
         time_size = len(time_field)
+        # The tables as locals: read for every event.
+        data_updated, one_byte, continued = DataUpdated, ONE_BYTE, _CONTINUED
+        heads, data_heads = _HEADS, _DATA_HEADS
         for e in events:
-            if type(e) is DataUpdated:
+            if type(e) is data_updated:
                 key, seq, time_ns, data, queue = e
-                cached = keys.get(key)
-                if cached is None:  # key (1) and the tag of seq (2): an id is never 0
+                try:
+                    head, high, seq_rest, fixed = keys[key]
+                except KeyError:  # key (1) and the tag of seq (2): an id is never 0
                     head = b"\x08" + varint(key) + b"\x10"
-                    cached = keys[key] = (head, -1, b"", len(head) + 7)
-                head, high, seq_rest, fixed = cached
+                    high, seq_rest, fixed = -1, b"", len(head) + 7
+                    keys[key] = (head, high, seq_rest, fixed)
                 if seq < 128:  # a seq is never 0
-                    seq_first, seq_rest, fixed = ONE_BYTE[seq], b"", len(head) + 7
+                    seq_first, seq_rest, fixed = one_byte[seq], b"", len(head) + 7
                 else:
-                    seq_first = _CONTINUED[seq & 0x7F]
+                    seq_first = continued[seq & 0x7F]
                     if seq >> 7 != high:
                         seq_rest = varint(seq >> 7)
                         fixed = len(head) + 7 + len(seq_rest)
@@ -125,12 +132,12 @@ class EventBytes:
                             out.append(b"".join(pieces))
                             pieces, room = [], max_bytes - length
                         pieces += (
-                            _HEADS[length],
+                            heads[length],
                             head,
                             seq_first,
                             seq_rest,
                             time_field,
-                            _DATA_HEADS[size],
+                            data_heads[size],
                             data,
                         )
                         continue
