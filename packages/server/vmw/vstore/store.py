@@ -438,6 +438,7 @@ class VStore:
         """
         checked: list[tuple[int, bytes, UpdateRow]] = []
         versions = self._versions
+        ids = len(versions)  # nothing is written here: no id is added meanwhile
         checks = self._checks
         max_size = self._max_value_size
         # The common case costs a few comparisons per update (a Publish batch
@@ -449,7 +450,7 @@ class VStore:
                 key_id = key if type(key) is int else self._resolve(key)
                 if type(data) is not bytes:
                     data = _as_bytes(data)
-                if not 0 < key_id < len(versions) or versions[key_id] < 0 or len(data) > max_size:
+                if not 0 < key_id < ids or versions[key_id] < 0 or len(data) > max_size:
                     self._check_write(key_id, data)
                 check = checks[key_id]
                 if check is not None:

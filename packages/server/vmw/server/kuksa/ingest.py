@@ -207,16 +207,17 @@ class FloatRows:
                 when = time_ns or None
             else:
                 when = None
-            rule = rules.get(key_id)
-            if rule is None:
+            try:
+                wanted, low, high = rules[key_id]
+            except KeyError:
                 rule = self._rule(key_id)
                 if rule is None:
                     return None
-            wanted = rule[0]
+                wanted, low, high = rule
             if wanted == "":  # an opaque key: stored in the wire's kind, NaN aside
                 if number != number:
                     return None
-            elif wanted != datatype or not rule[1] <= number <= rule[2]:
+            elif wanted != datatype or not low <= number <= high:
                 return None
             out.append((key_id, data, None, when))
         return out
