@@ -105,15 +105,19 @@ def sub(
 # -- watched bitmap -------------------------------------------------------------
 
 
-def test_an_update_of_an_unwatched_key_reads_no_value() -> None:
+def test_an_update_of_an_unwatched_key_queues_nothing_and_a_watched_one_its_value() -> None:
     s = System()
     s.app("dash", sub(SPEED))
     s.source.peeks = 0
     s.store.set(TEMP, b"21")
-    assert s.source.peeks == 0
     assert not s.ess.is_watched(s.temp)
-    s.store.set(SPEED, b"50")
-    assert s.source.peeks == 1
+    assert s.ess.pending("dash") == 0
+    value = b"50"
+    s.store.set(SPEED, value, time_ns=7)
+    [event] = s.data("dash")
+    assert (event.key, event.time_ns) == (s.speed, 7)
+    assert event.data is value  # the stored bytes, handed on with the update: no copy
+    assert s.source.peeks == 0  # and no second look-up in the store
 
 
 def test_bitmap_bit_is_set_iff_some_subscription_exists() -> None:

@@ -22,6 +22,8 @@ class Recorder:
 
     def __init__(self) -> None:
         self.events: list[tuple[str, int, object]] = []
+        self.written: list[tuple[int, bytes, int]] = []
+        """What each ``data_updated`` carried: the key id, the bytes and the time."""
 
     def key_added(self, key_id: int, name: str) -> None:
         self.events.append(("key_added", key_id, name))
@@ -29,8 +31,9 @@ class Recorder:
     def key_removed(self, key_id: int, name: str) -> None:
         self.events.append(("key_removed", key_id, name))
 
-    def data_updated(self, key_id: int, changed: bool) -> None:
+    def data_updated(self, key_id: int, changed: bool, data: bytes, time_ns: int) -> None:
         self.events.append(("data_updated", key_id, changed))
+        self.written.append((key_id, data, time_ns))
 
 
 @pytest.fixture
@@ -175,11 +178,16 @@ def test_data_updated_says_whether_the_bytes_changed(store: VStore, rec: Recorde
     assert [e[2] for e in updates] == [True, False, True, True, False]
 
 
-def test_firing_data_updated_does_not_copy_the_value(store: VStore) -> None:
+def test_firing_data_updated_hands_the_stored_value_and_time_without_a_copy(
+    store: VStore, rec: Recorder
+) -> None:
     key = store.add_key("Vehicle.Blob")
     value = b"0123456789"
-    store.set(key, value)
+    store.set(key, value, time_ns=42)
+    store.set_many([(key, value, None, 43)])
     assert store.peek(key)[0] is value
+    assert rec.written == [(key, value, 42), (key, value, 43)]
+    assert all(data is value for _, data, _ in rec.written)
 
 
 def test_mutable_buffers_are_copied_so_the_store_stays_immutable(store: VStore) -> None:

@@ -168,19 +168,19 @@ class EventSubSystem:
 
     # -- V-Store listener ---------------------------------------------------
 
-    def data_updated(self, key_id: int, changed: bool) -> None:
+    def data_updated(self, key_id: int, changed: bool, value: bytes, time_ns: int) -> None:
         """Fan an update out to the key's subscribers. The hot path.
 
-        An unwatched key costs one bit test. For a watched key the value is
-        read once (no copy) and every subscriber gets its own seq.
+        An unwatched key costs one bit test. For a watched key the stored value
+        is queued as it is (no copy) and every subscriber gets its own seq.
         """
         try:
             if not self._watched[key_id]:
                 return
         except IndexError:  # a key added before this ESS listened: nobody watches it
             return
-        value, time_ns = self._source.peek(key_id)
         max_seq = MAX_SEQ
+        data: bytes | None
         for sub in self._subs_by_key[key_id].values():
             if changed:
                 data = value

@@ -5,12 +5,12 @@ listener (the ESS) synchronously, after its own state is updated:
 
 * ``key_added(id, name)`` when a key is created,
 * ``key_removed(id, name)`` when a key is removed (its id may then be reused),
-* ``data_updated(id, changed)`` after every write, ``changed`` telling whether
-  the bytes differ from the previous value.
+* ``data_updated(id, changed, data, time_ns)`` after every write, ``changed``
+  telling whether the bytes differ from the previous value.
 
-``data_updated`` carries no value: a listener that needs it calls
-:meth:`VStore.peek`, which returns the stored ``bytes`` object itself, so an
-unwatched update costs no copy and no allocation beyond the write.
+``data_updated`` carries the stored ``bytes`` object itself and the write's
+time, so an unwatched update costs no copy and no allocation beyond the write,
+and a watched one no second look-up (:meth:`VStore.peek` returns the same).
 
 Values are opaque ``bytes``. Each key has a version (``uint64``: 0 before the
 first write, +1 per write) and the time of its last write in nanoseconds since
@@ -70,7 +70,7 @@ class StoreListener(Protocol):
 
     def key_removed(self, key_id: int, name: str) -> None: ...
 
-    def data_updated(self, key_id: int, changed: bool) -> None: ...
+    def data_updated(self, key_id: int, changed: bool, data: bytes, time_ns: int) -> None: ...
 
 
 class _NoListener:
@@ -82,7 +82,7 @@ class _NoListener:
     def key_removed(self, key_id: int, name: str) -> None:
         pass
 
-    def data_updated(self, key_id: int, changed: bool) -> None:
+    def data_updated(self, key_id: int, changed: bool, data: bytes, time_ns: int) -> None:
         pass
 
 
@@ -363,7 +363,9 @@ class VStore:
         self._versions[key_id] = version + 1
         self._times[key_id] = time_ns
         # `old is not data` short-cuts the comparison for a re-published object.
-        self._listener.data_updated(key_id, old is None or (old is not data and old != data))
+        self._listener.data_updated(
+            key_id, old is None or (old is not data and old != data), data, time_ns
+        )
         return version + 1
 
     def set_many(self, updates: Sequence[UpdateRow]) -> list[SetResult]:
@@ -414,7 +416,9 @@ class VStore:
             versions[key_id] = version + 1
             times[key_id] = time_ns
             # `old is not data` short-cuts the comparison for a re-published object.
-            listener.data_updated(key_id, old is None or (old is not data and old != data))
+            listener.data_updated(
+                key_id, old is None or (old is not data and old != data), data, time_ns
+            )
             if results is not None:
                 results.append(SetResult(key_id, version + 1))
         return conflicts
@@ -496,7 +500,9 @@ class VStore:
         self._values[key_id] = data
         self._versions[key_id] = version
         self._times[key_id] = time_ns
-        self._listener.data_updated(key_id, old is None or (old is not data and old != data))
+        self._listener.data_updated(
+            key_id, old is None or (old is not data and old != data), data, time_ns
+        )
 
     def peek(self, key_id: int) -> tuple[bytes | None, int]:
         """``(data, time_ns)`` of a live key id, without copying the value.

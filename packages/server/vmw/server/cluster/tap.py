@@ -80,15 +80,13 @@ class ClusterTap:
         if not self.applying:
             self._on_forget(name)
 
-    def data_updated(self, key_id: int, changed: bool) -> None:
-        self._inner.data_updated(key_id, changed)
+    def data_updated(self, key_id: int, changed: bool, data: bytes, time_ns: int) -> None:
+        self._inner.data_updated(key_id, changed, data, time_ns)
         if self.applying:
             return
         store = self._store
-        data, time_ns = store.peek(key_id)
         name = store.name_of(key_id)
         assert name is not None
-        assert data is not None
         self._note(Write(name, data, store.version_of(key_id), time_ns), len(name) + len(data))
 
     def _note(self, write: Write, size: int) -> None:

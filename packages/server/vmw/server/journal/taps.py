@@ -79,17 +79,11 @@ class PublishTap:
         self._flush()  # its id may be reused: the writes before name the old key
         self._ess.key_removed(key_id, name)
 
-    def data_updated(self, key_id: int, changed: bool) -> None:
-        self._ess.data_updated(key_id, changed)
+    def data_updated(self, key_id: int, changed: bool, data: bytes, time_ns: int) -> None:
+        self._ess.data_updated(key_id, changed, data, time_ns)
         store = self._store
         self._writes.append(
-            (
-                key_id,
-                store.name_of(key_id),
-                store.version_of(key_id),
-                changed,
-                len(store.peek(key_id)[0] or b""),
-            )
+            (key_id, store.name_of(key_id), store.version_of(key_id), changed, len(data))
         )
         if not self._open:
             self._flush()
