@@ -377,8 +377,13 @@ def test_apply_never_takes_a_key_back_nor_writes_version_0() -> None:
 def test_check_many_validates_like_set_many_and_writes_nothing(rec: Recorder) -> None:
     store = VStore(max_value_size=4, listener=rec)
     a = store.add_key("Vehicle.A")
-    checked = store.check_many([Update("Vehicle.A", bytearray(b"ab")), Update(a, b"c")])
-    assert [(k, d) for k, d, _ in checked] == [(a, b"ab"), (a, b"c")]
+    checked = store.check_many(
+        [Update("Vehicle.A", bytearray(b"ab"), time_ns=7), Update(a, b"c", if_version=0)]
+    )
+    assert [tuple(row) for row in checked] == [(a, b"ab", None, 7), (a, b"c", 0, None)]
+    assert all(type(row[1]) is bytes for row in checked)
+    plain = [(a, b"d", None, 8), (a, b"e", None, None)]  # a provider's batch: by id, bytes
+    assert store.check_many(plain) == plain
     with pytest.raises(ValueTooLargeError) as err:
         store.check_many([Update(a, b"ok"), Update(a, b"12345")])
     assert err.value.index == 1

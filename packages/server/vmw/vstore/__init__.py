@@ -21,6 +21,7 @@ from vmw.vstore.errors import (
 from vmw.vstore.keys import MAX_KEY_ID, MAX_KEY_NAME_BYTES, KeyRegistry, check_key_name
 from vmw.vstore.store import (
     DEFAULT_MAX_VALUE_SIZE,
+    CheckedRow,
     Entry,
     SetResult,
     StoreListener,
@@ -34,6 +35,7 @@ __all__ = [
     "DEFAULT_MAX_VALUE_SIZE",
     "MAX_KEY_ID",
     "MAX_KEY_NAME_BYTES",
+    "CheckedRow",
     "Entry",
     "InvalidKeyNameError",
     "InvalidValueError",

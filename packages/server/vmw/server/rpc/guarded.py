@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 from typing import Final
 
 from vmw.proto.vstore.v1 import vstore_pb2
@@ -20,7 +21,7 @@ from vmw.server.cluster.node import ClusterNode
 from vmw.server.errors import InvalidRequestError, UnavailableError
 from vmw.server.rpc import convert
 from vmw.server.writes import Writes
-from vmw.vstore import SetResult, Update, VStore
+from vmw.vstore import CheckedRow, SetResult, Update, VStore
 
 __all__ = ["guarded_set"]
 
@@ -58,8 +59,7 @@ async def guarded_set(
     checked = store.check_many(updates)  # a malformed batch fails before anything
     if node is None:
         if if_head != write_path.head():
-            current = [(key_id, store.version_of(key_id)) for key_id, _, _ in checked]
-            return convert.head_conflict_response(current, write_path.head())
+            return convert.head_conflict_response(_current(store, checked), write_path.head())
         with write_path.writing(app):
             written = store.set_many(updates)
         return convert.set_response(written, head=write_path.head())
@@ -67,7 +67,7 @@ async def guarded_set(
     results: list[SetResult] = []
     versions: dict[int, int] = {}
     now = time.time_ns()
-    for key_id, data, (_, _, if_version, time_ns) in checked:
+    for key_id, data, if_version, time_ns in checked:
         version = versions.get(key_id, store.version_of(key_id))
         if if_version is not None and if_version != version:
             results.append(SetResult(key_id, version, conflict=True))
@@ -82,14 +82,17 @@ async def guarded_set(
     try:
         won = await node.propose(writes, wanted)
     except GuardRefusal as refusal:
-        current = [(key_id, store.version_of(key_id)) for key_id, _, _ in checked]
-        return convert.head_conflict_response(current, refusal.head.hex())
+        return convert.head_conflict_response(_current(store, checked), refusal.head.hex())
     except TimeoutError:
         raise UnavailableError(
             "the guarded write was not decided in time; read the head and the keys to see "
             "whether it was applied"
         ) from None
     if not won:
-        current = [(key_id, store.version_of(key_id)) for key_id, _, _ in checked]
-        return convert.head_conflict_response(current, write_path.head())
+        return convert.head_conflict_response(_current(store, checked), write_path.head())
     return convert.set_response(results, head=write_path.head())
+
+
+def _current(store: VStore, checked: Sequence[CheckedRow]) -> list[tuple[int, int]]:
+    """``(key id, its version now)`` per update of the batch: a refusal's answer."""
+    return [(row[0], store.version_of(row[0])) for row in checked]
