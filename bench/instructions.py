@@ -78,7 +78,7 @@ def own(apps: int, size: int, rounds: int) -> tuple[Step, int]:
     def step(n: int) -> None:
         store.write_many(publishes[n])
         for app, encoder in zip(names, encoders, strict=True):
-            encoder.messages(ess.drain(app, 500), 4_000_000)
+            encoder.messages(ess.drain_raw(app, 500), 4_000_000)
 
     return step, apps * size
 
@@ -138,7 +138,7 @@ def kuksa(rounds: int) -> tuple[Step, int]:
         rows = reader.rows(published)
         assert rows is not None
         store.write_many(rows)
-        batches: list[list[Update]] = cut(ess.drain("kuksa", 500), last)
+        batches: list[list[Update]] = cut(ess.drain_raw("kuksa", 500), last)
         for batch in batches:
             entries.encode(batch)
 

@@ -7,6 +7,7 @@ import itertools
 import pytest
 from vmw.ess import (
     BudgetExceededError,
+    DataRow,
     DataUpdated,
     DropCounts,
     DropReason,
@@ -346,10 +347,10 @@ def test_the_drop_rule_holds_when_pressure_comes_after_events_were_queued_withou
     )
 
     def drain(count: int) -> list[tuple[int, int, bytes | None]]:
-        out: list[DataUpdated] = []
+        out: list[DataRow] = []
         q.pop_into(out, count)
         q.check()
-        return [(e.key, e.seq, e.data) for e in out]
+        return [(key, seq, data) for key, seq, _, data, _ in out]
 
     for round_ in range(2):  # the second time round, after the queue emptied
         for key, seq in ((1, 1), (2, 1), (1, 2), (3, 1)):
@@ -387,9 +388,9 @@ def test_purge_takes_a_keys_events_from_a_calm_queue_and_from_a_pressed_one() ->
     assert (len(q), q.tracked_keys(), budget.free) == (0, set(), 100)  # calm again
     q.check()
     q.push(4, 1, 0, b"v")
-    out: list[DataUpdated] = []
+    out: list[DataRow] = []
     q.pop_into(out, 1)
-    assert [(e.key, e.seq) for e in out] == [(4, 1)]
+    assert out == [(4, 1, 0, b"v", 0)]
 
 
 def test_full_queue_without_an_event_of_the_key_loses_the_new_event() -> None:
@@ -651,6 +652,43 @@ def test_an_idle_queue_gives_its_share_to_the_others() -> None:
     for i in range(50):
         s.store.set(TEMP, b"%d" % i)
     assert len(s.data("a", 50)) == 50
+
+
+def test_drain_raw_hands_out_what_drain_does_with_each_data_event_a_plain_tuple() -> None:
+    """The server's streams drain with drain_raw: the same events in the same order
+    and the same batches, each data event the tuple of a DataUpdated's fields."""
+    systems = System(), System()
+    for s in systems:
+        s.app("a", sub(WINDOW, 2), sub(TEMP, 1), sub(SPEED, 0, Trigger.ON_UPDATE))
+        s.store.set(WINDOW, b"w")
+        s.store.add_key("Vehicle.Later")
+        s.store.set(TEMP, b"t")
+        s.store.set(SPEED, b"s")
+        s.store.set(SPEED, b"s")  # unchanged: no value
+    typed, raw = systems
+    drained: list[object] = []
+    for _ in range(3):
+        events = typed.ess.drain("a", 2)
+        rows = raw.ess.drain_raw("a", 2)
+        assert rows == events
+        assert [type(e) for e in events] == [
+            DataUpdated if type(r) is tuple else type(r) for r in rows
+        ]
+        drained += rows
+    later = raw.store.id_of("Vehicle.Later")
+    assert drained == [
+        KeyAdded(later or 0, "Vehicle.Later"),
+        (raw.speed, 1, 102, b"s", 0),
+        (raw.speed, 2, 103, None, 0),  # unchanged: no value
+        (raw.temp, 1, 101, b"t", 1),
+        (raw.window, 1, 100, b"w", 2),
+    ]
+    assert typed.ess.pending("a") == raw.ess.pending("a") == 0
+    assert raw.ess.drain_raw("a", 10) == []
+    with pytest.raises(NotReadingEventsError):
+        raw.ess.drain_raw("ghost", 10)
+    with pytest.raises(ValueError, match="max_events"):
+        raw.ess.drain_raw("a", 0)
 
 
 def test_drain_of_an_app_without_a_stream_is_refused() -> None:

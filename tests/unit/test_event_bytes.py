@@ -67,12 +67,19 @@ def _parsed(message: bytes) -> ess_pb2.EventBatch:
 
 @given(st.lists(_EVENTS, min_size=1, max_size=3))
 def test_each_batch_is_protobufs_own_bytes(batches: list[list[Event]]) -> None:
+    """And the same bytes when each data event is the plain tuple of its fields,
+    as the server's streams drain them (``drain_raw``)."""
     encoder = EventBytes()  # one per stream: its caches carry from batch to batch
+    raw_encoder = EventBytes()
     for events in batches:
         [message] = encoder.messages(events, 1 << 30)
         built = event_batch(events)
         assert message == built.SerializeToString()
         assert _parsed(message) == built
+        raw = [tuple(e) if isinstance(e, DataUpdated) else e for e in events]
+        assert all(type(e) is tuple for e in raw if isinstance(e, tuple))
+        assert raw_encoder.messages(raw, 1 << 30) == [message]
+        assert event_batch(raw) == built
 
 
 @given(st.lists(_DATA, min_size=2, max_size=40), st.integers(1, 8))

@@ -32,6 +32,7 @@ def test_a_batch_is_cut_where_a_key_repeats_and_each_update_carries_a_value(
     last: dict[int, bytes | None] = dict(first)
     known: dict[int, bytes | None] = dict(first)
     for events in drains:
+        before_drain = dict(last)
         responses = cut(events, last)
         data = [e for e in events if type(e) is DataUpdated]
         assert [u for r in responses for u in r] == [
@@ -43,6 +44,10 @@ def test_a_batch_is_cut_where_a_key_repeats_and_each_update_carries_a_value(
             assert after[0][0] in {key for key, _, _ in before}  # cut only where needed
         assert all(responses)
         assert last == known
+        # The same cut when each data event is the plain tuple of its fields, as
+        # the server's streams drain them (drain_raw).
+        raw = [tuple(e) if isinstance(e, DataUpdated) else e for e in events]
+        assert cut(raw, dict(before_drain)) == responses
 
 
 def _carried(known: dict[int, bytes | None], e: DataUpdated) -> bytes | None:

@@ -27,6 +27,7 @@ from vmw.ess.errors import (
     NotReadingEventsError,
 )
 from vmw.ess.events import (
+    DataRow,
     DataUpdated,
     DropReason,
     Event,
@@ -38,6 +39,7 @@ from vmw.ess.events import (
     LifecycleEvent,
     ProviderBack,
     ProviderGone,
+    RawEvent,
     ResyncRequired,
     Status,
     Trigger,
@@ -76,6 +78,7 @@ __all__ = [
     "AppStats",
     "BudgetExceededError",
     "CreditScheduler",
+    "DataRow",
     "DataUpdated",
     "DropCounts",
     "DropReason",
@@ -99,6 +102,7 @@ __all__ = [
     "ProviderPresence",
     "QueueConfig",
     "QueueStats",
+    "RawEvent",
     "ReadPolicy",
     "RegisterResult",
     "ResyncRequired",

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from vmw.ess.events import Event, LifecycleEvent, ResyncRequired
+from vmw.ess.events import LifecycleEvent, RawEvent, ResyncRequired
 
 __all__ = ["LifecycleBuffer"]
 
@@ -57,7 +57,7 @@ class LifecycleBuffer:
             self.lost += len(self._events)
             self._events.clear()
 
-    def drain_into(self, out: list[Event], room: int) -> None:
+    def drain_into(self, out: list[RawEvent], room: int) -> None:
         """Move up to ``room`` events to ``out``: the resync flag first, if owed."""
         if room <= 0:
             return

@@ -1,6 +1,7 @@
 """One bounded event queue of one app, with the ADR's drop-oldest-per-key rule.
 
-The queue holds ``DataUpdated`` events in arrival order. When an event meets
+The queue holds data events in arrival order, each as a plain tuple of a
+``DataUpdated``'s fields (``DataRow``). When an event meets
 a full queue, the oldest queued event *of the same key* is removed and the new
 one appended; if the queue holds no event of that key, the new event is lost.
 Every removal is reported through the ``on_drop`` callback.
@@ -42,13 +43,12 @@ the shared part of the global event budget is exhausted (see
 
 from __future__ import annotations
 
-import functools
 import itertools
 from collections import OrderedDict, deque
 from collections.abc import Callable
 
 from vmw.ess.budget import EventBudget
-from vmw.ess.events import DataUpdated, DropReason
+from vmw.ess.events import DataRow, DataUpdated, DropReason, as_data_updated
 from vmw.ess.stats import QueueStats
 
 __all__ = ["DropCallback", "EventQueue"]
@@ -56,17 +56,9 @@ __all__ = ["DropCallback", "EventQueue"]
 DropCallback = Callable[[int, int, int, DropReason], None]
 """``on_drop(key, seq, queue, reason)``."""
 
-_Entry = tuple[int, int, int, bytes | None, int]
-"""A queued event: the fields of DataUpdated as a plain tuple. The typed event
-is made from it only when it is drained, so an evicted event never pays for it."""
-
-_as_event = tuple.__new__  # DataUpdated from an _Entry, without the Python-level __new__
-_as_data_updated = functools.partial(tuple.__new__, DataUpdated)
-"""The same, for ``map`` over a queue."""
-
 
 class EventQueue:
-    """A bounded FIFO of ``DataUpdated`` events for one app and queue number."""
+    """A bounded FIFO of data events (``DataRow``) for one app and queue number."""
 
     __slots__ = (
         "_budget",
@@ -101,9 +93,9 @@ class EventQueue:
         self._budget = budget
         self._on_drop = on_drop
         # The events in the calm form; empty while pressed.
-        self._calm: deque[_Entry] = deque()
+        self._calm: deque[DataRow] = deque()
         # The events in the pressed form; empty while calm.
-        self._events: OrderedDict[int, _Entry] = OrderedDict()
+        self._events: OrderedDict[int, DataRow] = OrderedDict()
         # Pressed: key -> tokens of that key's queued events, oldest first; a key's
         # deque stays (possibly empty) until purge(key) or the queue empties, so the
         # push path rarely allocates. None: calm.
@@ -177,8 +169,9 @@ class EventQueue:
         index.append(token)
         return True
 
-    def pop_into(self, out: list[DataUpdated], count: int) -> None:
-        """Move the ``count`` oldest events to ``out``. O(count).
+    def pop_into(self, out: list[DataRow], count: int) -> None:
+        """Move the ``count`` oldest events to ``out``, as the plain tuples they are
+        queued as. O(count).
 
         Raises:
             IndexError or KeyError: fewer than ``count`` events are queued.
@@ -192,19 +185,19 @@ class EventQueue:
         append = out.append
         if index is None:
             calm = self._calm
-            if count == n:  # the whole queue, the common drain: one C-level pass
-                out += map(_as_data_updated, calm)
+            if count == n:  # the whole queue, the common drain: one C-level copy
+                out += calm
                 calm.clear()
             else:
                 popleft = calm.popleft
                 for _ in range(count):
-                    append(_as_event(DataUpdated, popleft()))
+                    append(popleft())
         else:
             popitem = self._events.popitem
             for _ in range(count):
                 entry = popitem(last=False)[1]
                 index[entry[0]].popleft()
-                append(_as_event(DataUpdated, entry))
+                append(entry)
             if count == n:  # empty: no pressure left
                 self._index = None
         self._return_over(over_before)
@@ -233,11 +226,11 @@ class EventQueue:
         """
         if self._index is None:
             calm = self._calm
-            kept: list[_Entry] = []
+            kept: list[DataRow] = []
             removed: list[DataUpdated] = []
             for entry in calm:
                 if entry[0] == key:
-                    removed.append(_as_event(DataUpdated, entry))
+                    removed.append(as_data_updated(entry))
                 else:
                     kept.append(entry)
             if not removed:
@@ -254,7 +247,7 @@ class EventQueue:
             return []
         self._note_peak()
         over_before = len(self._events) - self.min_length
-        removed = [_as_event(DataUpdated, self._events.pop(token)) for token in index]
+        removed = [as_data_updated(self._events.pop(token)) for token in index]
         if not self._events:  # empty: no pressure left
             self._index = None
         self.discarded += len(removed)
@@ -266,7 +259,7 @@ class EventQueue:
         self._note_peak()
         over_before = len(self) - self.min_length
         entries = self._calm if self._index is None else self._events.values()
-        removed = [_as_event(DataUpdated, e) for e in entries]
+        removed = [as_data_updated(e) for e in entries]
         self.discarded += len(removed)
         self._calm.clear()
         self._events.clear()

@@ -38,6 +38,7 @@ from vmw.ess.budget import EventBudget
 from vmw.ess.config import QUEUE_COUNT, QueueConfig, effective_queue_configs
 from vmw.ess.errors import BudgetExceededError, NotReadingEventsError
 from vmw.ess.events import (
+    DataRow,
     DataUpdated,
     DropReason,
     Event,
@@ -46,7 +47,9 @@ from vmw.ess.events import (
     LifecycleEvent,
     ProviderBack,
     ProviderGone,
+    RawEvent,
     Status,
+    as_data_updated,
 )
 from vmw.ess.health import StaleNotice, StaleTracker
 from vmw.ess.lifecycle import LifecycleBuffer
@@ -494,12 +497,21 @@ class EventSubSystem:
             ValueError: ``max_events`` < 1.
         Complexity: O(returned events).
         """
+        return [
+            as_data_updated(e) if isinstance(e, tuple) else e
+            for e in self.drain_raw(app, max_events)
+        ]
+
+    def drain_raw(self, app: str, max_events: int) -> list[RawEvent]:
+        """:meth:`drain`, with each data event the plain tuple it was queued as
+        (``DataRow``: the same fields in the same order), for the streams that
+        encode it at once. Same order, same errors."""
         if max_events < 1:
             raise ValueError(f"max_events must be >= 1, got {max_events}")
         state = self._apps.get(app)
         if state is None:
             raise NotReadingEventsError(app)
-        out: list[Event] = []
+        out: list[RawEvent] = []
         if state.lifecycle.lost:  # a resync: stale keys are told again after it
             self._stale.forget_app(app)
         state.lifecycle.drain_into(out, max_events)
@@ -507,11 +519,11 @@ class EventSubSystem:
         if room:
             queues = state.queues
             counts = state.scheduler.allocate(room, [len(q) for q in queues])
-            data_out: list[DataUpdated] = []
+            data_out: list[DataRow] = []
             for q, count in zip(queues, counts, strict=True):
                 if count:
                     q.pop_into(data_out, count)
-            out.extend(data_out)
+            out += data_out
         return out
 
     def pending(self, app: str) -> int:

@@ -38,7 +38,7 @@ from contextlib import asynccontextmanager
 from typing import Final
 
 from vmw.contract.journal.records import Kind
-from vmw.ess import Event, EventSubSystem, QueueConfig
+from vmw.ess import EventSubSystem, QueueConfig, RawEvent
 from vmw.server.access import Access, Caller
 from vmw.server.auth.scopes import ALL, Grants
 from vmw.server.config import StreamSettings
@@ -188,8 +188,9 @@ class Session:
     def app(self) -> str:
         return self.stream.app
 
-    async def batches(self) -> AsyncIterator[list[Event]]:
-        """The delivery loop: each drained batch, until the middleware ends the stream.
+    async def batches(self) -> AsyncIterator[list[RawEvent]]:
+        """The delivery loop: each drained batch (``drain_raw``: a data event is the
+        plain tuple of its fields), until the middleware ends the stream.
 
         The caller writes each batch before asking for the next (and counts the
         messages it wrote in the window with ``stream.window.sent``); the batch
@@ -223,7 +224,7 @@ class Session:
                 await asyncio.sleep(wait)
                 if not ess.pending(app):
                     continue  # deregistered meanwhile, or the stream ended
-            events = ess.drain(app, batch_max)
+            events = ess.drain_raw(app, batch_max)
             yield events
             if journal is not None:
                 record_delivered(journal, app, events)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from vmw.contract.journal.records import Kind
-from vmw.ess import DataUpdated, DropReason, Event, EventSubSystem
+from vmw.ess import DropReason, Event, EventSubSystem, RawEvent
 from vmw.server.journal.writer import Journal
 from vmw.vstore import VStore
 
@@ -104,9 +104,10 @@ class PublishTap:
         )
 
 
-def record_delivered(journal: Journal, app: str, events: Sequence[Event]) -> None:
-    """One ``delivered_batch`` record for the data events of a batch handed to ``app``."""
-    data = [e for e in events if type(e) is DataUpdated]
+def record_delivered(journal: Journal, app: str, events: Sequence[Event | RawEvent]) -> None:
+    """One ``delivered_batch`` record for the data events of a batch handed to ``app``
+    (each a ``DataUpdated`` or the plain tuple of its fields)."""
+    data = [e for e in events if isinstance(e, tuple)]
     if not data:
         return
     key_ids, seqs, times, _, queues = zip(*data, strict=True)

@@ -12,7 +12,9 @@ event a KUKSA subscriber is sent.
 
 from __future__ import annotations
 
-from vmw.ess import DataUpdated, Event
+from collections.abc import Sequence
+
+from vmw.ess import Event, RawEvent
 
 __all__ = ["Update", "cut"]
 
@@ -20,14 +22,14 @@ Update = tuple[int, bytes | None, int]
 """``(key id, value bytes, write time in ns)``."""
 
 
-def cut(events: list[Event], last: dict[int, bytes | None]) -> list[list[Update]]:
+def cut(events: Sequence[Event | RawEvent], last: dict[int, bytes | None]) -> list[list[Update]]:
     """``events`` as the updates of KUKSA responses, in delivery order, each key at
     most once in one; ``last`` (key id -> its last value sent) is kept up to date."""
     batches: list[list[Update]] = []
     batch: list[Update] = []
     seen: set[int] = set()
     for e in events:
-        if type(e) is not DataUpdated:
+        if not isinstance(e, tuple):  # a data event is a DataUpdated or its fields' tuple
             continue
         key, _, time_ns, data, _ = e  # unpacked: a third of the cost of the attributes
         if data is None:

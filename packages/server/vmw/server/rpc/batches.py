@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from vmw.ess import DataUpdated, Event
+from vmw.ess import Event, RawEvent
 from vmw.server.rpc.convert import event_batch
 from vmw.server.wire import ONE_BYTE, short_heads, varint
 
@@ -86,10 +86,11 @@ class EventBytes:
         self._time = -1
         self._time_field = b""
 
-    def messages(self, events: Sequence[Event], max_bytes: int) -> list[bytes]:
+    def messages(self, events: Sequence[Event | RawEvent], max_bytes: int) -> list[bytes]:
         """``events`` in order, in messages of at most ``max_bytes`` each (an event
         bigger than that alone in its own: the settings keep the message limit
-        above the value limit, so it does not happen)."""
+        above the value limit, so it does not happen). A data event may be a
+        ``DataUpdated`` or the plain tuple of its fields (``drain_raw``)."""
         out: list[bytes] = []
         pieces: list[bytes] = []
         room = max_bytes  # what the message being put together can still take
@@ -97,10 +98,10 @@ class EventBytes:
         time, time_field = self._time, self._time_field
         time_size = len(time_field)
         # The tables as locals: read for every event.
-        data_updated, one_byte, continued = DataUpdated, ONE_BYTE, _CONTINUED
+        one_byte, continued = ONE_BYTE, _CONTINUED
         heads, data_heads = _HEADS, _DATA_HEADS
         for e in events:
-            if type(e) is data_updated:
+            if isinstance(e, tuple):  # a data event
                 key, seq, time_ns, data, queue = e
                 try:
                     head, high, seq_rest, fixed = keys[key]

@@ -10,7 +10,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from vmw.ess import (
-    DataUpdated,
     Event,
     KeyAdded,
     KeyFresh,
@@ -19,6 +18,7 @@ from vmw.ess import (
     ProviderBack,
     ProviderGone,
     QueueConfig,
+    RawEvent,
     RegisterResult,
     ResyncRequired,
     Status,
@@ -107,7 +107,7 @@ def started_batch(
     return ess_pb2.EventBatch(events=[ess_pb2.Event(started=started)])
 
 
-def event_batch(events: Sequence[Event]) -> ess_pb2.EventBatch:
+def event_batch(events: Sequence[Event | RawEvent]) -> ess_pb2.EventBatch:
     """One EventBatch of drained events. The delivery hot path.
 
     Built in place (``events.add()`` and field assignment): about a third of
@@ -117,7 +117,7 @@ def event_batch(events: Sequence[Event]) -> ess_pb2.EventBatch:
     batch = ess_pb2.EventBatch()
     add = batch.events.add
     for e in events:
-        if type(e) is DataUpdated:
+        if isinstance(e, tuple):  # a DataUpdated, or the plain tuple of its fields
             key, seq, time_ns, data, queue = e
             d = add().data_updated
             d.key = key
