@@ -93,6 +93,39 @@ def test_a_response_parses_to_the_message_built_field_by_field(
     assert sorted(got.entries) == sorted(keys[k][0] for k, _, _ in batch)
 
 
+@given(
+    st.lists(
+        st.lists(st.tuples(st.integers(1, 4), _stored(), _TIMES), max_size=6).map(
+            lambda batch: list({key: (key, data, t) for key, data, t in batch}.values())
+        ),
+        min_size=2,
+        max_size=5,
+    )
+)
+def test_a_streams_responses_stay_right_as_its_keys_come_again_with_other_times(
+    batches: list[list[tuple[int, bytes | None, int]]],
+) -> None:
+    """One stream's encoder across responses (what it keeps of a key carries from
+    one to the next): a key written again, with a timestamp of another length or
+    a value of another width, still parses to the message built field by field."""
+    names = {1: "Vehicle.F", 2: "Vehicle.D", 3: "Vehicle.Opaque", 4: "V" * 120}
+    signals = {
+        "Vehicle.F": _signal("float"),
+        "Vehicle.D": _signal("double"),
+        "Vehicle.Opaque": None,
+        "V" * 120: _signal("float"),
+    }
+    keys: dict[int, tuple[str | int, Signal | None]] = {
+        key_id: (name, signals[name]) for key_id, name in names.items()
+    }
+    entries = Entries(
+        val_pb2.SubscribeResponse, by_name=True, name_of=names.get, signal_of=signals.get
+    )
+    for batch in batches:
+        got = val_pb2.SubscribeResponse.FromString(entries.encode(batch))
+        assert _same(got, _expected(val_pb2.SubscribeResponse, batch, keys))
+
+
 @given(st.floats(width=32), st.floats(), st.integers(0, 2**64 - 1))
 def test_a_float_in_its_own_width_is_spliced_bit_for_bit(
     single: float, double: float, time_ns: int
