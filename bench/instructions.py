@@ -103,6 +103,7 @@ def kuksa(rounds: int) -> tuple[Step, int]:
     from vmw.server.kuksa import ingest
     from vmw.server.kuksa.cut import Update, cut
     from vmw.server.kuksa.entries import Entries
+    from vmw.server.signals import Signals
     from vmw.vss import Signal
     from vmw.vstore import VStore
 
@@ -111,9 +112,13 @@ def kuksa(rounds: int) -> tuple[Step, int]:
     ess = EventSubSystem(store, event_budget=100_000)
     store.set_listener(ess)
     names = [f"Vehicle.Bench.S{i}" for i in range(KEYS)]
-    ids = [store.add_key(name) for name in names]
-    signal = Signal(name="Vehicle.Bench", type="sensor", datatype="float", min=-1e6, max=1e6)
-    signals = dict.fromkeys(names, signal)
+    # As ``serve --vss`` wires them (``bench.kuksa``'s catalog, with a range): every
+    # key a float signal, its value check in the V-Store.
+    signals = Signals(
+        Signal(name=name, type="sensor", datatype="float", min=-1e6, max=1e6) for name in names
+    )
+    signals.install(store)
+    ids = store.add_keys(names)  # added by install: their ids
     ess.open_stream("kuksa", [QueueConfig(0, 10, 1000)])
     ess.register("kuksa", [SubscriptionRequest(name, 0, Trigger.ON_UPDATE) for name in names])
     ess.drain("kuksa", 1000)

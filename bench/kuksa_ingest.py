@@ -15,7 +15,9 @@ sends them. Per value, the fastest of several repeats of a timed batch:
   ``convert.source_time``);
 * the reader: ``vmw.server.kuksa.ingest`` (``parse`` and ``FloatRows.rows``).
 
-Nothing is written to the store (the write is the same either way).
+Nothing is written to the store: the write is the same either way, and with it
+the V-Store's value check of each signal, which judges the range (the general
+way's ``to_store`` judges it too; the reader leaves it to the check).
 """
 
 from __future__ import annotations

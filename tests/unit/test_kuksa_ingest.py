@@ -1,13 +1,15 @@
 """A KUKSA provider's publish of floats read without a message per value
 (``vmw.server.kuksa.ingest``).
 
-Where it answers at all, the reader must agree with decoding the request as
-``PublishValuesRequest`` and writing it through the general code
-(``convert.to_store``, ``convert.source_time``): the same ids, stored bytes and
-times, and no value the general code would refuse. Where it does not answer
-(None), the servicer takes that way; so the tests also hold the reader to
-answering for the shape providers send most: floats and doubles, with or
-without a timestamp, to keys that take them.
+Where it answers at all, the reader and the V-Store's value check of each
+signal (which judges the range, as the servicer's ``write_many`` does) must
+agree with decoding the request as ``PublishValuesRequest`` and writing it
+through the general code (``convert.to_store``, ``convert.source_time``): the
+same ids, stored bytes and times, and no value the general code would refuse.
+Where either does not answer (None, or a refusal), the servicer takes that
+way; so the tests also hold the reader to answering for the shape providers
+send most: floats and doubles, with or without a timestamp, to keys that take
+them.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from vmw.proto.kuksa.val.v2 import val_pb2 as v2
 from vmw.server.kuksa import convert
 from vmw.server.kuksa.ingest import PUBLISH_BYTES, FloatRows, parse
 from vmw.server.kuksa.v2 import provider_request
+from vmw.server.signals import Signals, value_check
 from vmw.vss import Signal
-from vmw.vstore import VStore
+from vmw.vstore import InvalidValueError, UpdateRow, VStore
 
 _NAMES = {1: "Vehicle.A", 2: "Vehicle.B", 3: "Vehicle.C", 40: "Vehicle.D", 2**31 - 1: "Vehicle.E"}
 _IDS = st.sampled_from([*_NAMES, 99])  # 99: no such key
@@ -104,14 +107,29 @@ def _request(request_id: int, points: dict[int, t2.Datapoint]) -> bytes:
     ).SerializeToString()
 
 
+def _judged(rows: list[UpdateRow] | None, signals: dict[str, Signal | None]) -> bool:
+    """Whether the servicer writes ``rows`` as they are: the reader answered, and
+    the V-Store's value check of each typed key (its range) passes every value."""
+    if rows is None:
+        return False
+    for key_id, data, _, _ in rows:
+        assert isinstance(key_id, int) and isinstance(data, bytes)
+        signal = signals.get(_NAMES[key_id])
+        check = None if signal is None else value_check(signal)
+        if check is not None and check(data) is not None:
+            return False
+    return True
+
+
 def _rows(raw: bytes, signals: dict[str, Signal | None]) -> list[tuple[object, ...]] | None:
-    """The reader's rows of ``raw`` (None: left to the general way), checked against
-    what the general way makes of the same bytes wherever the reader answers."""
+    """The rows of ``raw`` the servicer writes as they are (None: left to the general
+    way), checked against what the general way makes of the same bytes wherever
+    the reader and the value checks answer."""
     published = parse(raw)
     if published is None:
         return None
     rows = FloatRows(_NAMES.get, signals.get, _NO_CHANGE).rows(published)
-    if rows is None:
+    if rows is None or not _judged(rows, signals):
         return None
     message = v2.OpenProviderStreamRequest.FromString(raw)  # it decodes: the rows say so
     publish = message.publish_values_request
@@ -282,7 +300,7 @@ def test_a_signal_that_changes_is_judged_anew() -> None:
     def taken(value: t2.Value) -> bool:
         published = parse(_request(1, {1: t2.Datapoint(value=value)}))
         assert published is not None
-        return reader.rows(published) is not None
+        return _judged(reader.rows(published), signals)
 
     assert not taken(t2.Value(float=50.0))
     assert taken(t2.Value(double=50.0))
@@ -297,26 +315,40 @@ def test_a_signal_that_changes_is_judged_anew() -> None:
 
 
 def test_an_id_a_removed_key_left_is_judged_by_the_key_that_has_it_now() -> None:
-    """Through the V-Store, as the server wires it: a key removed, its id handed to a
-    new key of another signal; the reader must not judge by the old key's rule."""
+    """Through the V-Store, as the server wires it (each signal's value check by
+    name, the rows written with ``write_many``): a key removed, its id handed to a
+    new key of another signal; neither the reader nor the check may judge by the
+    old key's rule."""
     store = VStore()
     signals: dict[str, Signal | None] = {
-        "Vehicle.Wide": Signal(name="Vehicle.Wide", type="sensor", datatype="float"),
+        "Vehicle.Wide": Signal(name="Vehicle.Wide", type="sensor", datatype="double"),
         "Vehicle.Narrow": Signal(name="Vehicle.Narrow", type="sensor", datatype="float", max=10),
     }
+    Signals(s for s in signals.values() if s is not None).install(store)
+    store.remove_key("Vehicle.Narrow")
     reader = FloatRows(store.name_of, signals.get, lambda: store.removals)
-    key_id = store.add_key("Vehicle.Wide")
+    key_id = store.id_of("Vehicle.Wide")
+    assert key_id is not None
 
-    def taken(value: float) -> bool:
-        published = parse(_request(1, {key_id: t2.Datapoint(value=t2.Value(float=value))}))
+    def taken(value: t2.Value) -> bool:
+        published = parse(_request(1, {key_id: t2.Datapoint(value=value)}))
         assert published is not None
-        return reader.rows(published) is not None
+        rows = reader.rows(published)
+        if rows is None:
+            return False
+        try:
+            store.write_many(rows)
+        except InvalidValueError:
+            return False
+        return True
 
-    assert taken(50.0)
+    assert taken(t2.Value(double=50.0))
+    assert not taken(t2.Value(float=5.0))  # a float for a double signal: the general way's
     store.remove_key("Vehicle.Wide")
     assert store.add_key("Vehicle.Narrow") == key_id  # the id is handed on
-    assert not taken(50.0)  # Narrow's max is 10: the general way refuses it, named
-    assert taken(5.0)
+    assert not taken(t2.Value(double=5.0))  # Narrow is a float signal: not Wide's rule
+    assert not taken(t2.Value(float=50.0))  # Narrow's max is 10: the general way refuses it
+    assert taken(t2.Value(float=5.0))
 
 
 # Requests crafted to look canonical to the second schema while protobuf reads them

@@ -23,13 +23,19 @@ protobuf encodes it (a field of a map entry twice, an id twice, an unknown
 field). :meth:`FloatRows.rows` returns None where a ``Datapoint``'s bytes are
 anything but a timestamp's field (of a time protobuf's way would take) and a
 float's or double's value field, and where a signal would be refused or needs
-its full rules (an id of no key, a value outside the range
-:func:`vmw.vss.float_bounds` gives, a ``double`` written to a ``float``
-signal). Bytes that do not decode as a ``Datapoint`` are among the first.
-The servicer then decodes the request as ``PublishValuesRequest`` and writes
-it through the general code (:mod:`vmw.server.kuksa.v2`): one definition of
-every refusal. Tests hold the two ways to the same rows, byte for byte, in
-both builds, and the reader to never taking bytes that protobuf refuses.
+its full rules (an id of no key, a signal :func:`vmw.vss.float_bounds`
+gives no range, a ``double`` written to a ``float`` signal). Bytes that do
+not decode as a ``Datapoint`` are among the first. The servicer then decodes
+the request as ``PublishValuesRequest`` and writes it through the general code
+(:mod:`vmw.server.kuksa.v2`): one definition of every refusal. A typed key's
+range is not judged here but by the V-Store's value check of its signal
+(:func:`vmw.server.signals.value_check`, which every catalog signal has from
+the start): the servicer writes the rows with
+:meth:`~vmw.vstore.VStore.write_many`, which refuses a batch with a value out
+of range as a whole, and then takes the general code's way too. Tests hold
+the two ways (the reader and the value check; the general code) to the same
+rows, byte for byte, in both builds, and the reader to never taking bytes
+that protobuf refuses.
 
 ``python -m bench.kuksa_ingest`` times both ways on a publish of 84 floats
 with one timestamp, beside protobuf's decode of the same request alone.
@@ -39,7 +45,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Mapping
-from typing import Any, Final, TypeAlias
+from typing import Any, Final
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError
@@ -105,8 +111,6 @@ _DOUBLE_PREFIX: Final = bytes((DOUBLE_TAG,))
 _FLOAT: Final = "float"
 _DOUBLE: Final = "double"
 
-_Rule: TypeAlias = tuple[str, float, float]
-
 
 class Published:
     """A publish as :func:`parse` read it: its request's bytes (for protobuf's way,
@@ -145,9 +149,15 @@ def parse(raw: bytes) -> Published | None:
 
 class FloatRows:
     """The store's rows of a :class:`Published`, where every value is a float or
-    double laid out as protobuf writes it and its signal takes it at a glance: a
-    known key, a number within :func:`vmw.vss.float_bounds` of its signal (an
-    opaque key: any number but a NaN, stored in the wire's kind).
+    double laid out as protobuf writes it and its key takes that kind at a
+    glance: a known key of a ``float`` or ``double`` signal that
+    :func:`vmw.vss.float_bounds` gives a range, its number in the signal's own
+    width (an opaque key: any number but a NaN, stored in the wire's kind).
+    Whether the number is within the range is the V-Store's value check's to
+    say, as it is for every other write path: the rows go to
+    :meth:`~vmw.vstore.VStore.write_many`, which refuses them as a whole when
+    one is not, nothing written (one judge of the range, where the reader
+    used to compare each number with the bounds too).
 
     ``name_of`` gives a key id's name and ``signal_of`` a name's signal; each
     id's rule is kept, and ``generation`` must change whenever an id may name
@@ -169,9 +179,8 @@ class FloatRows:
         self._signal_of = signal_of
         self._generation = generation
         self._seen = generation()
-        # Per key id: the datatype a number must come in ("": any, an opaque key)
-        # and the bounds it must be within.
-        self._rules: dict[int, _Rule] = {}
+        # Per key id: the datatype a number must come in ("": any, an opaque key).
+        self._rules: dict[int, str] = {}
 
     def rows(self, published: Published) -> list[UpdateRow] | None:
         """The rows to write, or None where a value needs protobuf's way."""
@@ -189,11 +198,9 @@ class FloatRows:
             if size >= 8 and point[size - 8 : size - 4] == _FLOAT_VALUE:
                 datatype, split = _FLOAT, size - 8
                 data = _FLOAT32_PREFIX + point[size - 4 :]
-                number: float = _F32.unpack_from(point, size - 4)[0]
             elif size >= 12 and point[size - 12 : size - 8] == _DOUBLE_VALUE:
                 datatype, split = _DOUBLE, size - 12
                 data = _DOUBLE_PREFIX + point[size - 8 :]
-                number = _F64.unpack_from(point, size - 8)[0]
             else:
                 return None
             # Before the value, a timestamp's field (mostly the last one's) or nothing.
@@ -208,38 +215,41 @@ class FloatRows:
             else:
                 when = None
             try:
-                wanted, low, high = rules[key_id]
+                wanted = rules[key_id]
             except KeyError:
                 rule = self._rule(key_id)
                 if rule is None:
                     return None
-                wanted, low, high = rule
-            if wanted == "":  # an opaque key: stored in the wire's kind, NaN aside
-                if number != number:
-                    return None
-            elif wanted != datatype or not low <= number <= high:
+                wanted = rule
+            # An opaque key ("") takes either kind, stored as it came, but a NaN.
+            if wanted != datatype and (wanted or _is_nan(data)):
                 return None
             out.append((key_id, data, None, when))
         return out
 
-    def _rule(self, key_id: int) -> _Rule | None:
-        """The rule of a key's numbers, kept; None where there is no key or its
-        signal needs its full rules."""
+    def _rule(self, key_id: int) -> str | None:
+        """The datatype a key's numbers must come in ("" for any: an opaque key),
+        kept; None where there is no key or its signal needs its full rules."""
         name = self._name_of(key_id) if key_id > 0 else None
         if name is None:
             return None
         signal = self._signal_of(name)
         if signal is None:
-            rule: _Rule = ("", 0.0, 0.0)
+            rule = ""
+        elif float_bounds(signal) is None:
+            return None
         else:
-            bounds = float_bounds(signal)
-            if bounds is None:
-                return None
-            rule = (signal.datatype, bounds[0], bounds[1])
+            rule = signal.datatype
         if len(self._rules) >= 65536:  # many keys: bounded by a fresh start
             self._rules.clear()
         self._rules[key_id] = rule
         return rule
+
+
+def _is_nan(data: bytes) -> bool:
+    """Whether a stored float or double (its tag, then the number) is a NaN."""
+    number: float = (_F32 if len(data) == 5 else _F64).unpack_from(data, 1)[0]
+    return number != number
 
 
 def _time_ns(field: bytes) -> int:
