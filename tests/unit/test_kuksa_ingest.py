@@ -113,7 +113,8 @@ def _judged(rows: list[UpdateRow] | None, signals: dict[str, Signal | None]) -> 
     if rows is None:
         return False
     for key_id, data, _, _ in rows:
-        assert isinstance(key_id, int) and isinstance(data, bytes)
+        assert isinstance(key_id, int)
+        assert isinstance(data, bytes)
         signal = signals.get(_NAMES[key_id])
         check = None if signal is None else value_check(signal)
         if check is not None and check(data) is not None:
@@ -286,6 +287,35 @@ def test_rows_of_the_common_case_and_each_refusal_left_to_the_general_way() -> N
     assert rows({2: point(t2.Value(float=1.0), -1)}) is None  # before 1970
     assert rows({2: point(t2.Value(float=1.0), 1, 1_000_000_000)}) is None  # nanos too big
     assert rows({2: t2.Datapoint()}) is None  # no value
+
+
+def test_each_value_keeps_its_own_time_where_neighbours_share_or_differ_by_a_byte() -> None:
+    """The reader reads a timestamp once for values that share their bytes before the
+    number: a neighbour whose timestamp differs in one byte only (same length), or
+    whose number is of the other width, is read anew."""
+
+    def point(value: t2.Value, nanos: int) -> t2.Datapoint:
+        p = t2.Datapoint(value=value)
+        p.timestamp.seconds, p.timestamp.nanos = 1_700_000_000, nanos
+        return p
+
+    points = {
+        1: point(t2.Value(float=1.0), 5),
+        2: point(t2.Value(float=2.0), 5),
+        3: point(t2.Value(float=3.0), 6),  # one byte apart from 5
+        40: point(t2.Value(double=4.0), 6),
+        2**31 - 1: point(t2.Value(float=5.0), 5),
+    }
+    rows = _rows(_request(1, points), _OPAQUE)
+    assert rows is not None
+    assert {row[0]: row[3] for row in rows} == {
+        1: 1_700_000_000_000_000_005,
+        2: 1_700_000_000_000_000_005,
+        3: 1_700_000_000_000_000_006,
+        40: 1_700_000_000_000_000_006,
+        2**31 - 1: 1_700_000_000_000_000_005,
+    }
+    assert {row[0]: row[1] for row in rows}[40] == bytes((DOUBLE_TAG,)) + struct.pack("<d", 4.0)
 
 
 def test_a_signal_that_changes_is_judged_anew() -> None:
