@@ -110,15 +110,14 @@ class Entries:
         self._name_of = name_of
         self._signal_of = signal_of
         self._keys: dict[int, _Key] = {}
-        self._time = -1
-        self._timestamp = b""
 
     def encode(self, batch: Iterable[Update]) -> bytes:
         """One response's bytes: an entry per update (each key at most once; a key
         removed since is left out)."""
         pieces: list[bytes] = []
         keys = self._keys
-        time, timestamp = self._time, self._timestamp
+        last = _LAST
+        time, timestamp = last.time, last.field
         for key_id, data, time_ns in batch:
             key = keys.get(key_id)
             if key is None:
@@ -156,7 +155,7 @@ class Entries:
                 body = timestamp + value + data[1:]
                 body = key.field + varint(len(body)) + body
                 pieces.append(_ENTRY + varint(len(body)) + body)
-        self._time, self._timestamp = time, timestamp
+        last.time, last.field = time, timestamp
         return b"".join(pieces)
 
     def _by_protobuf(self, key: _Key, data: bytes | None, time_ns: int) -> bytes:
@@ -166,6 +165,23 @@ class Entries:
         if convert.set_wire(point.value, data, key.signal):
             convert.set_timestamp(point.timestamp, time_ns)
         return response.SerializeToString()
+
+
+class _Timestamp:
+    """A write time and its ``timestamp`` field, as the last response built it."""
+
+    __slots__ = ("field", "time")
+
+    def __init__(self) -> None:
+        self.time = -1
+        self.field = b""
+
+
+_LAST: Final = _Timestamp()
+"""The last time every stream's responses built, shared: the subscribers of one key
+get its writes at the same times, and 100 of them built each time's field anew
+(4% of the server's samples with 100 subscribers at 200 writes/s, py-spy).
+Only the event loop's thread encodes responses."""
 
 
 def _timestamp(time_ns: int) -> bytes:
