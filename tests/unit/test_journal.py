@@ -18,7 +18,9 @@ from vmw.contract.journal.chain import (
     record_hash,
     verify_line,
 )
+from vmw.ess import DataUpdated, KeyAdded, KeyRemoved
 from vmw.server.journal import Journal, JournalReport, Level, OffsetCounter, read_journal, verify
+from vmw.server.journal.taps import record_delivered
 from vmw.server.journal.writer import segment_files
 
 from tests.conftest import wait_until
@@ -453,3 +455,26 @@ def test_the_trim_record_is_on_disk_before_any_segment_goes(
     trimmed_journal(tmp_path)
     assert seen
     assert all(seen)
+
+
+def test_a_delivered_batch_records_its_data_events_only_whatever_comes_first(
+    tmp_path: Path,
+) -> None:
+    """As the streams drain them: data events as plain tuples or ``DataUpdated``s,
+    lifecycle events first where there are any, and a batch of lifecycle events
+    alone (no record)."""
+    j = make(tmp_path, level=Level.FULL)
+    j.start()
+    data = [(3, 7, 1_000, b"\x01", 0), DataUpdated(4, 9, 2_000, None, 2)]
+    record_delivered(j, "a", data)
+    record_delivered(j, "b", [KeyAdded(5, "Vehicle.New"), KeyRemoved(6, "Vehicle.Old"), *data])
+    record_delivered(j, "c", [KeyAdded(5, "Vehicle.New")])
+    record_delivered(j, "d", [])
+    j.close()
+    delivered = [r for r in read_journal([tmp_path]) if r["kind"] == "delivered_batch"]
+    assert [r["app"] for r in delivered] == ["a", "b"]
+    for r in delivered:
+        assert r["key_ids"] == [3, 4]
+        assert r["seqs"] == [7, 9]
+        assert r["queues"] == [0, 2]
+        assert r["write_times_ns"] == [1_000, 2_000]
