@@ -45,7 +45,8 @@ What it measures, target by target (the counts of windows in brackets):
    provider on ``OpenProviderStream`` publishing ``PublishValuesRequest``s of
    the same sizes on the same tick, subscribers on v2 ``Subscribe``, whose
    first message, the current values, is not counted): >= 0.95 of the own
-   API's delivered rate, p99 <= 1.25x the own API's. (Each subscription is an
+   API's delivered rate (capped at what was asked, as the relay's is in 2),
+   p99 <= 1.25x the own API's. (Each subscription is an
    app of its own, all of one caller: 100 subscribers hold 10,000
    subscriptions, exactly the middleware's default limit per caller,
    ``--max-subscriptions-per-app``; no limit is raised.)
@@ -319,12 +320,15 @@ async def delivery(args: argparse.Namespace, targets: Targets, vss: Path) -> Non
             ratio(own.p99, floor.p99),
             at_most(own.p99, 2.0, floor.p99),
         )
+        # Capped the same way: the own API's backlog of its warm-up is not a rate either.
+        own_due = min(own.rate, asked)
+        own_capped = f" (asked {asked:,.0f})" if own_due < own.rate else ""
         targets.add(
             f"3: KUKSA, {load}: delivered >= 0.95 x own API",
             f"{kuksa.rate:,.0f}/s",
-            f"own {own.rate:,.0f}/s",
-            ratio(kuksa.rate, own.rate),
-            kuksa.rate >= 0.95 * own.rate,
+            f"own {own.rate:,.0f}/s{own_capped}",
+            ratio(kuksa.rate, own_due),
+            kuksa.rate >= 0.95 * own_due,
         )
         targets.add(
             f"3: KUKSA, {load}: p99 <= 1.25 x own API",
