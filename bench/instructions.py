@@ -98,11 +98,12 @@ def ceiling(apps: int, size: int, rounds: int) -> tuple[Step, int]:
 
 def kuksa(rounds: int) -> tuple[Step, int]:
     """A KUKSA provider's publish of 84 floats to 1 subscriber on ``Subscribe``."""
-    from vmw.ess import EventSubSystem, QueueConfig, SubscriptionRequest, Trigger
+    from vmw.ess import EventSubSystem, QueueConfig
     from vmw.proto.kuksa.val.v2 import val_pb2 as v2
     from vmw.server.kuksa import ingest
-    from vmw.server.kuksa.cut import Update, cut
+    from vmw.server.kuksa.cut import cut
     from vmw.server.kuksa.entries import Entries
+    from vmw.server.kuksa.subscriptions import subscription_requests
     from vmw.server.signals import Signals
     from vmw.vss import Signal
     from vmw.vstore import VStore
@@ -120,7 +121,7 @@ def kuksa(rounds: int) -> tuple[Step, int]:
     signals.install(store)
     ids = store.add_keys(names)  # added by install: their ids
     ess.open_stream("kuksa", [QueueConfig(0, 10, 1000)])
-    ess.register("kuksa", [SubscriptionRequest(name, 0, Trigger.ON_UPDATE) for name in names])
+    ess.register("kuksa", subscription_requests(names))
     ess.drain("kuksa", 1000)
     reader = ingest.FloatRows(store.name_of, signals.get, lambda: store.removals)
     entries = Entries(
@@ -135,7 +136,6 @@ def kuksa(rounds: int) -> tuple[Step, int]:
             point.value.float = float(n * size + j)
             point.timestamp.seconds, point.timestamp.nanos = 1_764_000_000, n
         raws.append(request.SerializeToString())
-    last: dict[int, bytes | None] = {}
 
     def step(n: int) -> None:
         published = ingest.parse(raws[n])
@@ -143,8 +143,7 @@ def kuksa(rounds: int) -> tuple[Step, int]:
         rows = reader.rows(published)
         assert rows is not None
         store.write_many(rows)
-        batches: list[list[Update]] = cut(ess.drain_raw("kuksa", 500), last)
-        for batch in batches:
+        for batch in cut(ess.drain_raw("kuksa", 500)):
             entries.encode(batch)
 
     return step, size

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from google.protobuf.timestamp_pb2 import Timestamp
 from vmw.contract.values import decode, encode
 from vmw.proto.kuksa.val.v1 import types_pb2 as t1
 from vmw.proto.kuksa.val.v1 import val_pb2 as v1
@@ -218,6 +219,39 @@ async def test_a_v2_subscription_gets_current_values_then_writes_of_the_projects
     update = await asyncio.wait_for(call.read(), 5)
     assert update.entries["Vehicle.CurrentLocation.Latitude"].value.double == 48.1
     call.cancel()
+
+
+async def test_a_write_of_the_same_value_again_reaches_v2_and_v1_subscribers_with_its_value(
+    channel: grpc.aio.Channel,
+) -> None:
+    """A KUKSA subscriber gets the value with every write, also one that stores the
+    value it already had (a heartbeat): with the new write's time."""
+    stub, old = v2_grpc.VALStub(channel), v1_grpc.VALStub(channel)
+    speed = "Vehicle.Speed"
+    v2_call = stub.Subscribe(v2.SubscribeRequest(signal_paths=[speed]))
+    v1_call = old.Subscribe(
+        v1.SubscribeRequest(entries=[v1.SubscribeEntry(path=speed, view=t1.VIEW_CURRENT_VALUE)])
+    )
+    assert not (await asyncio.wait_for(v2_call.read(), 5)).entries[speed].HasField("value")
+    seen_v1 = 0
+    for seconds in (1_764_000_001, 1_764_000_002, 1_764_000_003):
+        await stub.PublishValue(
+            v2.PublishValueRequest(
+                signal_id=path(speed),
+                data_point=t2.Datapoint(
+                    timestamp=Timestamp(seconds=seconds), value=t2.Value(float=42.5)
+                ),
+            )
+        )
+        point = (await asyncio.wait_for(v2_call.read(), 5)).entries[speed]
+        assert (point.value.float, point.timestamp.seconds) == (42.5, seconds)
+        while seen_v1 < seconds - 1_764_000_000:  # v1 may first answer with no value
+            entry = (await asyncio.wait_for(v1_call.read(), 5)).updates[0].entry
+            if entry.value.HasField("timestamp"):
+                assert (entry.value.float, entry.value.timestamp.seconds) == (42.5, seconds)
+                seen_v1 += 1
+    v2_call.cancel()
+    v1_call.cancel()
 
 
 async def test_v1_get_reads_values_and_metadata_and_reports_unknown_paths(

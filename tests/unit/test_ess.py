@@ -21,6 +21,7 @@ from vmw.ess import (
     Status,
     SubscriptionRequest,
     Trigger,
+    data_rows,
 )
 from vmw.ess.budget import EventBudget
 from vmw.ess.queues import EventQueue
@@ -275,6 +276,37 @@ def test_on_update_fires_on_every_write_with_data_only_when_changed() -> None:
         (3, b"21"),
         (4, None),
     ]
+
+
+def test_with_value_an_on_update_event_of_an_unchanged_write_carries_the_stored_value() -> None:
+    """A consumer that sends a value with every update (a KUKSA subscription) asks
+    for it: the stored object itself, no copy; ON_CHANGE stays silent on an
+    unchanged write; registering again without it drops it."""
+    s = System()
+    s.app(
+        "a",
+        SubscriptionRequest(TEMP, 0, Trigger.ON_UPDATE, with_value=True),
+        SubscriptionRequest(SPEED, 0, Trigger.ON_CHANGE, with_value=True),
+    )
+    for v in [b"20", b"20", b"21"]:
+        s.store.set(TEMP, v)
+        s.store.set(SPEED, v)
+    stored = s.store.get(TEMP).data
+    events = s.data("a")
+    assert [(e.key, e.seq, e.data) for e in events] == [
+        (s.temp, 1, b"20"),
+        (s.speed, 1, b"20"),
+        (s.temp, 2, b"20"),  # unchanged: the value all the same
+        (s.temp, 3, b"21"),
+        (s.speed, 2, b"21"),
+    ]
+    assert events[3].data is stored
+    s.ess.register("a", [SubscriptionRequest(TEMP, 0, Trigger.ON_UPDATE)])
+    s.store.set(TEMP, b"21")
+    assert [(e.seq, e.data) for e in s.data("a")] == [(4, None)]
+    s.ess.register("a", [SubscriptionRequest(TEMP, 0, Trigger.ON_UPDATE, with_value=True)])
+    s.store.set(TEMP, b"21")
+    assert [(e.seq, e.data) for e in s.data("a")] == [(5, b"21")]
 
 
 def test_event_time_is_the_write_time_in_the_store() -> None:
@@ -689,6 +721,27 @@ def test_drain_raw_hands_out_what_drain_does_with_each_data_event_a_plain_tuple(
         raw.ess.drain_raw("ghost", 10)
     with pytest.raises(ValueError, match="max_events"):
         raw.ess.drain_raw("a", 0)
+
+
+def test_data_rows_are_a_drains_data_events_in_order_and_the_batch_itself_when_all_data() -> None:
+    s = System()
+    s.app("a", sub(SPEED), sub(TEMP))
+    s.store.set(SPEED, b"1")
+    s.store.add_key("Vehicle.Later")
+    s.store.set(TEMP, b"2")
+    events = s.ess.drain_raw("a", 10)
+    assert type(events[0]) is KeyAdded  # a drain hands out lifecycle events first
+    assert data_rows(events) == [(s.speed, 1, 100, b"1", 0), (s.temp, 1, 101, b"2", 0)]
+    s.store.set(SPEED, b"3")
+    s.store.set(TEMP, b"4")
+    raw = s.ess.drain_raw("a", 10)
+    assert data_rows(raw) is raw
+    s.store.set(SPEED, b"5")
+    typed = s.ess.drain("a", 10)
+    assert data_rows(typed) is typed
+    assert data_rows([]) == []
+    s.store.remove_key("Vehicle.Later")
+    assert data_rows(s.ess.drain_raw("a", 10)) == []
 
 
 def test_drain_of_an_app_without_a_stream_is_refused() -> None:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from vmw.contract.values import DOUBLE_TAG, FLOAT32_TAG, encode
 from vmw.proto.kuksa.val.v2 import val_pb2
 from vmw.server.kuksa import convert
+from vmw.server.kuksa.cut import Update
 from vmw.server.kuksa.entries import Entries
 from vmw.vss import Signal
 
@@ -64,6 +65,11 @@ def _expected(
     return message
 
 
+def _updates(batch: list[tuple[int, bytes | None, int]]) -> list[Update]:
+    """``(key id, value, time)`` as the data events the encoder is handed (any seq)."""
+    return [(key_id, n + 1, time_ns, data, 0) for n, (key_id, data, time_ns) in enumerate(batch)]
+
+
 def _same(a: object, b: object) -> bool:
     """Message equality where NaN equals NaN (a float field's NaN is still a NaN)."""
     return bool(a == b) or str(a).replace("nan", "N") == str(b).replace("nan", "N")
@@ -87,7 +93,7 @@ def test_a_response_parses_to_the_message_built_field_by_field(
     batch = [(i + 1, data, time0 if shared_time else t) for i, (_, data, t) in enumerate(rows)]
     entries = Entries(response, by_name=by_name, name_of=names.get, signal_of=signals.get)
 
-    got = response.FromString(entries.encode(batch))
+    got = response.FromString(entries.encode(_updates(batch)))
 
     assert _same(got, _expected(response, batch, keys))
     assert sorted(got.entries) == sorted(keys[k][0] for k, _, _ in batch)
@@ -130,10 +136,10 @@ def test_a_streams_responses_stay_right_as_its_keys_come_again_with_other_times(
         val_pb2.SubscribeByIdResponse, by_name=False, name_of=names.get, signal_of=signals.get
     )
     for n, batch in enumerate(batches):
-        got = val_pb2.SubscribeResponse.FromString(entries.encode(batch))
+        got = val_pb2.SubscribeResponse.FromString(entries.encode(_updates(batch)))
         assert _same(got, _expected(val_pb2.SubscribeResponse, batch, keys))
         shifted = [(key_id, data, time_ns + n + 1) for key_id, data, time_ns in batch]
-        got_by_id = val_pb2.SubscribeByIdResponse.FromString(other.encode(shifted))
+        got_by_id = val_pb2.SubscribeByIdResponse.FromString(other.encode(_updates(shifted)))
         assert _same(got_by_id, _expected(val_pb2.SubscribeByIdResponse, shifted, by_id))
 
 
@@ -149,7 +155,7 @@ def test_a_float_in_its_own_width_is_spliced_bit_for_bit(
     assert d[0] == DOUBLE_TAG
     raw = Entries(
         val_pb2.SubscribeResponse, by_name=True, name_of=names.get, signal_of=signals.get
-    ).encode([(1, f, time_ns), (2, d, time_ns)])
+    ).encode(_updates([(1, f, time_ns), (2, d, time_ns)]))
     assert f[1:] in raw
     assert d[1:] in raw
     got = val_pb2.SubscribeResponse.FromString(raw)
@@ -171,7 +177,9 @@ def test_a_float32_read_as_double_and_a_removed_key_go_their_own_ways() -> None:
         val_pb2.SubscribeResponse, by_name=True, name_of=names.get, signal_of=signals.get
     )
     got = val_pb2.SubscribeResponse.FromString(
-        entries.encode([(1, encode(1.5, kind="float32"), 5), (2, encode(2.5), 5), (3, None, 5)])
+        entries.encode(
+            _updates([(1, encode(1.5, kind="float32"), 5), (2, encode(2.5), 5), (3, None, 5)])
+        )
     )
     assert sorted(got.entries) == ["Vehicle.D", "Vehicle.Empty"]
     assert got.entries["Vehicle.D"].value.double == 1.5
@@ -194,6 +202,6 @@ def test_an_entry_is_protobufs_own_bytes_on_either_side_of_one_byte_lengths() ->
                 by_name=True,
                 name_of={1: name}.get,
                 signal_of=lambda _, d=datatype: signals[d],
-            ).encode(batch)
+            ).encode(_updates(batch))
             expected = _expected(val_pb2.SubscribeResponse, batch, keys).SerializeToString()
             assert raw == expected, (size, datatype)

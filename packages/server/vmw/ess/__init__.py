@@ -43,6 +43,7 @@ from vmw.ess.events import (
     ResyncRequired,
     Status,
     Trigger,
+    data_rows,
 )
 from vmw.ess.health import ExpectedPeriods, StaleNotice, StaleTracker, parse_expect_rule
 from vmw.ess.policy import ALLOW_ALL, AllowAll, ReadPolicy
@@ -112,6 +113,7 @@ __all__ = [
     "SubscriptionInfo",
     "SubscriptionRequest",
     "Trigger",
+    "data_rows",
     "effective_queue_configs",
     "parse_expect_rule",
 ]

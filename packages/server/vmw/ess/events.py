@@ -15,8 +15,9 @@ travel like lifecycle events: never dropped by the drop rule.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 __all__ = [
     "DataRow",
@@ -36,6 +37,7 @@ __all__ = [
     "Status",
     "Trigger",
     "as_data_updated",
+    "data_rows",
 ]
 
 
@@ -199,3 +201,13 @@ def as_data_updated(row: DataRow) -> DataUpdated:
     """The ``DataUpdated`` of a queued row (without the ``NamedTuple``'s
     Python-level ``__new__``)."""
     return tuple.__new__(DataUpdated, row)
+
+
+def data_rows(events: Sequence[Event | RawEvent]) -> Sequence[DataRow]:
+    """The data events of a drained batch (``DataUpdated``s or their plain tuples),
+    in order. A drain hands out its lifecycle events before its data events
+    (:meth:`vmw.ess.EventSubSystem.drain`): a batch that begins with a data event
+    is all data and comes back as it is, with no copy (nearly every batch)."""
+    if not events or isinstance(events[0], tuple):
+        return cast("Sequence[DataRow]", events)
+    return [e for e in events if isinstance(e, tuple)]

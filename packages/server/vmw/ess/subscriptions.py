@@ -40,6 +40,11 @@ class SubscriptionRequest:
     queue: int = 0
     trigger: Trigger = Trigger.ON_CHANGE
     want_current: bool = False
+    with_value: bool = False
+    """Every event carries the value, also an ON_UPDATE event of a write that stored
+    equal bytes (which otherwise carries none): for a consumer that sends a value
+    with every update, such as a KUKSA subscription. The value is the stored bytes
+    object (no copy)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,14 +91,26 @@ class Subscription:
         "seq",
         "target",
         "trigger",
+        "with_value",
     )
 
-    def __init__(self, app: str, key: int, name: str, trigger: Trigger, target: EventQueue) -> None:
+    def __init__(
+        self,
+        app: str,
+        key: int,
+        name: str,
+        trigger: Trigger,
+        target: EventQueue,
+        *,
+        with_value: bool = False,
+    ) -> None:
         self.app = app
         self.key = key
         self.name = name
         self.trigger = trigger
         self.every_write = trigger is Trigger.ON_UPDATE
+        self.with_value = with_value
+        """Every event carries the value (``SubscriptionRequest.with_value``)."""
         self.target = target
         self.push = target.push  # bound once: saves a lookup per event on the hot path
         self.seq = 0
@@ -101,10 +118,11 @@ class Subscription:
         self.owes_data = False
         """An event that carried data was lost: the next queued event must carry the value."""
 
-    def retarget(self, trigger: Trigger, target: EventQueue) -> None:
-        """Apply a re-registration: new trigger and queue, same seq."""
+    def retarget(self, trigger: Trigger, target: EventQueue, *, with_value: bool = False) -> None:
+        """Apply a re-registration: new trigger, queue and ``with_value``, same seq."""
         self.trigger = trigger
         self.every_write = trigger is Trigger.ON_UPDATE
+        self.with_value = with_value
         self.target = target
         self.push = target.push
 

@@ -187,8 +187,8 @@ class EventSubSystem:
         for sub in self._subs_by_key[key_id].values():
             if changed:
                 data = value
-            elif sub.every_write:
-                data = value if sub.owes_data else None
+            elif sub.every_write:  # an unchanged write: its value only where owed or wanted
+                data = value if sub.owes_data or sub.with_value else None
             else:
                 continue
             seq = sub.seq
@@ -431,14 +431,16 @@ class EventSubSystem:
             target = state.queues[req.queue]
             sub = self._table.get(app, key_id)
             if sub is None:
-                sub = Subscription(app, key_id, req.key, req.trigger, target)
+                sub = Subscription(
+                    app, key_id, req.key, req.trigger, target, with_value=req.with_value
+                )
                 self._table.add(sub)
             else:
                 if sub.target is not target:
                     # A key's queued events must stay in one queue, in write order
                     # (the drop and carry rules rely on it): drop the old queue's.
                     self._purge(state, key_id, keep=target)
-                sub.retarget(req.trigger, target)
+                sub.retarget(req.trigger, target, with_value=req.with_value)
             current = self._source.peek(key_id)[0] if req.want_current else None
             results.append(
                 RegisterResult(

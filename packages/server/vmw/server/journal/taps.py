@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from vmw.contract.journal.records import Kind
-from vmw.ess import DropReason, Event, EventSubSystem, RawEvent
+from vmw.ess import DropReason, Event, EventSubSystem, RawEvent, data_rows
 from vmw.server.journal.writer import Journal
 from vmw.vstore import VStore
 
@@ -111,15 +111,11 @@ def record_delivered(journal: Journal, app: str, events: Sequence[Event | RawEve
 
     A batch that begins with a data event is all data (the common case: its
     fields gathered as they are, half the cost of a filtered copy, 3.5 against
-    7.5 us for a batch of 64; this runs for every batch every app is sent)."""
-    if not events:
+    7.5 us for a batch of 64; this runs for every batch every app is sent:
+    :func:`vmw.ess.data_rows`)."""
+    data = data_rows(events)
+    if not data:
         return
-    if isinstance(events[0], tuple):
-        data: Sequence[Event | RawEvent] = events
-    else:
-        data = [e for e in events if isinstance(e, tuple)]
-        if not data:
-            return
     # strict=False: every data event has the same five fields (strict costs 1.5 us a batch).
     key_ids, seqs, times, _, queues = zip(*data, strict=False)
     journal.record(

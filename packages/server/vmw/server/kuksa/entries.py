@@ -118,7 +118,7 @@ class Entries:
         keys = self._keys
         last = _LAST
         time, timestamp = last.time, last.field
-        for key_id, data, time_ns in batch:
+        for key_id, _, time_ns, data, _ in batch:
             key = keys.get(key_id)
             if key is None:
                 name = self._name_of(key_id)

@@ -8,10 +8,12 @@ slow-app reports and the journal's records apply to it as to any app. The
 app goes when the call ends.
 
 The call is a stream session (:mod:`vmw.server.session`), the lifecycle and
-delivery loop of the own event streams. KUKSA messages map a path to one
-datapoint, so a drained batch is cut where a key repeats
-(:mod:`vmw.server.kuksa.cut`): :func:`updates` yields lists of ``(key id,
-value, time)`` with each key at most once, in delivery order.
+delivery loop of the own event streams. A KUKSA subscriber wants the value
+with every write, so the subscriptions ask the ESS for it
+(:func:`subscription_requests`). KUKSA messages map a path to one datapoint,
+so a drained batch is cut where a key repeats (:mod:`vmw.server.kuksa.cut`):
+:func:`updates` yields sequences of updates (data events: key id, seq, write
+time, value, queue) with each key at most once, in delivery order.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from vmw.server.kuksa.common import KuksaParts
 from vmw.server.kuksa.cut import Update, cut
 from vmw.vstore import UnknownKeyError
 
-__all__ = ["DEFAULT_BUFFER", "SUBSCRIPTION_MARK", "Update", "updates"]
+__all__ = ["DEFAULT_BUFFER", "SUBSCRIPTION_MARK", "Update", "subscription_requests", "updates"]
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +88,7 @@ async def updates(
     names: Sequence[str],
     buffer_size: int,
     field: str = "signal_paths",
-) -> AsyncGenerator[list[Update], None]:
+) -> AsyncGenerator[Sequence[Update], None]:
     """Subscribe ``who`` to ``names`` (the request's ``field``); first the current
     values, then every write.
 
@@ -108,14 +110,13 @@ async def updates(
     length = buffer_size or DEFAULT_BUFFER
     queue = QueueConfig(0, min_length=min(10, length), max_length=length)
     async with parts.streams.session(who, [queue], app=app) as session:
-        last: dict[int, bytes | None] = {}
-        first = _register(parts, who, app, names, last, field)
+        first = _register(parts, who, app, names, field)
         log.info("app %s: KUKSA subscription %s to %d keys", who.app, app, len(names))
         # At once, as the KUKSA databroker does: every subscribed signal, with its
         # value where it has one (a client may wait for this before it starts).
         yield first
         async for events in session.batches():
-            for batch in cut(events, last):
+            for batch in cut(events):
                 yield batch
 
 
@@ -124,14 +125,12 @@ def _register(
     who: Caller,
     app: str,
     names: list[str],
-    last: dict[int, bytes | None],
     field: str,
 ) -> list[Update]:
     """Register the subscription's keys; returns each with its current value (None:
     none written yet), in the order asked."""
-    requests = [SubscriptionRequest(n, 0, Trigger.ON_UPDATE, want_current=True) for n in names]
     with parts.access.calling(who):
-        results = parts.ess.register(app, requests)
+        results = parts.ess.register(app, subscription_requests(names))
     first: list[Update] = []
     for i, r in enumerate(results):
         parts.record(
@@ -151,6 +150,15 @@ def _register(
             raise PermissionDeniedError(
                 who.app, "read", r.key, r.detail or r.status.name, field=f"{field}[{i}]"
             )
-        last[r.key_id] = r.current
-        first.append((r.key_id, r.current, parts.store.peek(r.key_id)[1]))
+        first.append((r.key_id, r.seq, parts.store.peek(r.key_id)[1], r.current, 0))
     return first
+
+
+def subscription_requests(names: Sequence[str]) -> list[SubscriptionRequest]:
+    """A KUKSA subscription's ESS subscriptions: queue 0, every write, each event
+    with its value (also of a write that stored equal bytes), and the current
+    values for the first response."""
+    return [
+        SubscriptionRequest(name, 0, Trigger.ON_UPDATE, want_current=True, with_value=True)
+        for name in names
+    ]

@@ -212,7 +212,7 @@ class KuksaV1(val_pb2_grpc.VALServicer):
         async with contextlib.aclosing(updates(self._p, who, names, 0)) as stream:
             async for batch in stream:
                 response = val_pb2.SubscribeResponse()
-                for key_id, data, time_ns in batch:
+                for key_id, _, time_ns, data, _ in batch:
                     name = store.name_of(key_id)
                     if name is None:
                         continue
