@@ -55,8 +55,11 @@ _OTHER = st.one_of(
     st.builds(ProviderGone, provider=_NAMES, keys=_KEYS),
     st.builds(ProviderBack, provider=_NAMES, keys=_KEYS),
 )
-# Mostly data, as a stream carries; several events of one publish share a time.
-_EVENTS = st.lists(st.one_of(_DATA, _DATA, _DATA, _OTHER), max_size=40)
+# As a drain hands them out: lifecycle and health events first, then mostly data, as
+# a stream carries; several events of one publish share a time.
+_EVENTS = st.tuples(st.lists(_OTHER, max_size=6), st.lists(_DATA, max_size=34)).map(
+    lambda parts: [*parts[0], *parts[1]]
+)
 
 
 def _parsed(message: bytes) -> ess_pb2.EventBatch:

@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from vmw.ess import Event, RawEvent
+from vmw.ess import Event, RawEvent, data_rows
 from vmw.server.rpc.convert import event_batch
 from vmw.server.wire import ONE_BYTE, short_heads, varint
 
@@ -89,62 +89,70 @@ class EventBytes:
     def messages(self, events: Sequence[Event | RawEvent], max_bytes: int) -> list[bytes]:
         """``events`` in order, in messages of at most ``max_bytes`` each (an event
         bigger than that alone in its own: the settings keep the message limit
-        above the value limit, so it does not happen). A data event may be a
-        ``DataUpdated`` or the plain tuple of its fields (``drain_raw``)."""
+        above the value limit, so it does not happen). ``events`` as a drain hands
+        them out: its lifecycle and health events first, then its data events,
+        each a ``DataUpdated`` or the plain tuple of its fields (``drain_raw``)."""
         out: list[bytes] = []
         pieces: list[bytes] = []
         room = max_bytes  # what the message being put together can still take
+        rows = data_rows(events)
+        if len(rows) != len(events):  # the lifecycle and health events: protobuf's
+            for e in events[: len(events) - len(rows)]:
+                piece = event_batch((e,)).SerializeToString()
+                room -= len(piece)
+                if room < 0 and pieces:
+                    out.append(b"".join(pieces))
+                    pieces, room = [], max_bytes - len(piece)
+                pieces.append(piece)
         keys = self._keys
         time, time_field = self._time, self._time_field
         time_size = len(time_field)
         # The tables as locals: read for every event.
         one_byte, continued = ONE_BYTE, _CONTINUED
         heads, data_heads = _HEADS, _DATA_HEADS
-        for e in events:
-            if isinstance(e, tuple):  # a data event
-                key, seq, time_ns, data, queue = e
-                try:
-                    head, high, seq_rest, fixed = keys[key]
-                except KeyError:  # key (1) and the tag of seq (2): an id is never 0
-                    head = b"\x08" + varint(key) + b"\x10"
-                    high, seq_rest, fixed = -1, b"", len(head) + 7
-                    keys[key] = (head, high, seq_rest, fixed)
-                if seq < 128:  # a seq is never 0
-                    seq_first, seq_rest, fixed = one_byte[seq], b"", len(head) + 7
-                else:
-                    seq_first = continued[seq & 0x7F]
-                    if seq >> 7 != high:
-                        seq_rest = varint(seq >> 7)
-                        fixed = len(head) + 7 + len(seq_rest)
-                        keys[key] = (head, seq >> 7, seq_rest, fixed)
-                if time_ns != time:  # 0 is left out, as protobuf leaves it out
-                    time = time_ns
-                    time_field = _TIME + varint(time_ns) if time_ns else b""
-                    time_size = len(time_field)
-                if data is not None and not queue:
-                    size = len(data)
-                    length = fixed + time_size + size
-                    if length < 130:
-                        # Most events: a value, queue 0 (left out), and every length
-                        # below 128 (a byte each). The pieces go to one join: only
-                        # their lengths are added up here.
-                        room -= length
-                        if room < 0 and pieces:
-                            out.append(b"".join(pieces))
-                            pieces, room = [], max_bytes - length
-                        pieces += (
-                            heads[length],
-                            head,
-                            seq_first,
-                            seq_rest,
-                            time_field,
-                            data_heads[size],
-                            data,
-                        )
-                        continue
-                piece = _data_updated(head + seq_first + seq_rest + time_field, data, queue)
+        # The data events alone: no type test an event (2.7% of the instructions of
+        # an event delivered to 10 apps, interpreted).
+        for key, seq, time_ns, data, queue in rows:
+            try:
+                head, high, seq_rest, fixed = keys[key]
+            except KeyError:  # key (1) and the tag of seq (2): an id is never 0
+                head = b"\x08" + varint(key) + b"\x10"
+                high, seq_rest, fixed = -1, b"", len(head) + 7
+                keys[key] = (head, high, seq_rest, fixed)
+            if seq < 128:  # a seq is never 0
+                seq_first, seq_rest, fixed = one_byte[seq], b"", len(head) + 7
             else:
-                piece = event_batch((e,)).SerializeToString()
+                seq_first = continued[seq & 0x7F]
+                if seq >> 7 != high:
+                    seq_rest = varint(seq >> 7)
+                    fixed = len(head) + 7 + len(seq_rest)
+                    keys[key] = (head, seq >> 7, seq_rest, fixed)
+            if time_ns != time:  # 0 is left out, as protobuf leaves it out
+                time = time_ns
+                time_field = _TIME + varint(time_ns) if time_ns else b""
+                time_size = len(time_field)
+            if data is not None and not queue:
+                size = len(data)
+                length = fixed + time_size + size
+                if length < 130:
+                    # Most events: a value, queue 0 (left out), and every length
+                    # below 128 (a byte each). The pieces go to one join: only
+                    # their lengths are added up here.
+                    room -= length
+                    if room < 0 and pieces:
+                        out.append(b"".join(pieces))
+                        pieces, room = [], max_bytes - length
+                    pieces += (
+                        heads[length],
+                        head,
+                        seq_first,
+                        seq_rest,
+                        time_field,
+                        data_heads[size],
+                        data,
+                    )
+                    continue
+            piece = _data_updated(head + seq_first + seq_rest + time_field, data, queue)
             room -= len(piece)
             if room < 0 and pieces:
                 out.append(b"".join(pieces))
