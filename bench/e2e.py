@@ -33,6 +33,13 @@ message of 84 a tick). The floors:
 * the *own API*: for the KUKSA rows, the middleware's own API at the same load
   in the same run.
 
+In the windows of 1-3 the middleware runs with the benchmark's catalog
+(``--vss``, :func:`bench.kuksa.catalog`: the 100 keys as ``float`` sensors),
+which the KUKSA API needs, so that both APIs write to the same typed signals,
+each value checked by the V-Store as a car's middleware checks it. The
+providers of both APIs send ``float`` values (a tag and 4 bytes). The
+windows of 4-6 run the middleware without a catalog (opaque keys).
+
 What it measures, target by target (the counts of windows in brackets):
 
 1. [2] 1 app, 84,000 updates/s in messages of 84: the middleware delivers
@@ -255,8 +262,11 @@ async def run_own(
     return figure(tally, delivered)
 
 
-def the_middleware(args: argparse.Namespace) -> Server:
-    return lambda: middleware(*journal_args(args))
+def the_middleware(args: argparse.Namespace, vss: Path | None = None) -> Server:
+    """The middleware of a window: with ``--journal``'s level, and with the catalog
+    ``vss`` where given (``--vss``: the benchmark's keys as ``float`` signals)."""
+    catalog = ("--vss", str(vss)) if vss is not None else ()
+    return lambda: middleware(*catalog, *journal_args(args))
 
 
 def row(what: str, f: Figure, asked: float) -> None:
@@ -281,7 +291,9 @@ async def delivery(args: argparse.Namespace, targets: Targets, vss: Path) -> Non
         print(f"{load}:")
         floor = await run_own(relay, load.apps, load.rate, load.size, args)
         row("bare relay", floor, asked)
-        own = await run_own(the_middleware(args), load.apps, load.rate, load.size, args)
+        # With the KUKSA rows' catalog: both APIs write to the same typed signals, each
+        # value checked, as a car's middleware runs (KUKSA needs the catalog).
+        own = await run_own(the_middleware(args, vss), load.apps, load.rate, load.size, args)
         row("middleware (own API)", own, asked)
         kuksa = await run_kuksa(
             vss,

@@ -19,7 +19,9 @@ queueing (transport buffers and the subscription queues, which drop the
 oldest of a key), not the path's own delay.
 
 * Own API: the provider of ``bench.e2e`` (``Publish``, batches of at most 64,
-  opaque keys), apps on ``GetEvents`` subscribed ``ON_UPDATE`` (queue 50..200).
+  ``float`` values), apps on ``GetEvents`` subscribed ``ON_UPDATE`` (queue
+  50..200), on a middleware with the same catalog (each value checked as a
+  ``float`` signal's, as on the KUKSA side).
 
 For each: signals delivered per second to the subscribers (as fast as the
 provider can publish, and at a fixed rate) and the per-signal latency p50/p99
@@ -231,8 +233,10 @@ async def run_kuksa(
     return figure(tally, delivered)
 
 
-async def run_own(subs: int, rate: float, seconds: float) -> Figure:
-    proc, address = middleware()
+async def run_own(catalog_path: Path, subs: int, rate: float, seconds: float) -> Figure:
+    """One window through the own API on a fresh middleware with the same catalog as the
+    KUKSA window's (its ``float`` values checked the same way), stopped after it."""
+    proc, address = middleware("--vss", str(catalog_path))
     try:
         tally, delivered = await measure(
             address, subs, provider_rate=rate, seconds=seconds, latency=True, subscribe=True
@@ -275,7 +279,7 @@ async def bench(args: argparse.Namespace) -> None:
         for subs, rate in [*runs, *[(n, 0.0) for n in args.more]]:
             label = f"{subs} sub, " + ("max speed" if rate == 0 else f"{rate:,.0f} signals/s")
             k = await run_kuksa(path, subs, rate, args.seconds)
-            o = await run_own(subs, rate, args.seconds)
+            o = await run_own(path, subs, rate, args.seconds)
             rows.append((label, k, o))
             show(label, k, o)
     published, p99 = KUKSA_PUBLISHED

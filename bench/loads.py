@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
+from vmw.contract.values import FLOAT32_TAG
 from vmw.proto.ess.v1 import ess_pb2, ess_pb2_grpc
 from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
@@ -43,6 +45,7 @@ BATCH = 64
 """The providers' messages at full speed (and the ceilings' batches): updates per message."""
 TICK_S = 0.001
 """A paced provider's tick: it samples at 1 kHz."""
+_FLOAT32 = struct.Struct("<Bf")
 
 # -- processes ---------------------------------------------------------------------
 
@@ -166,9 +169,17 @@ async def paced(rate: float, seconds: float, batch_max: int) -> AsyncIterator[li
         sent += due
 
 
+def _float(n: int) -> bytes:
+    """``n`` as a stored ``float`` value (vehicle.value.v1: its tag and 4 bytes), as
+    the KUKSA provider of ``bench.kuksa`` sends its numbers: a middleware with the
+    benchmark's catalog (``bench.kuksa.catalog``) checks it as a ``float`` signal's."""
+    return _FLOAT32.pack(FLOAT32_TAG, n)
+
+
 async def provider_main(address: str, rate: float, seconds: float, batch_max: int) -> None:
     """The own API's provider: ``AddKeys`` the :data:`KEYS`, then ``Publish``
-    :class:`IdUpdate` messages paced by :func:`paced`, ``time_ns`` the clock at send."""
+    :class:`IdUpdate` messages paced by :func:`paced`, each value a ``float``
+    (:func:`_float`), ``time_ns`` the clock at send."""
     md = (("app-id", "bench-provider"),)
     async with grpc.aio.insecure_channel(address) as channel:
         stub = vstore_pb2_grpc.VStoreStub(channel)
@@ -183,9 +194,7 @@ async def provider_main(address: str, rate: float, seconds: float, batch_max: in
                 for _ in range(size):
                     n += 1
                     updates.append(
-                        vstore_pb2.IdUpdate(
-                            id=ids[n % len(ids)], data=n.to_bytes(8, "little"), time_ns=now
-                        )
+                        vstore_pb2.IdUpdate(id=ids[n % len(ids)], data=_float(n), time_ns=now)
                     )
                 await call.write(vstore_pb2.PublishRequest(updates=updates))
         await call.done_writing()
