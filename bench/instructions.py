@@ -21,10 +21,14 @@ Each figure is printed beside its floor, counted the same way in the same run:
   it the bare ceiling's builder of the same batches (``bench.hand_bytes``,
   as ``make bench-e2e``'s 4b ceiling builds them), per event;
 * ``own-1``: the same with 1 app and publishes of 84 (target 1's load);
-* ``kuksa``: a KUKSA provider's publish of 84 floats read
-  (``vmw.server.kuksa.ingest``), written, drained, cut and encoded as a
-  ``SubscribeResponse`` for 1 subscriber, per value; beside it ``own-1``, the
-  same load through the own API, as target 3 compares them.
+* ``own-1 api``: ``own-1`` from the ``PublishRequest``'s bytes (decoded as the
+  servicer has them decoded) to ``float`` signals with their value checks
+  (``serve --vss``); beside it ``own-1``;
+* ``kuksa``: a KUKSA provider's publish of 84 floats read from its bytes
+  (``vmw.server.kuksa.ingest``), written with the same value checks, drained,
+  cut and encoded as a ``SubscribeResponse`` for 1 subscriber, per value;
+  beside it ``own-1 api``, the same load through the own API from its bytes,
+  as target 3 compares them (both with the benchmark's catalog).
 """
 
 from __future__ import annotations
@@ -47,22 +51,39 @@ Step = Callable[[int], None]
 
 
 def _float_rows(n: int, size: int, ids: list[int]) -> list[tuple[int, bytes, None, int]]:
-    pack = struct.Struct("<f").pack
+    """The rows of the ``n``-th publish: ``size`` floats as the V-Store keeps them."""
+    from vmw.contract.values import FLOAT32_TAG
+
+    pack = struct.Struct("<Bf").pack
     return [
-        (ids[(n * size + j) % KEYS], b"\x05" + pack(float(n * size + j)), None, 1_700_000 + n)
+        (ids[(n * size + j) % KEYS], pack(FLOAT32_TAG, n * size + j), None, 1_700_000 + n)
         for j in range(size)
     ]
 
 
-def own(apps: int, size: int, rounds: int) -> tuple[Step, int]:
-    """A publish of ``size`` floats to ``apps`` apps, as the own API's streams carry it."""
+def own(apps: int, size: int, rounds: int, *, api: bool = False) -> tuple[Step, int]:
+    """A publish of ``size`` floats to ``apps`` apps, as the own API's streams carry it.
+
+    ``api``: from the ``PublishRequest``'s bytes, decoded as the servicer has them
+    decoded (protobuf, then :func:`vmw.server.rpc.convert.publish_rows`), to keys
+    of ``float`` signals with their value checks (``serve --vss``): the own API's
+    way of what the ``kuksa`` scenario counts."""
     from vmw.ess import EventSubSystem, QueueConfig, SubscriptionRequest, Trigger
+    from vmw.proto.vstore.v1 import vstore_pb2
     from vmw.server.rpc.batches import EventBytes
+    from vmw.server.rpc.convert import publish_rows
+    from vmw.server.signals import Signals
+    from vmw.vss import Signal
     from vmw.vstore import VStore
 
     store = VStore()
     ess = EventSubSystem(store, event_budget=100_000)
     store.set_listener(ess)
+    if api:
+        Signals(
+            Signal(name=f"Vehicle.Bench.S{i}", type="sensor", datatype="float", min=-1e6, max=1e6)
+            for i in range(KEYS)
+        ).install(store)
     ids = [store.add_key(f"Vehicle.Bench.S{i}") for i in range(KEYS)]
     names = [f"app{a}" for a in range(apps)]
     for app in names:
@@ -74,9 +95,18 @@ def own(apps: int, size: int, rounds: int) -> tuple[Step, int]:
         ess.drain(app, 1000)
     encoders = [EventBytes() for _ in names]
     publishes = [_float_rows(n, size, ids) for n in range(rounds)]
+    raws = [
+        vstore_pb2.PublishRequest(
+            updates=[vstore_pb2.IdUpdate(id=k, data=d, time_ns=t) for k, d, _, t in rows]
+        ).SerializeToString()
+        for rows in publishes
+    ]
 
     def step(n: int) -> None:
-        store.write_many(publishes[n])
+        if api:
+            store.write_many(publish_rows(vstore_pb2.PublishRequest.FromString(raws[n]).updates))
+        else:
+            store.write_many(publishes[n])
         for app, encoder in zip(names, encoders, strict=True):
             encoder.messages(ess.drain_raw(app, 500), 4_000_000)
 
@@ -154,6 +184,7 @@ SCENARIOS: Final[dict[str, Callable[[int], tuple[Step, int]]]] = {
     "own ceiling": lambda rounds: ceiling(10, 64, rounds),
     "own-1": lambda rounds: own(1, 84, rounds),
     "own-1 ceiling": lambda rounds: ceiling(1, 84, rounds),
+    "own-1 api": lambda rounds: own(1, 84, rounds, api=True),
     "kuksa": kuksa,
 }
 WARMUP: Final = 20
@@ -200,7 +231,14 @@ def count(python: str, name: str, rounds: int, inputs: int) -> int:
     return int(found.group(1))
 
 
-EVENTS: Final = {"own": 640, "own ceiling": 640, "own-1": 84, "own-1 ceiling": 84, "kuksa": 84}
+EVENTS: Final = {
+    "own": 640,
+    "own ceiling": 640,
+    "own-1": 84,
+    "own-1 ceiling": 84,
+    "own-1 api": 84,
+    "kuksa": 84,
+}
 """Events a round of each scenario delivers (values, for ``kuksa``)."""
 
 
@@ -237,7 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = (
         ("own: 10 apps, publishes of 64, per event delivered", "own", "own ceiling", "ceiling"),
         ("own-1: 1 app, publishes of 84, per event", "own-1", "own-1 ceiling", "ceiling"),
-        ("kuksa: 1 subscriber, publishes of 84, per value", "kuksa", "own-1", "own-1"),
+        ("own-1 api: the same from its bytes, values checked", "own-1 api", "own-1", "own-1"),
+        ("kuksa: 1 subscriber, publishes of 84, per value", "kuksa", "own-1 api", "own-1 api"),
     )
     seen: dict[str, float] = {}
     for label, name, floor_name, floor_label in rows:

@@ -34,7 +34,7 @@ from vmw.server.journal.answers import Nothing, Reason, Recover
 from vmw.server.journal.consumers import Lost
 from vmw.server.journal.feed import ConsumerState, Records
 from vmw.server.journal.follow import Group
-from vmw.vstore import Entry, SetResult, Update
+from vmw.vstore import Entry, SetResult, Update, UpdateRow
 
 __all__ = [
     "check_count",
@@ -45,6 +45,7 @@ __all__ = [
     "get_response",
     "head_conflict_response",
     "poll_response",
+    "publish_rows",
     "queue_configs",
     "queue_configs_to_pb",
     "register_response",
@@ -227,6 +228,13 @@ def updates(pbs: Sequence[vstore_pb2.Update]) -> list[Update]:
             )
         )
     return out
+
+
+def publish_rows(pbs: Sequence[vstore_pb2.IdUpdate]) -> list[UpdateRow]:
+    """A ``Publish`` message's updates as the V-Store's rows (by id; ``time_ns`` None
+    where absent: the store's clock). ``HasField`` is asked only where ``time_ns``
+    reads 0 (absent, or set to 0): 120 of 480 ns an update otherwise."""
+    return [(u.id, u.data, None, u.time_ns or (0 if u.HasField("time_ns") else None)) for u in pbs]
 
 
 def set_response(results: Sequence[SetResult], *, head: str = "") -> vstore_pb2.SetResponse:
