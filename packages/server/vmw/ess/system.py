@@ -399,8 +399,8 @@ class EventSubSystem:
         A key that does not exist is NOT_FOUND, one the policy denies is
         PERMISSION_DENIED, a bad name or queue is INVALID_ARGUMENT; the
         other keys of the request still succeed. Registering an existing
-        (app, key) subscription replaces its queue and trigger and keeps its
-        seq. If the queue changes, the key's events still queued in the old
+        (app, key) subscription replaces its queue, trigger and ``with_value``
+        and keeps its seq. If the queue changes, the key's events still queued in the old
         queue are discarded (reported; seq shows the gap) and the next event
         carries the value.
 

@@ -97,7 +97,9 @@ class EventBytes:
         room = max_bytes  # what the message being put together can still take
         rows = data_rows(events)
         if len(rows) != len(events):  # the lifecycle and health events: protobuf's
-            for e in events[: len(events) - len(rows)]:
+            for e in events:
+                if isinstance(e, tuple):
+                    continue  # a data event: below
                 piece = event_batch((e,)).SerializeToString()
                 room -= len(piece)
                 if room < 0 and pieces:
