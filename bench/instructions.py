@@ -41,7 +41,10 @@ import struct
 import subprocess
 import sys
 from collections.abc import Callable
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from vmw.server.signals import Signals
 
 KEYS: Final = 100
 _COLLECTED: Final = re.compile(r"Collected : (\d+)")
@@ -61,6 +64,17 @@ def _float_rows(n: int, size: int, ids: list[int]) -> list[tuple[int, bytes, Non
     ]
 
 
+def _float_signals(names: list[str]) -> Signals:
+    """The keys as ``serve --vss`` wires ``bench.kuksa``'s catalog (with a range):
+    every key a float signal, its value check in the V-Store once installed."""
+    from vmw.server.signals import Signals
+    from vmw.vss import Signal
+
+    return Signals(
+        Signal(name=name, type="sensor", datatype="float", min=-1e6, max=1e6) for name in names
+    )
+
+
 def own(apps: int, size: int, rounds: int, *, api: bool = False) -> tuple[Step, int]:
     """A publish of ``size`` floats to ``apps`` apps, as the own API's streams carry it.
 
@@ -72,19 +86,15 @@ def own(apps: int, size: int, rounds: int, *, api: bool = False) -> tuple[Step, 
     from vmw.proto.vstore.v1 import vstore_pb2
     from vmw.server.rpc.batches import EventBytes
     from vmw.server.rpc.convert import publish_rows
-    from vmw.server.signals import Signals
-    from vmw.vss import Signal
     from vmw.vstore import VStore
 
     store = VStore()
     ess = EventSubSystem(store, event_budget=100_000)
     store.set_listener(ess)
+    key_names = [f"Vehicle.Bench.S{i}" for i in range(KEYS)]
     if api:
-        Signals(
-            Signal(name=f"Vehicle.Bench.S{i}", type="sensor", datatype="float", min=-1e6, max=1e6)
-            for i in range(KEYS)
-        ).install(store)
-    ids = [store.add_key(f"Vehicle.Bench.S{i}") for i in range(KEYS)]
+        _float_signals(key_names).install(store)
+    ids = [store.add_key(name) for name in key_names]
     names = [f"app{a}" for a in range(apps)]
     for app in names:
         ess.open_stream(app, [QueueConfig(0, 10, 100)])
@@ -95,11 +105,11 @@ def own(apps: int, size: int, rounds: int, *, api: bool = False) -> tuple[Step, 
         ess.drain(app, 1000)
     encoders = [EventBytes() for _ in names]
     publishes = [_float_rows(n, size, ids) for n in range(rounds)]
-    raws = [
+    raws = [  # the requests' bytes, for api
         vstore_pb2.PublishRequest(
             updates=[vstore_pb2.IdUpdate(id=k, data=d, time_ns=t) for k, d, _, t in rows]
         ).SerializeToString()
-        for rows in publishes
+        for rows in (publishes if api else ())
     ]
 
     def step(n: int) -> None:
@@ -134,8 +144,6 @@ def kuksa(rounds: int) -> tuple[Step, int]:
     from vmw.server.kuksa.cut import cut
     from vmw.server.kuksa.entries import Entries
     from vmw.server.kuksa.subscriptions import subscription_requests
-    from vmw.server.signals import Signals
-    from vmw.vss import Signal
     from vmw.vstore import VStore
 
     size = 84
@@ -143,11 +151,7 @@ def kuksa(rounds: int) -> tuple[Step, int]:
     ess = EventSubSystem(store, event_budget=100_000)
     store.set_listener(ess)
     names = [f"Vehicle.Bench.S{i}" for i in range(KEYS)]
-    # As ``serve --vss`` wires them (``bench.kuksa``'s catalog, with a range): every
-    # key a float signal, its value check in the V-Store.
-    signals = Signals(
-        Signal(name=name, type="sensor", datatype="float", min=-1e6, max=1e6) for name in names
-    )
+    signals = _float_signals(names)
     signals.install(store)
     ids = store.add_keys(names)  # added by install: their ids
     ess.open_stream("kuksa", [QueueConfig(0, 10, 1000)])

@@ -100,12 +100,9 @@ class EventBytes:
             for e in events:
                 if isinstance(e, tuple):
                     continue  # a data event: below
-                piece = event_batch((e,)).SerializeToString()
-                room -= len(piece)
-                if room < 0 and pieces:
-                    out.append(b"".join(pieces))
-                    pieces, room = [], max_bytes - len(piece)
-                pieces.append(piece)
+                pieces, room = _add(
+                    out, pieces, room, max_bytes, event_batch((e,)).SerializeToString()
+                )
         keys = self._keys
         time, time_field = self._time, self._time_field
         time_size = len(time_field)
@@ -155,15 +152,26 @@ class EventBytes:
                     )
                     continue
             piece = _data_updated(head + seq_first + seq_rest + time_field, data, queue)
-            room -= len(piece)
-            if room < 0 and pieces:
-                out.append(b"".join(pieces))
-                pieces, room = [], max_bytes - len(piece)
-            pieces.append(piece)
+            pieces, room = _add(out, pieces, room, max_bytes, piece)
         self._time, self._time_field = time, time_field
         if pieces or not out:
             out.append(b"".join(pieces))
         return out
+
+
+def _add(
+    out: list[bytes], pieces: list[bytes], room: int, max_bytes: int, piece: bytes
+) -> tuple[list[bytes], int]:
+    """Add an event's ``piece`` to the message being put together (``pieces``, with
+    ``room`` left), first ending that message in ``out`` where the piece does not
+    fit; the message's pieces and room after it. (The common event does the same
+    inline, with the lengths it has added up.)"""
+    room -= len(piece)
+    if room < 0 and pieces:
+        out.append(b"".join(pieces))
+        pieces, room = [], max_bytes - len(piece)
+    pieces.append(piece)
+    return pieces, room
 
 
 def _data_updated(fields: bytes, data: bytes | None, queue: int) -> bytes:
