@@ -66,7 +66,8 @@ What it measures, target by target (the counts of windows in brackets):
    10 (>= 0.95).
 5. [4] With ``--journal-compare``: the journal at ``full`` costs <= 20% of
    ``drops`` at the load of 4b (10 apps, full speed), windows in the order
-   drops, full, full, drops, means compared.
+   drops, full, full, drops, means compared. Information: the server's CPU
+   time per delivered event at each level (over the same windows).
 6. With ``--stuck-seconds S``: the middleware's RSS is flat (its peak in the
    second half of S is < 2 MiB above its peak in the first: the allocator
    moves the samples up and down by a MiB or so, a leak moves the peak) while
@@ -492,8 +493,12 @@ drifts (faster or slower over the half minute) biases neither level."""
 
 
 async def journal_compare(args: argparse.Namespace, targets: Targets) -> None:
-    """Target 5: delivered events/s at 4b's load, journal at ``drops`` and at ``full``."""
+    """Target 5: delivered events/s at 4b's load, journal at ``drops`` and at ``full``;
+    beside it, as information, the server's CPU time per delivered event at each
+    level (from /proc over the measured window): the same cost seen as the car's
+    CPU time, not as the rate the apps get."""
     rates: dict[str, list[float]] = {"drops": [], "full": []}
+    cpu_us: dict[str, list[float]] = {"drops": [], "full": []}
     for level in JOURNAL_ORDER:
         directory = tempfile.mkdtemp(prefix="vmw-bench-journal-")
         _JOURNAL_DIRS.append(directory)
@@ -503,14 +508,19 @@ async def journal_compare(args: argparse.Namespace, targets: Targets) -> None:
         ) -> tuple[subprocess.Popen[str], str]:
             return middleware("--journal-dir", directory, "--journal-level", level)
 
-        f = await run_own(server, THROUGHPUT_APPS, 0, BATCH, args, latency=False)
+        f = await run_own(server, THROUGHPUT_APPS, 0, BATCH, args, latency=False, cpu=True)
         rates[level].append(f.rate)
+        cpu_us[level].append(f.cpu_s / (f.rate * args.seconds) * 1e6 if f.rate else math.nan)
     drops, full = (sum(rates[k]) / len(rates[k]) for k in ("drops", "full"))
+    cpu_drops, cpu_full = (sum(cpu_us[k]) / len(cpu_us[k]) for k in ("drops", "full"))
     print(
         f"\njournal, {THROUGHPUT_APPS} apps at full speed ({', '.join(JOURNAL_ORDER)}): drops "
         f"{' / '.join(f'{r:,.0f}' for r in rates['drops'])}/s, full "
         f"{' / '.join(f'{r:,.0f}' for r in rates['full'])}/s "
-        f"(full costs {1 - ratio(full, drops):.0%} of the means)",
+        f"(full costs {1 - ratio(full, drops):.0%} of the means); the server's CPU per "
+        f"event: drops {' / '.join(f'{c:.2f}' for c in cpu_us['drops'])} us, full "
+        f"{' / '.join(f'{c:.2f}' for c in cpu_us['full'])} us "
+        f"(full {ratio(cpu_full, cpu_drops) - 1:+.0%})",
         flush=True,
     )
     targets.add(
@@ -519,6 +529,13 @@ async def journal_compare(args: argparse.Namespace, targets: Targets) -> None:
         f"drops {drops:,.0f}/s",
         ratio(full, drops),
         full >= 0.8 * drops,
+    )
+    targets.add(
+        "5: the server's CPU per delivered event, full / drops (means of 2 windows)",
+        f"full {cpu_full:.2f} us",
+        f"drops {cpu_drops:.2f} us",
+        ratio(cpu_full, cpu_drops),
+        None,
     )
 
 
