@@ -31,6 +31,10 @@ How each batch is made (``--build``):
   provider's writes on the apps' streams in grpc.aio, so the middleware's
   latency, delivery and CPU are read beside it.
 
+The aio servers run on the loop the middleware runs on by default (``--event-loop
+auto``: uvloop where installed; :mod:`vmw.server.loop`): a floor is allowed what
+the middleware is.
+
 Run by ``bench.e2e``: ``python -m bench.bare_server --batch 64 --keys 100``.
 """
 
@@ -52,6 +56,7 @@ from typing import Any
 import grpc
 from vmw.proto.ess.v1 import ess_pb2, ess_pb2_grpc
 from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+from vmw.server.loop import LOOPS, loop_factory
 
 from bench import hand_bytes
 
@@ -345,6 +350,13 @@ def main() -> None:
     parser.add_argument("--build", choices=("add", "bytes", "ctor", "raw", "relay"), default="add")
     parser.add_argument("--sync", action="store_true", help="thread-pool server instead of aio")
     parser.add_argument(
+        "--event-loop",
+        choices=LOOPS,
+        default="auto",
+        help="the aio server's loop, as the middleware's event_loop setting (default auto: "
+        "uvloop where installed, as the middleware runs by default)",
+    )
+    parser.add_argument(
         "--compiled-from",
         metavar="DIR",
         help="--build bytes with the hand_bytes module compiled into DIR "
@@ -360,7 +372,8 @@ def main() -> None:
     if args.sync:
         _main_sync(args)
     else:
-        asyncio.run(_main(args))
+        with asyncio.Runner(loop_factory=loop_factory(args.event_loop)[1]) as runner:
+            runner.run(_main(args))
 
 
 if __name__ == "__main__":

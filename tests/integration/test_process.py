@@ -107,3 +107,11 @@ def test_bad_settings_exit_with_a_message_naming_the_setting(tmp_path: Path) -> 
     )
     assert result.returncode == 2
     assert "event_budget must be >= 1" in result.stderr
+    result = subprocess.run(
+        [sys.executable, "-m", "vmw.server", "serve", "--event-loop", "tokio"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 2
+    assert "event_loop must be one of auto, uvloop, asyncio, got 'tokio'" in result.stderr

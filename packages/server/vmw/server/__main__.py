@@ -19,6 +19,7 @@ from pathlib import Path
 
 from vmw.server import dev_certs
 from vmw.server.config import Settings, load_settings, masked
+from vmw.server.loop import loop_factory
 from vmw.server.server import start_server
 from vmw.server.tls import TlsConfigError
 from vmw.vss import CatalogError
@@ -265,7 +266,14 @@ def main(argv: list[str] | None = None) -> int:
             settings.metrics_listen,
         )
     try:
-        asyncio.run(_serve(settings, args.stop_grace))
+        loop_name, new_loop = loop_factory(settings.event_loop)
+    except RuntimeError as e:
+        print(f"middleware: {e}", file=sys.stderr)
+        return 2
+    log.info("event loop: %s", loop_name)
+    try:
+        with asyncio.Runner(loop_factory=new_loop) as runner:
+            runner.run(_serve(settings, args.stop_grace))
     except CatalogError as e:
         print(f"middleware: --vss: {e}", file=sys.stderr)
         return 2

@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from vmw.contract.journal.chain import OFFSET_MOD
 from vmw.ess import parse_expect_rule
+from vmw.server.loop import check_choice
 
 __all__ = [
     "AccessSettings",
@@ -75,6 +76,10 @@ class Settings:
     keepalive_timeout_s: float = 5.0
     """A client that does not answer a ping within this is gone."""
     log_level: str = "INFO"
+    event_loop: str = "auto"
+    """The process's asyncio loop: ``auto`` (uvloop where installed, else
+    asyncio's own), ``uvloop`` (it or a start-up error) or ``asyncio``
+    (:mod:`vmw.server.loop`)."""
     auth_mode: str = "open"
     """``open``: the app-id header is trusted, everything allowed (development).
     ``token``: every call carries ``authorization: Bearer <JWT>``."""
@@ -240,6 +245,7 @@ class Settings:
             raise ValueError(
                 f"journal_level must be lifecycle, drops or full, got {self.journal_level!r}"
             )
+        check_choice(self.event_loop)
         if self.auth_mode not in ("open", "token"):
             raise ValueError(f"auth_mode must be 'open' or 'token', got {self.auth_mode!r}")
         if self.auth_mode == "token" and not self.token_public_key:
