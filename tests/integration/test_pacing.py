@@ -60,20 +60,26 @@ async def _events(call: Any, count: int) -> tuple[list[tuple[int, bytes]], int]:
     return got, messages
 
 
-@pytest.mark.settings(stream_writes_per_s=20)
-async def test_beyond_the_budget_an_app_gets_every_event_in_fewer_writes(
-    server: RunningServer, connect: Any
-) -> None:
+async def paced_delivery(connect: Any) -> int:
+    """WRITES one by one to an app, on a server with a budget of 20 writes a second:
+    the app gets every event, in order, with its seq; the messages it took."""
     provider = await _add_key(connect)
     call = await _open_app(connect, "paced")
     await _write_one_by_one(provider)
     got, messages = await _events(call, WRITES)
-
+    call.cancel()
     assert got == [(i + 1, i.to_bytes(2, "big")) for i in range(WRITES)]  # all, in order
+    return messages
+
+
+@pytest.mark.settings(stream_writes_per_s=20)
+async def test_beyond_the_budget_an_app_gets_every_event_in_fewer_writes(
+    server: RunningServer, connect: Any
+) -> None:
+    messages = await paced_delivery(connect)
     # 20 writes a second with no burst to speak of: 100 Sets on loopback take well
     # under two seconds, so the app's turns come far fewer than 100 times.
     assert messages <= WRITES // 2
-    call.cancel()
 
 
 @pytest.mark.settings(stream_writes_per_s=0)
