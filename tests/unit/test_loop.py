@@ -15,7 +15,7 @@ def _run_on(factory: LoopFactory) -> type:
     """The type of the loop ``factory`` makes, after a sub-millisecond sleep on it."""
 
     async def body() -> type:
-        await asyncio.sleep(0.0002)
+        await asyncio.sleep(0.0002)  # the behaviour under test: a timer below libuv's 1 ms
         return type(asyncio.get_running_loop())
 
     with asyncio.Runner(loop_factory=factory) as runner:

@@ -49,16 +49,16 @@ def loop_factory(choice: str) -> tuple[str, LoopFactory]:
         RuntimeError: ``uvloop`` asked for, and it cannot be imported.
     """
     check_choice(choice)
-    if choice == "asyncio":
-        return "asyncio", asyncio.new_event_loop
-    try:
-        uvloop = importlib.import_module("uvloop")
-    except ImportError as e:
-        if choice == "uvloop":
-            raise RuntimeError(
-                f"event_loop 'uvloop': uvloop cannot be imported ({e}); install it "
-                "(pip install uvloop) or use event_loop 'auto' or 'asyncio'"
-            ) from None
-        return "asyncio", asyncio.new_event_loop
-    factory: LoopFactory = uvloop.new_event_loop
-    return "uvloop", factory
+    if choice != "asyncio":
+        try:
+            uvloop = importlib.import_module("uvloop")
+        except ImportError as e:
+            if choice == "uvloop":
+                raise RuntimeError(
+                    f"event_loop 'uvloop': uvloop cannot be imported ({e}); install it "
+                    "(pip install uvloop) or use event_loop 'auto' or 'asyncio'"
+                ) from None
+        else:
+            factory: LoopFactory = uvloop.new_event_loop
+            return "uvloop", factory
+    return "asyncio", asyncio.new_event_loop
