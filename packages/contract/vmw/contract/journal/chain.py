@@ -117,10 +117,9 @@ def _sha256_hex(data: bytes) -> str:
     """SHA-256 hex of ``data``, hashed without letting go of the GIL (see :data:`_PIECE`)."""
     if len(data) <= _PIECE:
         return hashlib.sha256(data).hexdigest()
-    digest = hashlib.sha256()
-    view = memoryview(data)
-    for start in range(0, len(data), _PIECE):
-        digest.update(view[start : start + _PIECE])
+    digest = hashlib.sha256(data[:_PIECE])
+    for start in range(_PIECE, len(data), _PIECE):
+        digest.update(data[start : start + _PIECE])
     return digest.hexdigest()
 
 
@@ -153,7 +152,7 @@ def line_of(record: dict[str, Any]) -> bytes:
     body = canonical(record)
     digest = _sha256_hex(body)
     record["hash"] = digest
-    return b'{"hash":"' + digest.encode() + b'",' + body[1:] + b"\n"
+    return b"".join((b'{"hash":"', digest.encode(), b'",', memoryview(body)[1:], b"\n"))
 
 
 def verify_line(line: bytes) -> dict[str, Any]:

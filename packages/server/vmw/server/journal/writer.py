@@ -350,37 +350,43 @@ class Journal:
     # -- the writer thread ----------------------------------------------------------
 
     def _run(self) -> None:
-        buffer = self._buffer
         try:
-            while True:
-                try:
-                    rec = buffer.popleft()
-                except IndexError:
-                    self._write_batch()
-                    self._mark()
-                    if self._guard is not None:
-                        self._guard.tick()
-                    time.sleep(_IDLE_WAIT_S)
-                    continue
-                if rec is _STOP:
-                    break
-                if type(rec) is _Gap:
-                    self._next_offset = (self._next_offset + rec.n) % OFFSET_MOD
-                    self._consumed += rec.n
-                    continue
-                self._consumed += 1
-                if self._unreported:
-                    self._note_failures()
-                self._emit_one(rec)
-                if self._batch_bytes >= self._batch_limit:
-                    self._write_batch()
-                    self._mark()
-                    if self._guard is not None:
-                        self._guard.tick()
+            while self.write_buffered():
+                time.sleep(_IDLE_WAIT_S)
         except Exception:
             log.exception("journal writer failed")
         finally:
             self._finish()
+
+    def write_buffered(self) -> bool:
+        """The writer's step: link and write every record buffered now; False at the
+        stop (then :meth:`close`'s caller finishes). The writer thread's, or, for a
+        journal whose thread is not started, its caller's (``bench.instructions``)."""
+        buffer = self._buffer
+        while True:
+            try:
+                rec = buffer.popleft()
+            except IndexError:
+                self._write_batch()
+                self._mark()
+                if self._guard is not None:
+                    self._guard.tick()
+                return True
+            if rec is _STOP:
+                return False
+            if type(rec) is _Gap:
+                self._next_offset = (self._next_offset + rec.n) % OFFSET_MOD
+                self._consumed += rec.n
+                continue
+            self._consumed += 1
+            if self._unreported:
+                self._note_failures()
+            self._emit_one(rec)
+            if self._batch_bytes >= self._batch_limit:
+                self._write_batch()
+                self._mark()
+                if self._guard is not None:
+                    self._guard.tick()
 
     def _note_failures(self) -> None:
         count, self._unreported = self._unreported, 0
