@@ -6,6 +6,7 @@ import errno
 import hashlib
 import itertools
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +118,33 @@ def test_records_are_written_chained_and_stamped(tmp_path: Path) -> None:
     assert {r["vehicle_id"] for r in records} == {"car-1"}
     assert records[0]["prev_hash"] == ""
     assert verify(records).intact
+
+
+def _wakeups(thread_id: int) -> int:
+    """How many times the thread has gone to sleep and woken since it began (Linux)."""
+    status = Path(f"/proc/self/task/{thread_id}/status").read_text()
+    return int(status.split("voluntary_ctxt_switches:")[1].split()[0])
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts a thread in /proc")
+def test_an_idle_writer_backs_off_and_a_record_still_reaches_disk(tmp_path: Path) -> None:
+    """Idle, the writer wakes about 10 times a second, not 200 (its 5 ms poll backs off
+    to 100 ms while no record comes); the next record is still written."""
+    j = make(tmp_path)
+    j.start(version="test")
+    try:
+        wait_until(lambda: j.written == 1, what="the start record on disk")
+        writer = j._thread.native_id
+        assert writer is not None
+        before = _wakeups(writer)
+        time.sleep(1.0)  # the behaviour under test: what an idle second costs
+        idle = _wakeups(writer) - before
+        assert idle <= 40, f"the idle writer woke {idle} times in a second"
+        j.record("key_added", app="p", key="Vehicle.Speed", key_id=1)
+        wait_until(lambda: j.written == 2, what="the record written after the idle second")
+    finally:
+        j.close()
+    assert [r["kind"] for r in read_journal([tmp_path])] == ["start", "key_added", "stop"]
 
 
 def test_lifecycle_level_records_no_drops(tmp_path: Path) -> None:

@@ -74,7 +74,13 @@ _STOP: Final = object()
 _JOURNAL_DROPPED: Final = Kind.JOURNAL_DROPPED
 _STOP_KIND: Final = Kind.STOP
 _MARKED: Final = (_JOURNAL_DROPPED, _STOP_KIND)
-_IDLE_WAIT_S: Final = 0.005  # the writer's poll when idle: latency to disk, not to apps
+_IDLE_WAIT_S: Final = 0.005
+"""The writer's poll while records come: their latency to disk (not to apps), and
+how many a wake-up takes in one go."""
+_IDLE_MAX_S: Final = 0.1
+"""The poll it backs off to, doubling, while none comes: an idle middleware's writer
+wakes about 10 times a second, not 200 (each wake takes the GIL from the event loop;
+measured idle, 1,936 wake-ups and 0.24 s of CPU in 10 s at the fixed 5 ms poll)."""
 _BATCH_BYTES: Final = 256 * 1024
 _MARK_EVERY_S: Final = 0.5
 _SPEC: Final = {kind: (LEVEL_OF[kind], KIND_FIELDS[kind]) for kind in Kind}
@@ -351,8 +357,13 @@ class Journal:
 
     def _run(self) -> None:
         try:
+            wait, consumed = _IDLE_WAIT_S, self._consumed
             while self.write_buffered():
-                time.sleep(_IDLE_WAIT_S)
+                if self._consumed != consumed:
+                    wait, consumed = _IDLE_WAIT_S, self._consumed
+                else:
+                    wait = min(wait * 2, _IDLE_MAX_S)
+                time.sleep(wait)
         except Exception:
             log.exception("journal writer failed")
         finally:
