@@ -49,12 +49,12 @@ import struct
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 if TYPE_CHECKING:
-    from vmw.ess import EventSubSystem, RawEvent
+    from vmw.ess import EventSubSystem
     from vmw.server.journal.taps import PublishTap
     from vmw.server.journal.writer import Journal
     from vmw.server.signals import Signals
@@ -106,6 +106,7 @@ def own(
     writer thread."""
     from vmw.ess import EventSubSystem, QueueConfig, SubscriptionRequest, Trigger
     from vmw.proto.vstore.v1 import vstore_pb2
+    from vmw.server.journal.taps import record_delivered
     from vmw.server.rpc.batches import EventBytes
     from vmw.server.rpc.convert import publish_rows
     from vmw.vstore import VStore
@@ -148,7 +149,7 @@ def own(
             events = ess.drain_raw(app, 500)
             encoder.messages(events, 4_000_000)
             if full is not None:
-                full.delivered(full.journal, app, events)
+                record_delivered(full.journal, app, events)
         if full is not None:
             written = full.journal.written
             full.journal.write_buffered()
@@ -164,14 +165,13 @@ class _Full(NamedTuple):
 
     journal: Journal
     tap: PublishTap
-    delivered: Callable[[Journal, str, Sequence[RawEvent]], None]
 
 
 def _full_journal(store: VStore, ess: EventSubSystem) -> _Full:
     """A journal at ``full`` in a temporary directory (removed at exit), its thread
     not started: the scenario runs the writer's step itself."""
     from vmw.contract.journal.records import Level
-    from vmw.server.journal.taps import PublishTap, record_delivered
+    from vmw.server.journal.taps import PublishTap
     from vmw.server.journal.writer import Journal
 
     directory = tempfile.mkdtemp(prefix="vmw-bench-instructions-")
@@ -180,7 +180,7 @@ def _full_journal(store: VStore, ess: EventSubSystem) -> _Full:
     journal = Journal(Path(directory), vehicle_id="bench", boot_id="0" * 32, level=Level.FULL)
     tap = PublishTap(journal, store, ess)
     store.set_listener(tap)
-    return _Full(journal, tap, record_delivered)
+    return _Full(journal, tap)
 
 
 def ceiling(apps: int, size: int, rounds: int) -> tuple[Step, int]:

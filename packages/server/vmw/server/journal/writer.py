@@ -378,10 +378,7 @@ class Journal:
             try:
                 rec = buffer.popleft()
             except IndexError:
-                self._write_batch()
-                self._mark()
-                if self._guard is not None:
-                    self._guard.tick()
+                self._write_and_tick()
                 return True
             if rec is _STOP:
                 return False
@@ -394,10 +391,14 @@ class Journal:
                 self._note_failures()
             self._emit_one(rec)
             if self._batch_bytes >= self._batch_limit:
-                self._write_batch()
-                self._mark()
-                if self._guard is not None:
-                    self._guard.tick()
+                self._write_and_tick()
+
+    def _write_and_tick(self) -> None:
+        """Write the batch, keep the loss marker current, and let retention's guard tick."""
+        self._write_batch()
+        self._mark()
+        if self._guard is not None:
+            self._guard.tick()
 
     def _note_failures(self) -> None:
         count, self._unreported = self._unreported, 0
