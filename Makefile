@@ -107,8 +107,7 @@ COMPILED_TESTS := tests/unit/test_compiled.py tests/unit/test_vstore.py tests/un
 	tests/unit/test_kuksa_cut.py \
 	tests/integration/test_ess_end_to_end.py tests/integration/test_kuksa_api.py \
 	$(foreach t,test_a_key_that_is_neither_a_name_nor_an_id_is_a_type_error \
-		test_times_and_versions_must_be_uint64_integers \
-		test_a_batch_refuses_every_bad_update_by_its_index_and_writes_nothing, \
+		test_times_and_versions_must_be_uint64_integers, \
 		--deselect 'tests/unit/test_vstore.py::$(t)') \
 	--deselect tests/unit/test_ess.py::test_queue_lengths_are_capped_and_validated
 unit-compiled: $(COMPILED_STAMP)

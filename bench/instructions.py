@@ -35,7 +35,13 @@ Each figure is printed beside its floor, counted the same way in the same run:
   (what ``drops`` costs while nothing is dropped). valgrind's CPU has no SHA
   extensions, so the hash counts in software there: about 850 instructions
   an event of this scenario, several times what it costs on a CPU with them
-  (2.4 us timed for a record of about 2.4 KB, 64 events).
+  (2.4 us timed for a record of about 2.4 KB, 64 events);
+* ``own ids``: ``own`` with 1,000 other keys added to the V-Store first, so that
+  its keys' ids are 1,001-1,100, as in a car's catalog, where ``own``'s are
+  1-100; beside it ``own``. The interpreter shares one object for each number
+  up to 256, and compiled code that boxes a number anew allocates above it:
+  this row shows what the ids cost the compiled build (docs/contributing.md,
+  "Compiled cores").
 """
 
 from __future__ import annotations
@@ -90,7 +96,13 @@ def _float_signals(names: list[str]) -> Signals:
 
 
 def own(
-    apps: int, size: int, rounds: int, *, api: bool = False, journal: bool = False
+    apps: int,
+    size: int,
+    rounds: int,
+    *,
+    api: bool = False,
+    journal: bool = False,
+    other_keys: int = 0,
 ) -> tuple[Step, int]:
     """A publish of ``size`` floats to ``apps`` apps, as the own API's streams carry it.
 
@@ -103,7 +115,11 @@ def own(
     the publish tap on the V-Store, a ``delivered_batch`` record per app and batch,
     and the writer's step (records linked, hashed and written to a segment in a
     temporary directory) run after each round, where the server runs it on its
-    writer thread."""
+    writer thread.
+
+    ``other_keys``: that many keys added to the V-Store first, so that the
+    benchmark's keys have the ids after them (ids 1-100 by default; a car's
+    catalog has hundreds or thousands of keys)."""
     from vmw.ess import EventSubSystem, QueueConfig, SubscriptionRequest, Trigger
     from vmw.proto.vstore.v1 import vstore_pb2
     from vmw.server.journal.taps import record_delivered
@@ -115,6 +131,8 @@ def own(
     ess = EventSubSystem(store, event_budget=100_000)
     store.set_listener(ess)
     full = _full_journal(store, ess) if journal else None
+    for i in range(other_keys):  # added first: the benchmark's keys get the ids after them
+        store.add_key(f"Vehicle.Other.K{i}")
     key_names = [f"Vehicle.Bench.S{i}" for i in range(KEYS)]
     if api:
         _float_signals(key_names).install(store)
@@ -251,6 +269,7 @@ SCENARIOS: Final[dict[str, Callable[[int], tuple[Step, int]]]] = {
     "own-1 api": lambda rounds: own(1, 84, rounds, api=True),
     "kuksa": kuksa,
     "own full": lambda rounds: own(10, 64, rounds, journal=True),
+    "own ids": lambda rounds: own(10, 64, rounds, other_keys=1000),
 }
 WARMUP: Final = 20
 
@@ -304,6 +323,7 @@ EVENTS: Final = {
     "own-1 api": 84,
     "kuksa": 84,
     "own full": 640,
+    "own ids": 640,
 }
 """Events a round of each scenario delivers (values, for ``kuksa``)."""
 
@@ -344,6 +364,7 @@ def main(argv: list[str] | None = None) -> int:
         ("own-1 api: the same from its bytes, values checked", "own-1 api", "own-1", "own-1"),
         ("kuksa: 1 subscriber, publishes of 84, per value", "kuksa", "own-1 api", "own-1 api"),
         ("own full: own with the journal at full", "own full", "own", "own"),
+        ("own ids: own with key ids above 1,000", "own ids", "own", "own"),
     )
     seen: dict[str, float] = {}
     for label, name, floor_name, floor_label in rows:

@@ -13,6 +13,7 @@ exit (SIGTERM, then SIGKILL after 15 s).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import signal
@@ -27,13 +28,22 @@ import grpc
 from vmw.contract.wire import APP_ID_HEADER
 from vmw.proto.cluster.v1 import cluster_pb2, cluster_pb2_grpc
 
-__all__ = ["Node", "Nodes", "free_port", "status"]
+__all__ = ["Node", "Nodes", "free_port", "free_ports", "status"]
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` different free ports on 127.0.0.1, each held until all are chosen:
+    one at a time, the kernel may choose a port it has just chosen (two nodes of one
+    test were once given the same port, and the second could not listen)."""
+    with contextlib.ExitStack() as held:
+        sockets = [held.enter_context(socket.socket()) for _ in range(count)]
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in sockets]
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return free_ports(1)[0]
 
 
 class Node:
@@ -146,7 +156,7 @@ class Nodes:
         routes: (from, to) -> the address ``from`` dials ``to`` at (before ``reach``).
         extra: node -> more flags for that node only.
         """
-        self.ports = {n: free_port() for n in names}
+        self.ports = dict(zip(names, free_ports(len(names)), strict=True))
         ports = self.ports
         self.nodes: dict[str, Node] = {}
         for n in names:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, cast
+from typing import Any, NamedTuple, cast
 
 __all__ = [
     "DataRow",
@@ -189,9 +189,11 @@ LifecycleEvent = KeyAdded | KeyRemoved | HealthEvent
 Event = DataUpdated | KeyAdded | KeyRemoved | ResyncRequired | HealthEvent
 """What :meth:`vmw.ess.EventSubSystem.drain` hands out."""
 
-DataRow = tuple[int, int, int, bytes | None, int]
+DataRow = tuple[Any, int, int, bytes | None, int]
 """A ``DataUpdated``'s fields as a plain tuple, in the same order (key, seq,
-time_ns, data, queue): how the queues hold a data event."""
+time_ns, data, queue): how the queues hold a data event. The key id is an
+``int``, annotated ``Any`` so that the compiled encoders look it up as the
+object it is (docs/contributing.md, "Compiled cores")."""
 RawEvent = DataRow | KeyAdded | KeyRemoved | ResyncRequired | HealthEvent
 """What :meth:`vmw.ess.EventSubSystem.drain_raw` hands out: an ``Event`` whose
 data events are still the queues' plain tuples (``type(e) is tuple``)."""

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 from vmw.ess.budget import EventBudget
 from vmw.ess.config import QUEUE_COUNT, QueueConfig, effective_queue_configs
@@ -171,11 +171,16 @@ class EventSubSystem:
 
     # -- V-Store listener ---------------------------------------------------
 
-    def data_updated(self, key_id: int, changed: bool, value: bytes, time_ns: int) -> None:
+    def data_updated(self, key_id: Any, changed: bool, value: bytes, time_ns: Any) -> None:
         """Fan an update out to the key's subscribers. The hot path.
 
         An unwatched key costs one bit test. For a watched key the stored value
         is queued as it is (no copy) and every subscriber gets its own seq.
+
+        ``key_id`` and ``time_ns`` are ints, annotated ``Any`` so that the compiled
+        build queues the caller's objects as they are, as the interpreter does
+        (docs/contributing.md, "Compiled cores": an ``int`` there would be a new
+        object for each subscriber's event).
         """
         try:
             if not self._watched[key_id]:

@@ -29,7 +29,7 @@ import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Final, NamedTuple, Protocol, TypeAlias, cast
+from typing import Any, Final, NamedTuple, Protocol, TypeAlias, cast
 
 from vmw.vstore.errors import (
     InvalidKeyNameError,
@@ -55,6 +55,11 @@ __all__ = [
 
 DEFAULT_MAX_VALUE_SIZE: Final = 64 * 1024
 _U64: Final = 2**64
+_WORD: Final = 2**62 - 1
+"""The largest int compiled code holds in a machine word. A write time up to it
+(every time until the year 2116) is checked against it first: compiled, comparing
+a time with 2**64, a number beyond a machine word, makes a new object of the time
+for each update; the rest of the uint64 range goes the slow way."""
 # The version slot of a free id: lets the write path tell a removed id from a
 # live one with the version read it does anyway.
 _FREE_VERSION: Final = -1
@@ -405,6 +410,10 @@ class VStore:
         values, versions, times = self._values, self._versions, self._times
         listener = self._listener
         conflicts = 0
+        # Ints passed on as they are: annotated Any, the compiled build does not
+        # unbox them and box them anew (docs/contributing.md, "Compiled cores").
+        key_id: Any
+        time_ns: Any
         for key_id, data, if_version, time_ns in checked:
             version = versions[key_id]
             if if_version is not None and if_version != version:
@@ -452,7 +461,8 @@ class VStore:
         max_size = self._max_value_size
         # The common case costs a few comparisons per update (a Publish batch
         # runs this for every update); the slow calls run only to say what is
-        # wrong.
+        # wrong. (time_ns: annotated Any as in _apply.)
+        time_ns: Any
         for i, u in enumerate(updates):
             key, data, if_version, time_ns = u
             try:
@@ -472,8 +482,8 @@ class VStore:
             except VStoreError as e:
                 e.index = i
                 raise
-            if time_ns is not None and (type(time_ns) is not int or not 0 <= time_ns < _U64):
-                _check_u64(f"updates[{i}].time_ns", time_ns)
+            if time_ns is not None and (type(time_ns) is not int or not 0 <= time_ns <= _WORD):
+                _check_u64(f"updates[{i}].time_ns", time_ns)  # the rest of 0..2**64-1
             if if_version is not None:
                 _check_u64(f"updates[{i}].if_version", if_version)
         if not converted:
