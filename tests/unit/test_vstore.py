@@ -415,6 +415,20 @@ def test_a_batch_refuses_every_bad_update_by_its_index_and_writes_nothing(
     assert len(rec.events) == n
 
 
+def test_a_batch_takes_every_write_time_of_the_uint64_range(store: VStore, rec: Recorder) -> None:
+    """The batch path checks a time against a machine word's range first and the
+    rest of 0..2**64-1 the slow way: both edges of each part are written, with
+    their times, and one past the range is refused."""
+    a = store.add_key("Vehicle.A")
+    edges = [0, 2**62 - 1, 2**62, 2**64 - 1]
+    store.set_many([Update(a, str(i).encode(), time_ns=t) for i, t in enumerate(edges)])
+    assert [time_ns for _, _, time_ns in rec.written] == edges
+    assert store.get(a).time_ns == 2**64 - 1
+    with pytest.raises(ValueError, match=r"updates\[0\]\.time_ns must be an integer"):
+        store.set_many([Update(a, b"x", time_ns=2**64)])
+    assert store.get(a).version == len(edges)
+
+
 def test_the_listener_can_be_read_to_wrap_it(rec: Recorder) -> None:
     store = VStore()
     assert store.listener is None
