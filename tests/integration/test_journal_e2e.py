@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 
 from vmw.contract.journal.records import expand
+from vmw.sdk import ProviderClient
 from vmw.server.journal import JournalReport, read_journal, verify
 from vmw.server.server import start_server
 
@@ -54,3 +55,44 @@ async def test_the_full_journal_accounts_for_every_event_a_slow_app_lost(tmp_pat
     # One record per batch, not per event.
     batches = [r for r in records if r["kind"] == "delivered_batch" and r["app"] == "slow"]
     assert len(batches) < len(delivered)
+
+
+async def test_the_full_journal_records_each_write_of_a_request_with_its_own_version(
+    tmp_path: Path,
+) -> None:
+    """What a fleet's analysis reads of each write: who wrote which key, the version
+    that write made (a key written twice in one request: each its own), whether the
+    value changed, and its size; one record per request."""
+    settings = dataclasses.replace(
+        TEST_SETTINGS, journal_dir=str(tmp_path), journal_level="full", vehicle_id="car-8"
+    )
+    server = await start_server(settings)
+    try:
+        async with ProviderClient(server.address, "prov") as provider:
+            await provider.add_keys(["Vehicle.A", "Vehicle.B"])
+            await provider.publish([("Vehicle.A", b"1"), ("Vehicle.A", b"1"), ("Vehicle.B", b"xy")])
+            await provider.publish([("Vehicle.A", b"2")])
+            await provider.flush()
+            assert await provider.set("Vehicle.B", b"xyz") == 2
+    finally:
+        await server.stop(0)
+    report = JournalReport()
+    records = read_journal([tmp_path], report)
+    verify(records, report)
+    assert report.intact
+    ids = {r["key"]: r["key_id"] for r in records if r["kind"] == "key_added"}
+    writes = [
+        (r["writer"], r["key"], r["key_id"], r["version"], r["changed"], r["size"])
+        for r in expand(records)
+        if r["kind"] == "publish"
+    ]
+    a, b = ids["Vehicle.A"], ids["Vehicle.B"]
+    assert writes == [
+        ("prov", "Vehicle.A", a, 1, True, 1),
+        ("prov", "Vehicle.A", a, 2, False, 1),  # the same bytes again: a new version
+        ("prov", "Vehicle.B", b, 1, True, 2),
+        ("prov", "Vehicle.A", a, 3, True, 1),
+        ("prov", "Vehicle.B", b, 2, True, 3),  # the unary Set
+    ]
+    batches = [len(r["key_ids"]) for r in records if r["kind"] == "publish_batch"]
+    assert batches == [3, 1, 1]
