@@ -16,7 +16,7 @@ How each batch is made (``--build``):
   (``--compiled-from DIR``: the copy ``bench.e2e`` compiles into DIR);
   ``bench.e2e`` takes the fastest of the three as its ceiling;
 - ``ctor``: one ``Event(data_updated=DataUpdated(...))`` constructor call per
-  event (how the middleware built them before the batch journal; kept to compare);
+  event (the plain protobuf way; kept to compare);
 - ``raw``: the raw limit of the transport: one batch serialized once at start
   and written again and again as bytes (no serializer on the stream), so only
   gRPC's own per-message work remains;

@@ -9,8 +9,8 @@ store and one bitarray test. Machines are noisy; compare ratios to the floor.
 The targets are ratios to that floor too: set on the project's machine as
 nanoseconds (500 for an unwatched set and for each extra subscriber, 2,000
 for a set watched by one app) where the floor read 100 ns, they are 5x, 20x
-and 5x the floor, so that a machine in a slow phase (the floor at 250 ns
-in one) is judged on the code, not on its clock. Exits 1 if one is missed.
+and 5x the floor, so that a machine in a slow phase is judged on the code,
+not on its clock. Exits 1 if one is missed.
 Each figure is the fastest of several repeats of a timed batch (as timeit
 advises: slower repeats measure the machine's other work, not the code).
 """

@@ -34,8 +34,7 @@ Each figure is printed beside its floor, counted the same way in the same run:
   linked, hashed and written), per event; beside it ``own``, the journal off
   (what ``drops`` costs while nothing is dropped). valgrind's CPU has no SHA
   extensions, so the hash counts in software there: about 850 instructions
-  an event of this scenario, several times what it costs on a CPU with them
-  (2.4 us timed for a record of about 2.4 KB, 64 events);
+  an event of this scenario, several times what it costs on a CPU with them;
 * ``own ids``: ``own`` with 1,000 other keys added to the V-Store first, so that
   its keys' ids are 1,001-1,100, as in a car's catalog, where ``own``'s are
   1-100; beside it ``own``. The interpreter shares one object for each number

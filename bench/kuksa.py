@@ -157,7 +157,7 @@ SUBSCRIBE_METHOD = f"/{v2.DESCRIPTOR.services_by_name['VAL'].full_name}/Subscrib
 
 def point_times(raw: bytes) -> list[int]:
     """A ``SubscribeResponse``'s datapoints' timestamps (ns), from its bytes."""
-    # Not Timestamp.ToNanoseconds() (Python code, 2.4x the cost).
+    # Not Timestamp.ToNanoseconds(): Python code, slower than the arithmetic.
     return [
         p.timestamp.seconds * 1_000_000_000 + p.timestamp.nanos
         for p in v2.SubscribeResponse.FromString(raw).entries.values()

@@ -293,7 +293,7 @@ def _graph(unit: int | None) -> dict[str, set[str]]:
 
 
 def test_no_two_server_packages_import_each_other() -> None:
-    """``vmw.server.runtime``, ``.delivery``, ``.cluster``, ``.rpc``... form a tree, no circle."""
+    """``vmw.server.runtime``, ``.session``, ``.cluster``, ``.rpc``... form a tree, no circle."""
     cycles = _cycles(_graph(3))
     assert not cycles, f"import circles between packages: {cycles}"
 

@@ -90,7 +90,7 @@ _ARRAY_OF: Final = {
 # The bytes of a Value holding one double (field 3, fixed64) or one float (field 6,
 # fixed32): the tag, then the number little-endian. Most signals are numbers, and
 # every typed write and every KUKSA delivery encodes or decodes one, so these two
-# are done without a message (0.13 us against 1.7 us to encode); tests check them
+# are done without a message, a fraction of protobuf's cost; tests check them
 # against protobuf's own bytes for every kind of float.
 DOUBLE_TAG: Final = 0x19
 """The first of the 9 bytes of a ``float`` (double) value; the other 8 are the number,

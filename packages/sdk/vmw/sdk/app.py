@@ -8,8 +8,8 @@
 The client keeps the id -> name map (from register results and
 ``KeyAdded``/``KeyRemoved``), counts seq gaps per key (``DataEvent.missed``),
 and, when the stream fails or the middleware restarts, reconnects with backoff
-and registers every subscription again by itself (the ADR's middleware-crash
-rule), yielding a :class:`ReconnectedEvent` so the app knows to refresh its
+and registers every subscription again by itself (the crash rule of
+the ESS in docs/design.md), yielding a :class:`ReconnectedEvent` so the app knows to refresh its
 state. A subscription whose key does not exist yet (not added so far, or not
 re-added after a restart) is registered when its ``KeyAdded`` arrives.
 """

@@ -1,8 +1,8 @@
 """The authorization hook: may an app read a key?
 
 Consulted when an app registers a subscription and when a ``key_added`` or
-``key_removed`` is broadcast. The default allows everything (the ADR's CTP
-rule); the middleware plugs a real policy in later.
+``key_removed`` is broadcast. The default allows everything (the ESS's
+authorization row in docs/design.md); the middleware plugs a real policy in.
 """
 
 from __future__ import annotations

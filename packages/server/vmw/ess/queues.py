@@ -1,4 +1,4 @@
-"""One bounded event queue of one app, with the ADR's drop-oldest-per-key rule.
+"""One bounded event queue of one app, with the drop-oldest-per-key rule of docs/design.md.
 
 The queue holds data events in arrival order, each as a plain tuple of a
 ``DataUpdated``'s fields (``DataRow``). When an event meets
@@ -24,9 +24,8 @@ All operations are O(1) per event, amortized, in one of two forms:
 The first push that finds the queue full moves it to the pressed form
 (O(length), once per stretch of pressure, paid for by the pushes that filled
 the queue); draining it empty moves it back. A queue its app keeps up with
-stays calm. (Interpreted, a calm push and drain cost 64 ns an event against
-186 pressed, bare, in a one-off ``timeit``; through the store, the ESS and a
-drain, 1.44 -> 1.30 us an update with the index alone made lazy.)
+stays calm, and pays for no per-key index: the calm form is the cheaper
+one, so the index is built only when the drop rule needs it.
 
 Counters for an operator (read by :meth:`EventQueue.stats`, never reset while
 the queue lives): events delivered (drained), evicted, lost and discarded, and

@@ -67,8 +67,8 @@ class CreditScheduler:
     def _spend(self, q: int, take: int) -> None:
         """The credits after ``take`` events from queue ``q`` alone, as the loop of
         :meth:`allocate` leaves them (a refill each time ``q``'s credit runs out
-        with events still to take), in a few steps: a drain of 40 events from one
-        queue went round that loop 4 times (4 us, 0.1 of an event's cost)."""
+        with events still to take), in a few steps rather than one turn of the
+        loop per refill."""
         credits = self._credits
         left = take - credits[q]
         if left <= 0:

@@ -1,7 +1,7 @@
 """Subscriptions: who wants events of which key, on which queue, when.
 
 The :class:`SubscriptionTable` maps key id -> {app -> subscription} (the
-ADR's subscription map) and app -> {key id -> subscription}, and keeps the
+ESS's subscription map, docs/design.md) and app -> {key id -> subscription}, and keeps the
 watched-key bitmap in step: a key's bit is set iff its subscriber map is
 non-empty; ``on_watch`` hears of every such change (the ESS follows watched
 keys' health with it). It stores and indexes; the ESS decides.

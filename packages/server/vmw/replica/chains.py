@@ -10,8 +10,8 @@ the key states, and a peer that needs it gets those states and a horizon
 
 Retained events are many (up to the model's ``max_events``, 100,000 by
 default) and live long, and Python's garbage collector scans every object it
-tracks on each full collection: kept as ``Event`` objects they stalled a node
-for 50-100 ms every ~20 s at 1,000 writes/s. So only a chain's newest
+tracks on each full collection: kept as ``Event`` objects they stall a node
+at every full collection under a steady load of writes. So only a chain's newest
 :data:`RECENT` events stay objects (the ones peers are being sent); older ones
 are packed into a tuple of bytes and numbers, which the collector stops
 tracking, and unpacked when asked for (a peer catching up).

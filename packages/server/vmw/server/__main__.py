@@ -98,8 +98,8 @@ async def _serve(settings: Settings, stop_grace: float) -> None:
     # What start-up made (modules, descriptors, catalogs, grpc) lives as long as
     # the process: frozen, out of the collector's sight, so that a full
     # collection scans only what came after. Without it the first full
-    # collection under load stalled each node for 30-40 ms (measured with
-    # three nodes at 1,000 writes/s): a pause every app and peer waits out.
+    # collection under load stalls each node for a pause every app and peer
+    # waits out (seen with three nodes at 1,000 writes/s).
     gc.collect()
     gc.freeze()
     stop = asyncio.Event()

@@ -2,13 +2,9 @@
 
 Everything the middleware does runs on one asyncio loop, so the loop's own
 cost per callback, timer and socket wake-up is paid for every message. uvloop
-(libuv under asyncio's interface) pays less. Alternating runs on the (noisy)
-development machine, the server's CPU time an event: with 10 apps at full
-speed 5% less (the median of four alternating windows each; 14% and 26% in
-two single pairs, the third in a slow phase), 14% less with the journal at
-``full``; at 84,000 updates/s to one app 10% and 16% less in two pairs of
-three (the third the same). Figures in BENCHMARKS.md. gRPC's asyncio stack
-runs on any asyncio loop.
+(libuv under asyncio's interface) pays less: the server's CPU time an event
+is lower with it at every load the end-to-end benchmark runs (figures in
+BENCHMARKS.md). gRPC's asyncio stack runs on any asyncio loop.
 
 One difference shows: libuv counts timers in whole milliseconds, so a wait
 shorter than one fires at the loop's next turn. The write budget

@@ -1,12 +1,11 @@
 """Memory a surge of calls used goes back to the system when the surge ends.
 
-Measured (a flood of 1,000 apps on the Unix socket, 666 streams admitted by the
-event budget, then all closed): the middleware's RSS went 59 -> 89 MB and stayed
-there, but what Python still held afterwards was 0.7 MB (tracemalloc: the rate
-limit buckets of 1,000 app names, themselves bounded). The rest was the C
-allocator's high-water mark: glibc keeps freed memory for reuse (a second and
-third flood did not grow it), and ``malloc_trim`` handed 17 of the 30 MB back.
-What remains is gRPC's and the interpreter's own pools.
+After a flood of apps (streams admitted by the event budget, then all closed)
+the middleware's RSS stays near its peak, though what Python still holds is
+small (the rate limits' buckets, themselves bounded). The rest is the C
+allocator's high-water mark: glibc keeps freed memory for reuse (a second flood
+does not grow it), and ``malloc_trim`` hands much of it back. What remains is
+gRPC's and the interpreter's own pools.
 
 So a flood can pin at most what the limits admit at once (streams: ``max_apps``
 and the event budget; requests: the rate limits) while it lasts, and

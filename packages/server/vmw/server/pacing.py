@@ -1,8 +1,8 @@
 """The process's budget of stream writes per second (pure: the clock is given).
 
-A write to an app's stream costs about the same whatever it carries: on the
-development machine some 40-50 us of CPU in gRPC, against well under a
-microsecond per event in it. With many apps each getting a few events per
+A write to an app's stream costs about the same whatever it carries: gRPC's
+CPU per write is many times the middleware's per event in it (figures in
+BENCHMARKS.md). With many apps each getting a few events per
 provider message, the number of writes, not of events, sets what delivery
 costs: 100 apps at 200 writes a second are 20,000 stream writes a second, a
 whole core, and every event then waits behind the others.

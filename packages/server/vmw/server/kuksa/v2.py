@@ -327,7 +327,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
             convert.source_time,
         )
         points = publish.data_points
-        for key_id in points:  # not items(): its view is Python code, 50 ns a signal
+        for key_id in points:  # not items(): its view is Python code
             point = points[key_id]
             try:
                 name = name_of(key_id) if key_id > 0 else None
