@@ -23,10 +23,10 @@ import grpc
 __all__ = ["ATTEMPTS", "write_raced_end"]
 
 ATTEMPTS: Final = 8
-"""Tries at opening a stream whose writes keep racing its end. 4 were not always
-enough on a loaded machine (1 open of 2,000 in a ``make test`` beside a
-valgrind run still ended INTERNAL): each try races again, so the odds of
-losing every one fall with each, and a middleware that refuses answers at once."""
+"""Tries at opening a stream whose writes keep racing its end: each try races
+again, so the odds of losing every one fall with each, and a middleware that
+refuses answers at once. Enough that a heavily loaded machine (``make test``
+beside a valgrind run) does not lose them all."""
 
 
 def write_raced_end(error: grpc.aio.AioRpcError) -> bool:
