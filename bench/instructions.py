@@ -39,8 +39,8 @@ Each figure is printed beside its floor, counted the same way in the same run:
   its keys' ids are 1,001-1,100, as in a car's catalog, where ``own``'s are
   1-100; beside it ``own``. The interpreter shares one object for each number
   up to 256, and compiled code that boxes a number anew allocates above it:
-  this row shows what the ids cost the compiled build (docs/contributing.md,
-  "Compiled cores").
+  this row shows what the ids cost the compiled build (docs/compiled-build.md,
+  "Ints on the hot path").
 """
 
 from __future__ import annotations

@@ -192,7 +192,7 @@ DataRow = tuple[Any, int, int, bytes | None, int]
 """A ``DataUpdated``'s fields as a plain tuple, in the same order (key, seq,
 time_ns, data, queue): how the queues hold a data event. The key id is an
 ``int``, annotated ``Any`` so that the compiled encoders look it up as the
-object it is (docs/contributing.md, "Compiled cores")."""
+object it is (docs/compiled-build.md, "Ints on the hot path")."""
 RawEvent = DataRow | KeyAdded | KeyRemoved | ResyncRequired | HealthEvent
 """What :meth:`vmw.ess.EventSubSystem.drain_raw` hands out: an ``Event`` whose
 data events are still the queues' plain tuples (``type(e) is tuple``)."""
