@@ -5,10 +5,10 @@ read policy, write claims, stream counts: :mod:`vmw.server.auth`), the V-Store
 (with the VSS catalogs' keys), the journal, the ESS and the listeners between
 them, the stream registry, the health and slow-app watches, the cluster node
 with peers, and the write path, each from the parts it uses and its own
-settings section. It is the
-composition root's half that needs no gRPC: the server (:mod:`vmw.server.server`)
-hands each servicer the few parts it uses, never the runtime itself, and tests
-read the parts' state through it. Everything runs on one asyncio loop.
+settings section. It is the composition root's half that needs no gRPC: the
+server (:mod:`vmw.server.server`) hands each servicer the few parts it uses,
+never the runtime itself, and tests read the parts' state through it.
+Everything runs on one asyncio loop.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 An app's own event stream (``Events``, ``GetEvents``) and a KUKSA
 subscription (``Subscribe`` of v1 and v2) are the same thing here: a
 :class:`Session` of one ESS app. :meth:`Streams.session` opens it (one stream
-per app: a newer one replaces the older), marks it open for the rate limits,
+per app: a newer one replaces the older), counts it among the app's open streams,
 arms the timer that ends it when the caller's token expires, and on the way
 out closes it and says why it ended, as one :class:`EndReason` that the
 journal records (``disconnect``'s ``reason``) and the error table maps to a
@@ -301,7 +301,7 @@ class Streams:
     ) -> AsyncIterator[Session]:
         """Open a stream for ``who`` (as ``app``, default its own id) and run it.
 
-        Inside: the stream is open, counted for the caller's rate limits, and
+        Inside: the stream is open, counted among the app's open streams, and
         ends when the caller's token expires. On the way out it closes; if the
         middleware ended it (replaced, token expired, shutting down, protocol
         error) :class:`StreamEndedError` says why, whatever the body was doing.

@@ -91,6 +91,7 @@ class Writes:
         """Remove keys; returns ``(removed (name, old id), not found)``.
 
         Bumps :attr:`keys_version`: a removed id may be handed to the next new key.
+        A removed key's write claim goes with it.
         """
         removed: list[tuple[str, int]] = []
         not_found: list[str] = []
