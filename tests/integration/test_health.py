@@ -323,7 +323,7 @@ async def test_apps_hear_a_killed_provider_went_away_and_came_back(tmp_path: Pat
             proc.kill()  # again, after the apps left
             await proc.wait()
             await eventually(
-                lambda: server.runtime.access.claimed_by(CLAIMED[0]) is None,
+                lambda: server.runtime.claims.claimed_by(CLAIMED[0]) is None,
                 what="the killed provider's claims to end",
             )
         finally:
@@ -385,7 +385,7 @@ async def test_a_provider_that_flushes_and_writes_on_keeps_its_claims(tmp_path: 
             # flushes could have left pending releases the claims.
             await asyncio.sleep(1.5)
             assert subscriber.health() == []
-            assert server.runtime.access.claimed_by(CLAIMED[0]) == "flusher"
+            assert server.runtime.claims.claimed_by(CLAIMED[0]) == "flusher"
             await fails(other.add_keys(CLAIMED[:1], claim=True), grpc.StatusCode.PERMISSION_DENIED)
         finally:
             await subscriber.close()

@@ -17,7 +17,8 @@ from vmw.proto.ess.v1 import ess_pb2
 from vmw.proto.journal.v1 import journal_pb2
 from vmw.proto.vstore.v1 import vstore_pb2
 from vmw.sdk.raced import ATTEMPTS, write_raced_end
-from vmw.server.access import Access
+from vmw.server.auth.authentication import Authenticator
+from vmw.server.auth.rate_limits import RateLimits
 from vmw.server.config import AccessSettings, Settings
 from vmw.server.rpc.identity import Identify, caller
 from vmw.server.server import RunningServer
@@ -82,17 +83,18 @@ async def test_every_method_refuses_a_call_without_identity_before_its_handler(
 async def test_a_handler_that_never_asks_who_calls_is_still_protected() -> None:
     """A service whose handler forgets identity: the interceptor refuses for it,
     and what the handler asks afterwards is what the interceptor established."""
-    access = Access(AccessSettings.of(Settings()))
+    access = AccessSettings.of(Settings())
+    authenticator = Authenticator.of(access, RateLimits.of(access))
     seen: list[str] = []
 
     async def forgetful(request: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> bytes:
-        seen.append(caller(context, access).app)
+        seen.append(caller(context, authenticator).app)
         return b"ok"
 
     handler = grpc.method_handlers_generic_handler(
         "test.Probe", {"Forgetful": grpc.unary_unary_rpc_method_handler(forgetful)}
     )
-    server = grpc.aio.server(interceptors=[Identify(access, {})])
+    server = grpc.aio.server(interceptors=[Identify(authenticator, {})])
     server.add_generic_rpc_handlers((handler,))
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()

@@ -341,7 +341,7 @@ async def test_a_claimed_key_is_written_only_by_its_claimant_until_it_disconnect
     )
     await publish.done_writing()
     await publish
-    await eventually(lambda: secure.runtime.access.claimed_by(SPEED) is None, what="claim end")
+    await eventually(lambda: secure.runtime.claims.claimed_by(SPEED) is None, what="claim end")
     await rival.vstore.Set(
         vstore_pb2.SetRequest(updates=[vstore_pb2.Update(id=speed, data=b"r")]), metadata=rival.md
     )
@@ -355,9 +355,9 @@ async def test_a_claim_with_no_stream_open_ends_after_the_grace(
     await owner.vstore.AddKeys(
         vstore_pb2.AddKeysRequest(names=[SPEED], claim=True), metadata=owner.md
     )
-    assert secure.runtime.access.claimed_by(SPEED) == "owner"
+    assert secure.runtime.claims.claimed_by(SPEED) == "owner"
     await eventually(
-        lambda: secure.runtime.access.claimed_by(SPEED) is None,
+        lambda: secure.runtime.claims.claimed_by(SPEED) is None,
         timeout=5,
         what="claim grace (0.5 s) to end the claim",
     )
@@ -479,9 +479,9 @@ async def test_an_expired_token_ends_an_idle_publish_stream_and_its_claims(
     await owner.vstore.AddKeys(
         vstore_pb2.AddKeysRequest(names=[SPEED], claim=True), metadata=owner.md
     )
-    assert secure.runtime.access.claimed_by(SPEED) == "owner"
+    assert secure.runtime.claims.claimed_by(SPEED) == "owner"
     await fails(publish, Code.UNAUTHENTICATED, "expired")
-    assert secure.runtime.access.claimed_by(SPEED) is None
+    assert secure.runtime.claims.claimed_by(SPEED) is None
 
 
 async def test_denials_do_not_tell_whether_a_key_exists(client: Any, secure: RunningServer) -> None:

@@ -131,10 +131,10 @@ async def test_the_client_certificate_names_the_app_and_an_app_id_must_agree(pki
     ):
         # No app-id at all: the certificate's CN is the app.
         await _add_keys(channel, ["Vehicle.Cabin.Temp"], None, claim=True)
-        assert server.runtime.access.claimed_by("Vehicle.Cabin.Temp") == "cabin-app"
+        assert server.runtime.claims.claimed_by("Vehicle.Cabin.Temp") == "cabin-app"
         # A SAN of the certificate names another app it may be.
         await _add_keys(channel, ["Vehicle.Cabin.Fan"], "climate-app", claim=True)
-        assert server.runtime.access.claimed_by("Vehicle.Cabin.Fan") == "climate-app"
+        assert server.runtime.claims.claimed_by("Vehicle.Cabin.Fan") == "climate-app"
         await fails(
             _add_keys(channel, ["Vehicle.Speed"], "powertrain"),
             grpc.StatusCode.UNAUTHENTICATED,
@@ -199,7 +199,7 @@ async def test_the_unix_socket_stays_plaintext_and_private_beside_mutual_tls(
         async with grpc.aio.insecure_channel(f"unix:{sock}") as channel:
             await _add_keys(channel, ["Vehicle.Speed"], "local-tool", claim=True)
         # No certificate there: the mode's own rule (open: the app-id) decides.
-        assert server.runtime.access.claimed_by("Vehicle.Speed") == "local-tool"
+        assert server.runtime.claims.claimed_by("Vehicle.Speed") == "local-tool"
         # The SDK given TLS options dials a unix: target in plaintext.
         async with ProviderClient(f"unix:{sock}", "sensor", tls=Tls(ca=pki.car.cert)) as p:
             await p.add_keys(["Vehicle.Other"])
@@ -287,4 +287,4 @@ async def test_the_cli_clients_take_the_tls_options(pki: Pki) -> None:
         assert plain.returncode == 1
         assert "UNAVAILABLE" in err.decode()
         assert "may serve TLS: give --tls-ca" in err.decode(), err.decode()
-        await eventually(lambda: server.runtime.access.publish_stream_count() == 0)
+        await eventually(lambda: server.runtime.stream_counts.publish_stream_count() == 0)

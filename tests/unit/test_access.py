@@ -8,7 +8,8 @@ from pathlib import Path
 import hypothesis.strategies as st
 import pytest
 from hypothesis import HealthCheck, given, settings
-from vmw.server.access import Access
+from vmw.server.auth.authentication import Authenticator
+from vmw.server.auth.rate_limits import RateLimits
 from vmw.server.auth.tokens import generate_key_pair, mint
 from vmw.server.config import AccessSettings, Settings
 from vmw.server.errors import LimitExceededError, UnauthenticatedError
@@ -16,7 +17,7 @@ from vmw.server.kuksa.subscriptions import SUBSCRIPTION_MARK
 
 
 @pytest.fixture(scope="module")
-def token_access(tmp_path_factory: pytest.TempPathFactory) -> tuple[Access, bytes]:
+def token_access(tmp_path_factory: pytest.TempPathFactory) -> tuple[Authenticator, bytes]:
     private, public = generate_key_pair("ES256")
     pub: Path = tmp_path_factory.mktemp("keys") / "k.pub"
     pub.write_bytes(public)
@@ -28,7 +29,12 @@ def token_access(tmp_path_factory: pytest.TempPathFactory) -> tuple[Access, byte
         rate_limit_rps=1e9,
         rate_limit_burst=10**9,
     )
-    return Access(AccessSettings.of(s)), private
+    return _authenticator(s), private
+
+
+def _authenticator(s: Settings) -> Authenticator:
+    access = AccessSettings.of(s)
+    return Authenticator.of(access, RateLimits.of(access))
 
 
 header_values = st.one_of(
@@ -56,7 +62,7 @@ header_values = st.one_of(
     )
 )
 def test_random_metadata_is_refused_as_unauthenticated_or_admitted(
-    token_access: tuple[Access, bytes], md: list[tuple[str, str | bytes]]
+    token_access: tuple[Authenticator, bytes], md: list[tuple[str, str | bytes]]
 ) -> None:
     access, _ = token_access
     try:
@@ -66,7 +72,7 @@ def test_random_metadata_is_refused_as_unauthenticated_or_admitted(
     raise AssertionError(f"admitted {caller} from {md!r}")
 
 
-def test_a_valid_token_is_admitted_and_cached(token_access: tuple[Access, bytes]) -> None:
+def test_a_valid_token_is_admitted_and_cached(token_access: tuple[Authenticator, bytes]) -> None:
     access, private = token_access
     token = mint(private, subject="dash", scope="read:Vehicle.**", ttl_s=60, audience="vmw")
     md = [("authorization", f"Bearer {token}")]
@@ -78,7 +84,7 @@ def test_a_valid_token_is_admitted_and_cached(token_access: tuple[Access, bytes]
 
 @pytest.mark.parametrize("name", ["victim/kuksa-sub-1", f"victim{SUBSCRIPTION_MARK}7"])
 def test_no_caller_can_claim_the_identity_of_a_kuksa_subscription(
-    token_access: tuple[Access, bytes], name: str
+    token_access: tuple[Authenticator, bytes], name: str
 ) -> None:
     """Neither an app id in open mode nor a token's subject may name a stream the
     middleware opened for another app's KUKSA subscription (it would replace it)."""
@@ -86,6 +92,6 @@ def test_no_caller_can_claim_the_identity_of_a_kuksa_subscription(
     token = mint(private, subject=name, scope="read:Vehicle.**", ttl_s=60, audience="vmw")
     with pytest.raises(UnauthenticatedError):
         access.authenticate([("authorization", f"Bearer {token}")])
-    open_mode = Access(AccessSettings.of(Settings(rate_limit_rps=1e9, rate_limit_burst=10**9)))
+    open_mode = _authenticator(Settings(rate_limit_rps=1e9, rate_limit_burst=10**9))
     with pytest.raises(UnauthenticatedError):
         open_mode.authenticate([("app-id", name)], peer="ipv4:127.0.0.1:1")

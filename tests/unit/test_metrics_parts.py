@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 from vmw.proto.admin.v1 import admin_pb2
-from vmw.server.access import Access
+from vmw.server.auth.authentication import Authenticator
+from vmw.server.auth.rate_limits import RateLimits
 from vmw.server.config import AccessSettings, Settings
 from vmw.server.errors import UnauthenticatedError
 from vmw.server.metrics import Collectors, Figure
@@ -108,8 +109,9 @@ def test_a_top_frame_puts_dropping_apps_first_with_rates_from_the_reading_before
     assert len(render(now, before, height=5)) == 5
 
 
-def _access(mode: str = "open") -> Access:
-    return Access(AccessSettings.of(Settings(listen="127.0.0.1:0", auth_mode=mode)))
+def _access(mode: str = "open") -> Authenticator:
+    access = AccessSettings.of(Settings(listen="127.0.0.1:0", auth_mode=mode))
+    return Authenticator.of(access, RateLimits.of(access))
 
 
 def test_a_certificate_names_the_app_and_an_app_id_must_be_one_of_its_names() -> None:

@@ -1,6 +1,6 @@
 """The wire contract beyond the ``.proto`` files: metadata names, their values, the seq cycle.
 
-Defined once, here, and imported by both sides: the server (``vmw.server.access``,
+Defined once, here, and imported by both sides: the server (``vmw.server.auth``,
 ``vmw.server.rpc``) and the SDK. It lives in the SDK package because the SDK may
 import nothing of the server, while the server may import the SDK's contract.
 The ESS core keeps its own ``MAX_SEQ`` (a pure package imports nothing of

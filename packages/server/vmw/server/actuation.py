@@ -40,7 +40,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, TypeVar
 
-from vmw.server.access import Access, Caller
+from vmw.server.auth.authentication import Caller
+from vmw.server.auth.claims import WriteClaims
+from vmw.server.auth.permissions import require
 from vmw.server.errors import (
     ActuationUnavailableError,
     AlreadyProvidedError,
@@ -103,10 +105,12 @@ class ActuatorProvider(Generic[M]):
 class Actuation:
     """The actuators' providers, and the forwarding of requests to them."""
 
-    def __init__(self, store: VStore, signals: Signals, access: Access, timeout_s: float) -> None:
+    def __init__(
+        self, store: VStore, signals: Signals, claims: WriteClaims, timeout_s: float
+    ) -> None:
         self._store = store
         self._signals = signals
-        self._access = access
+        self._claims = claims
         self._timeout = timeout_s
         self._providers: dict[str, ActuatorProvider[object]] = {}
         self._ids = itertools.count(1)
@@ -144,7 +148,7 @@ class Actuation:
         ids = []
         for i, name in enumerate(names):
             where = f"{field}[{i}]"
-            self._access.check(who, "provide", name, field=where)
+            self._claims.check_write(who, name, field=where)
             ids.append(self._actuator(name, where))
             owner = self._providers.get(name)
             if owner is not None and owner is not stream:
@@ -210,7 +214,7 @@ class Actuation:
         Raises:
             PermissionDeniedError, UnknownKeyError, InvalidRequestError (not an actuator).
         """
-        self._access.check(who, "actuate", name, field=field_name)
+        require(who, "actuate", name, field=field_name)
         return self._actuator(name, field_name)
 
     def target(self, name: str, key_id: int, data: bytes) -> Target:

@@ -344,7 +344,7 @@ _NODE_ID: Final = re.compile(r"[A-Za-z0-9_.\-]{1,64}", re.ASCII)
 @dataclass(frozen=True, slots=True)
 class AccessSettings:
     """The section of :class:`Settings` identity, rate limits and claims use
-    (:mod:`vmw.server.access`)."""
+    (:mod:`vmw.server.auth`)."""
 
     auth_mode: str
     token_public_key: str

@@ -51,7 +51,7 @@ __all__ = [
 DEFAULT_HOSTS: Final = ("127.0.0.1", "localhost")
 DEFAULT_DAYS: Final = 365
 _ORGANIZATION: Final = "vmw development"
-# The middleware's rule for an app id (vmw.server.access): a client certificate
+# The middleware's rule for an app id (vmw.server.auth.authentication): a client certificate
 # whose name breaks it names no app. Also keeps NAME a plain file name.
 _APP_ID: Final = re.compile(r"[A-Za-z0-9_.\-]{1,64}", re.ASCII)
 _RESERVED: Final = {"ca": "CA", "server": "server"}

@@ -10,7 +10,7 @@ feeds them:
 * a tick every :data:`TICK_S` seconds (:meth:`HealthWatch.run`, a task of
   the server), so a ``KeyFresh`` is up to one tick late and a ``KeyStale``
   comes at most one tick after the period ended; the write path does nothing;
-* the write claims of :class:`vmw.server.access.Access`: a provider whose
+* the write claims (:class:`vmw.server.auth.claims.WriteClaims`): a provider whose
   claims end because it went away makes ``ProviderGone``, a claim on keys
   whose provider had gone makes ``ProviderBack``.
 
@@ -152,7 +152,7 @@ class HealthWatch:
     # -- providers ---------------------------------------------------------------
 
     def claims_changed(self, provider: str, names: Sequence[str], held: bool) -> None:
-        """``Access.on_claims``: ``provider`` claimed ``names`` (``held``), or its
+        """``WriteClaims.on_claims``: ``provider`` claimed ``names`` (``held``), or its
         claims on them ended because it went away."""
         id_of = self._store.id_of
         ids = [i for i in map(id_of, names) if i is not None]

@@ -1,12 +1,14 @@
 """The parts of one middleware process, built in order.
 
-:class:`Runtime` builds the V-Store (with the VSS catalogs' keys), the
-journal, the ESS and the listeners between them, the stream registry, the
-health and slow-app watches, the cluster node with peers, and the write path,
-each from the parts it uses and its own settings section. It is the
-composition root's half that needs no gRPC: the server (:mod:`vmw.server.server`)
-hands each servicer the few parts it uses, never the runtime itself, and tests
-read the parts' state through it. Everything runs on one asyncio loop.
+:class:`Runtime` builds the access parts (identity, rate limits, the ESS's
+read policy, write claims, stream counts: :mod:`vmw.server.auth`), the V-Store
+(with the VSS catalogs' keys), the journal, the ESS and the listeners between
+them, the stream registry, the health and slow-app watches, the cluster node
+with peers, and the write path, each from the parts it uses and its own
+settings section. It is the composition root's half that needs no gRPC: the
+server (:mod:`vmw.server.server`) hands each servicer the few parts it uses,
+never the runtime itself, and tests read the parts' state through it.
+Everything runs on one asyncio loop.
 """
 
 from __future__ import annotations
@@ -17,7 +19,11 @@ from typing import Any
 
 from vmw.contract.journal.records import Kind
 from vmw.ess import EventSubSystem
-from vmw.server.access import Access
+from vmw.server.auth.authentication import Authenticator
+from vmw.server.auth.claims import WriteClaims
+from vmw.server.auth.rate_limits import RateLimits
+from vmw.server.auth.read_policy import StreamReadPolicy
+from vmw.server.auth.stream_counts import StreamCounts
 from vmw.server.cluster.node import ClusterNode, PeerCredentials
 from vmw.server.config import AccessSettings, ClusterSettings, Settings, StreamSettings
 from vmw.server.health import HealthWatch
@@ -52,7 +58,12 @@ class Runtime:
         cluster node (``peers``: the credentials its links present)."""
         self.settings = settings
         self.boot_id = uuid.uuid4().hex
-        self.access = Access(AccessSettings.of(settings))
+        access = AccessSettings.of(settings)
+        self.rate_limits = RateLimits.of(access)
+        self.authenticator = Authenticator.of(access, self.rate_limits)
+        """Who is calling (the servicers' identity interceptor)."""
+        self.read_policy = StreamReadPolicy(open_mode=self.authenticator.open_mode)
+        """What an app may read through the ESS."""
         self.store = VStore(max_value_size=settings.max_value_size, max_keys=settings.max_keys)
         self.journal: Journal | None = None
         self.journal_feed: Feed | None = None
@@ -66,7 +77,7 @@ class Runtime:
             self.store,
             event_budget=settings.event_budget,
             lifecycle_capacity=settings.lifecycle_capacity,
-            read_policy=self.access,
+            read_policy=self.read_policy,
             observer=drops if self.journal is not None and self.journal.drops else None,
         )
         self.publish_tap: PublishTap | None = None
@@ -79,14 +90,22 @@ class Runtime:
         """Reports apps whose queues drop events (driven by the server)."""
         self.health = HealthWatch(self.ess, self.store, self.record, settings.expect)
         """Stale keys and lost providers (ticked by the server; catalogs added there)."""
-        self.access.on_claims = self.health.claims_changed
+        self.claims = WriteClaims(
+            grace_s=access.claim_grace_s, on_claims=self.health.claims_changed
+        )
+        """Who may write which keys: scopes and the providers' write claims."""
+        self.stream_counts = StreamCounts(
+            max_publish_streams_per_app=access.max_publish_streams_per_app, presence=self.claims
+        )
+        """Every app's open streams: a claim holds while its app has one."""
         self.collectors = Collectors()
         """More figures for the metrics and GetStats, registered by the parts that
         keep them (e.g. the journal's consumers, peer links)."""
         self.streams = Streams(
             StreamSettings.of(settings),
             self.ess,
-            self.access,
+            self.read_policy,
+            self.stream_counts,
             self.record,
             self.journal,
             self.slow_apps,
@@ -111,7 +130,7 @@ class Runtime:
                 peers or PeerCredentials(),
             )
             self.store.set_listener(self.cluster.tap)
-        self.writes = Writes(self.boot_id, self.store, self.access, self.publish_tap, self.cluster)
+        self.writes = Writes(self.boot_id, self.store, self.claims, self.publish_tap, self.cluster)
         """One request is one write; the head; the key-id assignment."""
 
     def head(self) -> str:
@@ -125,10 +144,10 @@ class Runtime:
 
     def begin_shutdown(self) -> None:
         """End every subscriber stream now, with no grace timers (the process is stopping)."""
-        self.access.on_claims = None  # providers stopping with us are not news
+        self.claims.on_claims = None  # providers stopping with us are not news
         self.streams.begin_shutdown()
 
     def shutdown(self) -> None:
         """Forget every app (the process is stopping)."""
         self.streams.shutdown()
-        self.access.shutdown()
+        self.claims.shutdown()

@@ -42,8 +42,9 @@ from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 from vmw.server.actuation import Actuation
 from vmw.server.cluster.node import PeerCredentials
 from vmw.server.config import RequestLimits, Settings
-from vmw.server.kuksa import KUKSA_SERVICES, add_kuksa_services
-from vmw.server.kuksa.common import KuksaParts, authenticate_kuksa
+from vmw.server.kuksa import KUKSA_SERVICES, KuksaV1, KuksaV2, add_kuksa_services
+from vmw.server.kuksa.common import authenticate_kuksa
+from vmw.server.kuksa.subscriptions import KuksaSubscriptions
 from vmw.server.memory import GiveBack, malloc_trim
 from vmw.server.metrics import MetricsEndpoint, MetricsListenError, StatsReader, registry_for
 from vmw.server.rpc.actuation_service import ActuationService
@@ -51,12 +52,12 @@ from vmw.server.rpc.admin_service import AdminService
 from vmw.server.rpc.calls import Calls
 from vmw.server.rpc.decoding import DecodeGuard
 from vmw.server.rpc.event_service import PRE_ENCODED as EVENTS_PRE_ENCODED
-from vmw.server.rpc.event_service import EventParts, EventService
+from vmw.server.rpc.event_service import EventService
 from vmw.server.rpc.identity import Identify
 from vmw.server.rpc.journal_service import JournalService
 from vmw.server.rpc.peer_service import PeerService
 from vmw.server.rpc.pre_encoded import PassingBytes
-from vmw.server.rpc.vstore_service import VStoreParts, VStoreService
+from vmw.server.rpc.vstore_service import VStoreService
 from vmw.server.runtime import Runtime
 from vmw.server.signals import Signals
 from vmw.server.tls import ServerTls, load_server_tls
@@ -284,7 +285,7 @@ async def start_server(settings: Settings) -> RunningServer:
     signals = Signals.load(settings.vss)
     runtime = Runtime(settings, signals, peer_credentials(settings) if settings.peers else None)
     identify = Identify(
-        runtime.access,
+        runtime.authenticator,
         {
             **dict.fromkeys(KUKSA_SERVICES, authenticate_kuksa),
             health_pb2.DESCRIPTOR.services_by_name["Health"].full_name: None,
@@ -307,58 +308,90 @@ async def start_server(settings: Settings) -> RunningServer:
         options=_options(settings), interceptors=[calls, DecodeGuard(), identify]
     )
     limits = RequestLimits.of(settings)
+    authenticator = runtime.authenticator
     ess_pb2_grpc.add_EventServiceServicer_to_server(
         EventService(
-            EventParts(
-                runtime.streams,
-                runtime.ess,
-                runtime.store,
-                runtime.access,
-                runtime.writes,
-                runtime.boot_id,
-                limits,
-                runtime.record,
-            )
+            authenticator=authenticator,
+            read_policy=runtime.read_policy,
+            streams=runtime.streams,
+            ess=runtime.ess,
+            store=runtime.store,
+            writes=runtime.writes,
+            boot_id=runtime.boot_id,
+            limits=limits,
+            record=runtime.record,
         ),
         PassingBytes(server, EVENTS_PRE_ENCODED),
     )
     vstore_pb2_grpc.add_VStoreServicer_to_server(
         VStoreService(
-            VStoreParts(
-                runtime.store,
-                runtime.ess,
-                runtime.access,
-                runtime.writes,
-                runtime.cluster,
-                limits,
-                runtime.record,
-            )
+            authenticator=authenticator,
+            claims=runtime.claims,
+            rate_limits=runtime.rate_limits,
+            stream_counts=runtime.stream_counts,
+            store=runtime.store,
+            ess=runtime.ess,
+            writes=runtime.writes,
+            cluster=runtime.cluster,
+            limits=limits,
+            record=runtime.record,
         ),
         server,
     )
-    actuation = Actuation(runtime.store, signals, runtime.access, settings.actuation_timeout_s)
+    actuation = Actuation(runtime.store, signals, runtime.claims, settings.actuation_timeout_s)
     actuation_pb2_grpc.add_ActuationServicer_to_server(
-        ActuationService(runtime.access, limits, actuation), server
+        ActuationService(authenticator, limits, actuation), server
     )
-    journal_service = JournalService(runtime.access, runtime.journal_feed, settings.vehicle_id)
+    journal_service = JournalService(authenticator, runtime.journal_feed, settings.vehicle_id)
     if runtime.journal_feed is not None:
         runtime.collectors.register("journal_consumers", runtime.journal_feed.figures)
     journal_pb2_grpc.add_JournalServiceServicer_to_server(journal_service, server)
-    kuksa = KuksaParts(
-        runtime.store,
-        runtime.ess,
-        runtime.access,
-        runtime.writes,
-        runtime.streams,
-        limits,
-        runtime.record,
+    subscriptions = KuksaSubscriptions(
+        store=runtime.store,
+        ess=runtime.ess,
+        streams=runtime.streams,
+        read_policy=runtime.read_policy,
+        limits=limits,
+        record=runtime.record,
     )
-    add_kuksa_services(server, kuksa, signals, actuation)
-    stats = StatsReader(runtime, top_keys=settings.metrics_top_keys)
-    admin_pb2_grpc.add_AdminServicer_to_server(AdminService(runtime.access, limits, stats), server)
+    kuksa_v1 = KuksaV1(
+        authenticator=authenticator,
+        store=runtime.store,
+        writes=runtime.writes,
+        claims=runtime.claims,
+        subscriptions=subscriptions,
+        limits=limits,
+        signals=signals,
+        actuation=actuation,
+    )
+    kuksa_v2 = KuksaV2(
+        authenticator=authenticator,
+        store=runtime.store,
+        writes=runtime.writes,
+        claims=runtime.claims,
+        rate_limits=runtime.rate_limits,
+        subscriptions=subscriptions,
+        limits=limits,
+        signals=signals,
+        actuation=actuation,
+    )
+    add_kuksa_services(server, kuksa_v1, kuksa_v2)
+    stats = StatsReader(
+        store=runtime.store,
+        ess=runtime.ess,
+        streams=runtime.streams,
+        slow_apps=runtime.slow_apps,
+        stream_counts=runtime.stream_counts,
+        journal=runtime.journal,
+        collectors=runtime.collectors,
+        boot_id=runtime.boot_id,
+        vehicle_id=settings.vehicle_id,
+        top_keys=settings.metrics_top_keys,
+    )
+    admin_pb2_grpc.add_AdminServicer_to_server(AdminService(authenticator, limits, stats), server)
     cluster_pb2_grpc.add_PeerServicer_to_server(
         PeerService(
-            runtime.access,
+            authenticator,
             runtime.cluster,
             lambda: cluster_pb2.StatusResponse(
                 node_id=settings.node_id, head=runtime.head(), keys=len(runtime.store)

@@ -3,7 +3,7 @@
 An app's own event stream (``Events``, ``GetEvents``) and a KUKSA
 subscription (``Subscribe`` of v1 and v2) are the same thing here: a
 :class:`Session` of one ESS app. :meth:`Streams.session` opens it (one stream
-per app: a newer one replaces the older), marks it open for the rate limits,
+per app: a newer one replaces the older), counts it among the app's open streams,
 arms the timer that ends it when the caller's token expires, and on the way
 out closes it and says why it ended, as one :class:`EndReason` that the
 journal records (``disconnect``'s ``reason``) and the error table maps to a
@@ -39,8 +39,10 @@ from typing import Final
 
 from vmw.contract.journal.records import Kind
 from vmw.ess import EventSubSystem, QueueConfig, RawEvent
-from vmw.server.access import Access, Caller
+from vmw.server.auth.authentication import Caller
+from vmw.server.auth.read_policy import StreamReadPolicy
 from vmw.server.auth.scopes import ALL, Grants
+from vmw.server.auth.stream_counts import StreamCounts
 from vmw.server.config import StreamSettings
 from vmw.server.errors import EndReason, InvalidRequestError, LimitExceededError, StreamEndedError
 from vmw.server.expiry import on_expiry
@@ -246,7 +248,8 @@ class Streams:
         self,
         settings: StreamSettings,
         ess: EventSubSystem,
-        access: Access,
+        read_policy: StreamReadPolicy,
+        stream_counts: StreamCounts,
         record: Record,
         journal: Journal | None,
         slow_apps: SlowAppWatch,
@@ -255,7 +258,8 @@ class Streams:
         self._pace = WritePace(settings.writes_per_s)
         """One budget of stream writes for every app's stream."""
         self._ess = ess
-        self._access = access
+        self._read_policy = read_policy
+        self._stream_counts = stream_counts
         self._record = record
         self._journal = journal
         self._slow_apps = slow_apps
@@ -297,7 +301,7 @@ class Streams:
     ) -> AsyncIterator[Session]:
         """Open a stream for ``who`` (as ``app``, default its own id) and run it.
 
-        Inside: the stream is open, counted for the caller's rate limits, and
+        Inside: the stream is open, counted among the app's open streams, and
         ends when the caller's token expires. On the way out it closes; if the
         middleware ended it (replaced, token expired, shutting down, protocol
         error) :class:`StreamEndedError` says why, whatever the body was doing.
@@ -309,7 +313,7 @@ class Streams:
         """
         name = app or who.app
         stream = self.open(name, queues, who.grants, window=window)
-        self._access.stream_opened(name)
+        self._stream_counts.opened(name)
         on_expiry(stream.expire)  # the token's expiry ends it with its reason
         session = Session(
             stream,
@@ -326,7 +330,7 @@ class Streams:
                 if stream.end_reason is None:
                     raise  # the peer went away (or the server is cancelling the call)
         finally:
-            self._access.stream_closed(name)
+            self._stream_counts.closed(name)
             self.close(stream)
         if stream.end_reason is not None:
             raise StreamEndedError(stream.end_reason, who.app, stream.error)
@@ -357,9 +361,9 @@ class Streams:
         stream.effective = self._ess.open_stream(app, queues, wake=stream.doorbell.set)
         # What the app may read is what this stream's token allows; subscriptions
         # kept from an earlier stream (another token) must pass it too.
-        access = self._access
-        access.stream_grants(app, grants)
-        denied = [s.key for s in self._ess.subscriptions(app) if not access.may_read(app, s.key)]
+        policy = self._read_policy
+        policy.stream_grants(app, grants)
+        denied = [s.key for s in self._ess.subscriptions(app) if not policy.may_read(app, s.key)]
         if denied:
             self._ess.deregister(app, denied, check_policy=False)
             log.info(
@@ -414,7 +418,7 @@ class Streams:
     def _remove(self, app: str) -> None:
         subs = self._ess.subscriptions_of(app)
         self._ess.remove_app(app)
-        self._access.stream_grants(app, None)
+        self._read_policy.stream_grants(app, None)
         log.info("app %s: stream ended; removed it and its %d subscriptions", app, subs)
 
     def begin_shutdown(self) -> None:

@@ -6,9 +6,9 @@ certificate that CA signed (unexpired), or the handshake fails before any
 call. The Unix socket stays plaintext (its file mode guards it).
 
 With mutual TLS the certificate is the caller's identity (see
-:meth:`vmw.server.access.Access.authenticate`): its names are its subject's
-common name (CN) and its subject alternative names (SANs) that are valid app
-ids; :func:`certificate_names` reads them from the verified peer.
+:meth:`vmw.server.auth.authentication.Authenticator.authenticate`): its names
+are its subject's common name (CN) and its subject alternative names (SANs)
+that are valid app ids; :func:`certificate_names` reads them from the verified peer.
 
 The files are read and checked once, at start (a certificate that does not
 match its key, has expired or does not parse stops the middleware with a

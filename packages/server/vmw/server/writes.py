@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from types import TracebackType
 
-from vmw.server.access import Access
+from vmw.server.auth.claims import WriteClaims
 from vmw.server.cluster.node import ClusterNode
 from vmw.server.journal.taps import PublishTap
 from vmw.vstore import VStore
@@ -29,13 +29,13 @@ class Writes:
         self,
         boot_id: str,
         store: VStore,
-        access: Access,
+        claims: WriteClaims,
         publish_tap: PublishTap | None,
         cluster: ClusterNode | None,
     ) -> None:
         self._boot_id = boot_id
         self._store = store
-        self._access = access
+        self._claims = claims
         self._tap = publish_tap
         self._cluster = cluster
         self._writes = 0
@@ -91,13 +91,14 @@ class Writes:
         """Remove keys; returns ``(removed (name, old id), not found)``.
 
         Bumps :attr:`keys_version`: a removed id may be handed to the next new key.
+        A removed key's write claim goes with it.
         """
         removed: list[tuple[str, int]] = []
         not_found: list[str] = []
         for name in names:
             if name in self._store:
                 removed.append((name, self._store.remove_key(name)))
-                self._access.forget_key(name)
+                self._claims.forget_key(name)
             else:
                 not_found.append(name)
         if removed:

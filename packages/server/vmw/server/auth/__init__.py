@@ -1,11 +1,39 @@
-"""Access control: who is calling (identity), what it may do (scopes), and write claims.
+"""Access control, one module per concern.
 
-Owns token verification (``tokens``: RS256/ES256 JWTs) and the scope grammar
-and grants (``scopes``). Pure of gRPC: the per-call identity is applied by
-``vmw.server.rpc.identity``; must not import the servicers or the runtime.
+Who is calling (``authentication``: identity from metadata, tokens and client
+certificates), how fast it may call (``rate_limits``), what its scopes allow
+(``permissions``; the scope grammar and grants in ``scopes``, token
+verification in ``tokens``), what it may read through the ESS
+(``read_policy``), what it may write and claim (``claims``), and how many
+streams each app has open (``stream_counts``). Pure of gRPC: the per-call
+identity is applied by ``vmw.server.rpc.identity``; the composition root
+(``vmw.server.runtime``) builds the parts and hands each component the ones it
+uses. Must not import the servicers or the runtime.
 """
 
+from vmw.server.auth.authentication import Authenticator, Caller
+from vmw.server.auth.claims import WriteClaims
+from vmw.server.auth.permissions import require, require_admin
+from vmw.server.auth.rate_limits import PublishPace, RateLimits, TokenBucket
+from vmw.server.auth.read_policy import StreamReadPolicy
 from vmw.server.auth.scopes import Grants, ScopeError, parse_scopes
+from vmw.server.auth.stream_counts import StreamCounts
 from vmw.server.auth.tokens import TokenError, TokenVerifier
 
-__all__ = ["Grants", "ScopeError", "TokenError", "TokenVerifier", "parse_scopes"]
+__all__ = [
+    "Authenticator",
+    "Caller",
+    "Grants",
+    "PublishPace",
+    "RateLimits",
+    "ScopeError",
+    "StreamCounts",
+    "StreamReadPolicy",
+    "TokenBucket",
+    "TokenError",
+    "TokenVerifier",
+    "WriteClaims",
+    "parse_scopes",
+    "require",
+    "require_admin",
+]

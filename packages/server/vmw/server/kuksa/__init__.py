@@ -26,12 +26,9 @@ from vmw.proto.kuksa.val.v1 import val_pb2 as val_v1
 from vmw.proto.kuksa.val.v1 import val_pb2_grpc as val_v1_grpc
 from vmw.proto.kuksa.val.v2 import val_pb2 as val_v2
 from vmw.proto.kuksa.val.v2 import val_pb2_grpc as val_v2_grpc
-from vmw.server.actuation import Actuation
-from vmw.server.kuksa.common import KuksaParts
 from vmw.server.kuksa.v1 import KuksaV1
 from vmw.server.kuksa.v2 import DECODERS, PRE_ENCODED, KuksaV2
 from vmw.server.rpc.pre_encoded import PassingBytes
-from vmw.server.signals import Signals
 
 __all__ = ["KUKSA_SERVICES", "KuksaV1", "KuksaV2", "add_kuksa_services"]
 
@@ -42,14 +39,8 @@ KUKSA_SERVICES: Final = (
 """``kuksa.val.v1.VAL`` and ``kuksa.val.v2.VAL``."""
 
 
-def add_kuksa_services(
-    server: grpc.aio.Server, parts: KuksaParts, signals: Signals, actuation: Actuation
-) -> None:
-    """Serve both KUKSA services on ``server``, over ``runtime``'s store and ESS.
-
-    ``actuation`` is the one actuation core, shared with the project's own API.
-    """
-    val_v1_grpc.add_VALServicer_to_server(KuksaV1(parts, signals, actuation), server)
-    val_v2_grpc.add_VALServicer_to_server(
-        KuksaV2(parts, signals, actuation), PassingBytes(server, PRE_ENCODED, DECODERS)
-    )
+def add_kuksa_services(server: grpc.aio.Server, v1: KuksaV1, v2: KuksaV2) -> None:
+    """Serve both KUKSA services on ``server`` (v2's subscriptions written as the
+    bytes it encodes, its provider streams read by its own decoders)."""
+    val_v1_grpc.add_VALServicer_to_server(v1, server)
+    val_v2_grpc.add_VALServicer_to_server(v2, PassingBytes(server, PRE_ENCODED, DECODERS))

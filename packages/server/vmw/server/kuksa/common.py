@@ -3,25 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Final
 
 import grpc
 from google.protobuf.message import Message
 from vmw.contract.wire import APP_ID_HEADER, AUTH_HEADER
-from vmw.ess import EventSubSystem
 from vmw.proto.kuksa.val.v2 import types_pb2
-from vmw.server.access import Access, Caller
 from vmw.server.actuation import Actuation, Target
+from vmw.server.auth.authentication import Authenticator, Caller
 from vmw.server.auth.scopes import ScopeError, compile_glob
-from vmw.server.config import RequestLimits
 from vmw.server.errors import InvalidRequestError
 from vmw.server.kuksa.convert import signal_name, to_store
 from vmw.server.rpc.breathe import BREATHE_EVERY, scan_keys
 from vmw.server.rpc.identity import caller, certified_names
-from vmw.server.session import Record, Streams
 from vmw.server.signals import Signals
-from vmw.server.writes import Writes
 from vmw.vstore import UnknownKeyError, VStore
 
 __all__ = [
@@ -36,13 +31,17 @@ DEFAULT_APP: Final = "kuksa-client"
 """The app of a KUKSA call without ``app-id`` metadata in open mode (KUKSA clients send none)."""
 
 
-def kuksa_caller(context: grpc.aio.ServicerContext[Any, Any], access: Access) -> Caller:
+def kuksa_caller(
+    context: grpc.aio.ServicerContext[Any, Any], authenticator: Authenticator
+) -> Caller:
     """The caller of a KUKSA call, as the server's interceptor established it by
     :func:`authenticate_kuksa`."""
-    return caller(context, access, authenticate_kuksa)
+    return caller(context, authenticator, authenticate_kuksa)
 
 
-def authenticate_kuksa(context: grpc.aio.ServicerContext[Any, Any], access: Access) -> Caller:
+def authenticate_kuksa(
+    context: grpc.aio.ServicerContext[Any, Any], authenticator: Authenticator
+) -> Caller:
     """The KUKSA services' identity rule: the caller, admitted by its rate limit.
 
     As the project's own services, with two allowances for KUKSA clients: an
@@ -55,14 +54,14 @@ def authenticate_kuksa(context: grpc.aio.ServicerContext[Any, Any], access: Acce
     metadata = [
         (k, v) for k, v in (context.invocation_metadata() or ()) if not (k == AUTH_HEADER and not v)
     ]
-    certified = certified_names(context, access)
+    certified = certified_names(context, authenticator)
     if (
-        access.open_mode
+        authenticator.open_mode
         and certified is None  # a client certificate names the app itself
         and not any(k == APP_ID_HEADER for k, _ in metadata)
     ):
         metadata.append((APP_ID_HEADER, DEFAULT_APP))
-    return access.authenticate(tuple(metadata), context.peer() or "", certified=certified)
+    return authenticator.authenticate(tuple(metadata), context.peer() or "", certified=certified)
 
 
 async def readable_keys(store: VStore, path: str, who: Caller) -> list[tuple[str, int]]:
@@ -162,16 +161,3 @@ def actuation_target(
     key_id = actuation.admit(who, name, field)
     data = to_store(name, signals.get(name), value, "typed_value")
     return actuation.target(name, key_id, data)
-
-
-@dataclass(frozen=True, slots=True)
-class KuksaParts:
-    """What the KUKSA services use (both versions, and their subscriptions)."""
-
-    store: VStore
-    ess: EventSubSystem
-    access: Access
-    writes: Writes
-    streams: Streams
-    limits: RequestLimits
-    record: Record

@@ -13,23 +13,26 @@ from typing import Any
 
 import grpc
 from vmw.proto.kuksa.val.v1 import types_pb2, val_pb2, val_pb2_grpc
-from vmw.server.access import Caller
 from vmw.server.actuation import Actuation, Target
+from vmw.server.auth.authentication import Authenticator, Caller
+from vmw.server.auth.claims import WriteClaims
+from vmw.server.auth.permissions import require
+from vmw.server.config import RequestLimits
 from vmw.server.errors import InvalidRequestError, NotServedError, UnavailableError
 from vmw.server.kuksa import convert
 from vmw.server.kuksa.common import (
-    KuksaParts,
     actuation_target,
     kuksa_caller,
     readable_keys,
 )
 from vmw.server.kuksa.info import SERVER_NAME, SERVER_VERSION
-from vmw.server.kuksa.subscriptions import updates
+from vmw.server.kuksa.subscriptions import KuksaSubscriptions
 from vmw.server.rpc.breathe import BREATHE_EVERY, breathe
 from vmw.server.rpc.convert import check_count
 from vmw.server.rpc.status import maps_errors
 from vmw.server.signals import Signals
-from vmw.vstore import UnknownKeyError, Update, VStoreError
+from vmw.server.writes import Writes
+from vmw.vstore import UnknownKeyError, Update, VStore, VStoreError
 
 __all__ = ["KuksaV1"]
 
@@ -38,8 +41,24 @@ _METADATA_FIELDS = frozenset(f for f in types_pb2.Field.values() if f >= types_p
 
 
 class KuksaV1(val_pb2_grpc.VALServicer):
-    def __init__(self, parts: KuksaParts, signals: Signals, actuation: Actuation) -> None:
-        self._p = parts
+    def __init__(
+        self,
+        *,
+        authenticator: Authenticator,
+        store: VStore,
+        writes: Writes,
+        claims: WriteClaims,
+        subscriptions: KuksaSubscriptions,
+        limits: RequestLimits,
+        signals: Signals,
+        actuation: Actuation,
+    ) -> None:
+        self._authenticator = authenticator
+        self._store = store
+        self._writes = writes
+        self._claims = claims
+        self._subscriptions = subscriptions
+        self._limits = limits
         self._signals = signals
         self._actuation = actuation
 
@@ -47,7 +66,7 @@ class KuksaV1(val_pb2_grpc.VALServicer):
     async def GetServerInfo(
         self, request: val_pb2.GetServerInfoRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> val_pb2.GetServerInfoResponse:
-        kuksa_caller(context, self._p.access)
+        kuksa_caller(context, self._authenticator)
         return val_pb2.GetServerInfoResponse(name=SERVER_NAME, version=SERVER_VERSION)
 
     @maps_errors()
@@ -56,21 +75,21 @@ class KuksaV1(val_pb2_grpc.VALServicer):
         requests: Any,
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> None:
-        kuksa_caller(context, self._p.access)
+        kuksa_caller(context, self._authenticator)
         raise NotServedError("kuksa.val.v1.VAL/StreamedUpdate", "write with Set")
 
     @maps_errors(field="entries")
     async def Get(
         self, request: val_pb2.GetRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> val_pb2.GetResponse:
-        who = kuksa_caller(context, self._p.access)
-        check_count("entries", request.entries, self._p.limits.max_keys_per_request)
+        who = kuksa_caller(context, self._authenticator)
+        check_count("entries", request.entries, self._limits.max_keys_per_request)
         response = val_pb2.GetResponse()
         # The work is bounded as it goes: the response's size is counted entry by
         # entry and the call refused as soon as it cannot fit, before it is built; and
         # the loop serves other callers between two of its paths.
-        size, limit = 0, self._p.limits.max_message_bytes
-        store = self._p.store
+        size, limit = 0, self._limits.max_message_bytes
+        store = self._store
         built, paused = 0, False
         for i, req in enumerate(request.entries):
             if i:
@@ -78,7 +97,7 @@ class KuksaV1(val_pb2_grpc.VALServicer):
                 paused = True
             try:
                 self._check_read(who, req.path, i)
-                found = await readable_keys(self._p.store, req.path, who)
+                found = await readable_keys(self._store, req.path, who)
             except (VStoreError, InvalidRequestError, PermissionError) as e:
                 response.errors.append(
                     types_pb2.DataEntryError(path=req.path, error=convert.v1_error(e))
@@ -107,15 +126,15 @@ class KuksaV1(val_pb2_grpc.VALServicer):
         if (
             "*" not in path
             and not who.grants.allows("read", path)
-            and not any(who.grants.allows("read", n) for n, _ in self._p.store.iter_keys(path))
+            and not any(who.grants.allows("read", n) for n, _ in self._store.iter_keys(path))
         ):
-            self._p.access.check(who, "read", path, field=f"entries[{i}]")
+            require(who, "read", path, field=f"entries[{i}]")
 
     def _entry(
         self, name: str, key_id: int, value: bool, target: bool, metadata: bool
     ) -> types_pb2.DataEntry:
         entry = types_pb2.DataEntry(path=name)
-        data, time_ns = self._p.store.peek(key_id)
+        data, time_ns = self._store.peek(key_id)
         signal = self._signals.get(name)
         if value and convert.set_wire(entry.value, data, signal):
             convert.set_timestamp(entry.value.timestamp, time_ns)
@@ -130,9 +149,9 @@ class KuksaV1(val_pb2_grpc.VALServicer):
     async def Set(
         self, request: val_pb2.SetRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> val_pb2.SetResponse:
-        who = kuksa_caller(context, self._p.access)
-        check_count("updates", request.updates, self._p.limits.max_keys_per_request)
-        store = self._p.store
+        who = kuksa_caller(context, self._authenticator)
+        check_count("updates", request.updates, self._limits.max_keys_per_request)
+        store = self._store
         writes: list[Update] = []
         targets: list[Target] = []
         response = val_pb2.SetResponse()
@@ -153,7 +172,7 @@ class KuksaV1(val_pb2_grpc.VALServicer):
                     )
                 if types_pb2.FIELD_VALUE not in fields:
                     continue
-                self._p.access.check(who, "provide", path, field=f"updates[{i}]")
+                self._claims.check_write(who, path, field=f"updates[{i}]")
                 if path not in store:
                     raise UnknownKeyError(path)
                 data = convert.to_store(path, self._signals.get(path), update.entry.value, "value")
@@ -168,7 +187,7 @@ class KuksaV1(val_pb2_grpc.VALServicer):
             response.error.CopyFrom(response.errors[0].error)
             return response
         if writes:
-            with self._p.writes.writing(who.app):
+            with self._writes.writing(who.app):
                 store.write_many(writes)
         if targets:
             try:
@@ -185,10 +204,10 @@ class KuksaV1(val_pb2_grpc.VALServicer):
     async def Subscribe(
         self, request: val_pb2.SubscribeRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> None:
-        who = kuksa_caller(context, self._p.access)
-        check_count("entries", request.entries, self._p.limits.max_keys_per_request)
+        who = kuksa_caller(context, self._authenticator)
+        check_count("entries", request.entries, self._limits.max_keys_per_request)
         names: list[str] = []
-        limits = self._p.limits
+        limits = self._limits
         most = min(limits.max_keys_per_request, limits.max_subscriptions_per_app)
         for i, entry in enumerate(request.entries):
             if i:
@@ -201,15 +220,15 @@ class KuksaV1(val_pb2_grpc.VALServicer):
                     f"entries[{i}].view", "only current values can be subscribed to here"
                 )
             self._check_read(who, entry.path, i)
-            names.extend(n for n, _ in await readable_keys(self._p.store, entry.path, who))
+            names.extend(n for n, _ in await readable_keys(self._store, entry.path, who))
             if len(names) > most:  # refused as soon as it is too many, not once all resolved
                 raise InvalidRequestError(
                     "entries",
                     f"at most {most} signals per subscription; entries[0..{i}] of "
                     f"{len(request.entries)} already name {len(names)}",
                 )
-        store = self._p.store
-        async with contextlib.aclosing(updates(self._p, who, names, 0)) as stream:
+        store = self._store
+        async with contextlib.aclosing(self._subscriptions.updates(who, names, 0)) as stream:
             async for batch in stream:
                 response = val_pb2.SubscribeResponse()
                 for key_id, _, time_ns, data, _ in batch:

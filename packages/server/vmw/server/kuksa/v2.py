@@ -15,12 +15,15 @@ from typing import Any, Final
 import grpc
 from google.protobuf.message import DecodeError, Message
 from vmw.proto.kuksa.val.v2 import types_pb2, val_pb2, val_pb2_grpc
-from vmw.server.access import Caller
 from vmw.server.actuation import Actuation, ActuatorProvider
+from vmw.server.auth.authentication import Authenticator, Caller
+from vmw.server.auth.claims import WriteClaims
+from vmw.server.auth.permissions import require
+from vmw.server.auth.rate_limits import RateLimits
+from vmw.server.config import RequestLimits
 from vmw.server.errors import InvalidRequestError, LimitExceededError, NotServedError
 from vmw.server.kuksa import convert
 from vmw.server.kuksa.common import (
-    KuksaParts,
     actuation_target,
     kuksa_caller,
     resolve_path,
@@ -29,13 +32,13 @@ from vmw.server.kuksa.common import (
 from vmw.server.kuksa.entries import Entries
 from vmw.server.kuksa.info import SERVER_NAME, SERVER_VERSION
 from vmw.server.kuksa.ingest import FloatRows, Published, parse
-from vmw.server.kuksa.subscriptions import check_count as subscription_count
-from vmw.server.kuksa.subscriptions import updates
+from vmw.server.kuksa.subscriptions import KuksaSubscriptions
 from vmw.server.rpc.convert import check_count
 from vmw.server.rpc.decoding import Malformed
 from vmw.server.rpc.status import check_decoded, maps_errors
 from vmw.server.signals import Signals
-from vmw.vstore import UnknownKeyError, UpdateRow, VStoreError
+from vmw.server.writes import Writes
+from vmw.vstore import UnknownKeyError, UpdateRow, VStore, VStoreError
 
 __all__ = ["DECODERS", "PRE_ENCODED", "KuksaV2", "provider_request"]
 
@@ -70,11 +73,28 @@ DECODERS: Final = {"OpenProviderStream": provider_request}
 
 
 class KuksaV2(val_pb2_grpc.VALServicer):
-    def __init__(self, parts: KuksaParts, signals: Signals, actuation: Actuation) -> None:
-        self._p = parts
+    def __init__(
+        self,
+        *,
+        authenticator: Authenticator,
+        store: VStore,
+        writes: Writes,
+        claims: WriteClaims,
+        rate_limits: RateLimits,
+        subscriptions: KuksaSubscriptions,
+        limits: RequestLimits,
+        signals: Signals,
+        actuation: Actuation,
+    ) -> None:
+        self._authenticator = authenticator
+        self._store = store
+        self._writes = writes
+        self._claims = claims
+        self._rate_limits = rate_limits
+        self._subscriptions = subscriptions
+        self._limits = limits
         self._signals = signals
         self._actuation = actuation
-        store = parts.store
         self._floats = FloatRows(store.name_of, signals.get, lambda: store.removals)
 
     # -- reading ---------------------------------------------------------------------
@@ -83,21 +103,21 @@ class KuksaV2(val_pb2_grpc.VALServicer):
     async def GetServerInfo(
         self, request: val_pb2.GetServerInfoRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> val_pb2.GetServerInfoResponse:
-        kuksa_caller(context, self._p.access)
+        kuksa_caller(context, self._authenticator)
         return val_pb2.GetServerInfoResponse(name=SERVER_NAME, version=SERVER_VERSION)
 
     @maps_errors()
     async def GetValue(
         self, request: val_pb2.GetValueRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> val_pb2.GetValueResponse:
-        who = kuksa_caller(context, self._p.access)
+        who = kuksa_caller(context, self._authenticator)
         return val_pb2.GetValueResponse(data_point=self._datapoint(who, request.signal_id))
 
     @maps_errors(field="signal_ids")
     async def GetValues(
         self, request: val_pb2.GetValuesRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> val_pb2.GetValuesResponse:
-        who = kuksa_caller(context, self._p.access)
+        who = kuksa_caller(context, self._authenticator)
         self._check_count("signal_ids", request.signal_ids)
         points = []
         for i, signal_id in enumerate(request.signal_ids):
@@ -111,9 +131,9 @@ class KuksaV2(val_pb2_grpc.VALServicer):
     def _datapoint(
         self, who: Caller, signal_id: types_pb2.SignalID, field: str = "signal_id"
     ) -> types_pb2.Datapoint:
-        name = visible_name(signal_id, self._p.store, who)
-        self._p.access.check(who, "read", name, field=field)
-        entry = self._p.store.get(name)
+        name = visible_name(signal_id, self._store, who)
+        require(who, "read", name, field=field)
+        entry = self._store.get(name)
         point = types_pb2.Datapoint()
         if convert.set_wire(point.value, entry.data, self._signals.get(name)):
             convert.set_timestamp(point.timestamp, entry.time_ns)
@@ -123,8 +143,8 @@ class KuksaV2(val_pb2_grpc.VALServicer):
     async def ListMetadata(
         self, request: val_pb2.ListMetadataRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> val_pb2.ListMetadataResponse:
-        who = kuksa_caller(context, self._p.access)
-        store = self._p.store
+        who = kuksa_caller(context, self._authenticator)
+        store = self._store
         found = [
             (name, key_id)
             for name, key_id in await resolve_path(store, request.root)
@@ -132,7 +152,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         ]
         if not found:
             raise UnknownKeyError(request.root)
-        limit = self._p.limits.max_message_bytes // 400
+        limit = self._limits.max_message_bytes // 400
         if len(found) > limit:
             raise LimitExceededError(
                 "metadata entries per response", limit, f"{request.root!r} matches {len(found)}"
@@ -150,19 +170,19 @@ class KuksaV2(val_pb2_grpc.VALServicer):
     async def PublishValue(
         self, request: val_pb2.PublishValueRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> val_pb2.PublishValueResponse:
-        who = kuksa_caller(context, self._p.access)
-        name = visible_name(request.signal_id, self._p.store, who)
+        who = kuksa_caller(context, self._authenticator)
+        name = visible_name(request.signal_id, self._store, who)
         self._write(who, name, request.data_point, "signal_id")
         return val_pb2.PublishValueResponse()
 
     def _write(self, who: Caller, name: str, point: types_pb2.Datapoint, field: str) -> None:
-        store = self._p.store
-        self._p.access.check(who, "provide", name, field=field)
+        store = self._store
+        self._claims.check_write(who, name, field=field)
         if name not in store:
             raise UnknownKeyError(name)
         data = convert.to_store(name, self._signals.get(name), point.value, "typed_value")
         time_ns = convert.source_time(point, "data_point")
-        with self._p.writes.writing(who.app):
+        with self._writes.writing(who.app):
             store.set(name, data, time_ns=time_ns)
 
     # -- actuation -------------------------------------------------------------------
@@ -171,8 +191,8 @@ class KuksaV2(val_pb2_grpc.VALServicer):
     async def Actuate(
         self, request: val_pb2.ActuateRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> val_pb2.ActuateResponse:
-        who = kuksa_caller(context, self._p.access)
-        name = visible_name(request.signal_id, self._p.store, who)
+        who = kuksa_caller(context, self._authenticator)
+        name = visible_name(request.signal_id, self._store, who)
         target = actuation_target(
             self._actuation, self._signals, who, name, request.value, "signal_id"
         )
@@ -185,7 +205,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         requests: AsyncIterator[val_pb2.ActuateRequest],
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> val_pb2.ActuateResponse:
-        kuksa_caller(context, self._p.access)
+        kuksa_caller(context, self._authenticator)
         raise NotServedError(
             "kuksa.val.v2.VAL/ActuateStream", "actuate with Actuate or BatchActuate"
         )
@@ -194,12 +214,12 @@ class KuksaV2(val_pb2_grpc.VALServicer):
     async def BatchActuate(
         self, request: val_pb2.BatchActuateRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> val_pb2.BatchActuateResponse:
-        who = kuksa_caller(context, self._p.access)
+        who = kuksa_caller(context, self._authenticator)
         self._check_count("actuate_requests", request.actuate_requests)
         targets = []
         for i, r in enumerate(request.actuate_requests):
             where = f"actuate_requests[{i}]"
-            name = visible_name(r.signal_id, self._p.store, who)
+            name = visible_name(r.signal_id, self._store, who)
             targets.append(
                 actuation_target(self._actuation, self._signals, who, name, r.value, where)
             )
@@ -212,7 +232,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         request_iterator: AsyncIterator[val_pb2.OpenProviderStreamRequest | Published],
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> None:
-        who = kuksa_caller(context, self._p.access)
+        who = kuksa_caller(context, self._authenticator)
         stream: ActuatorProvider[val_pb2.OpenProviderStreamResponse] = ActuatorProvider(
             who.app, lambda forward: convert.actuation_request(forward, self._signals.get)
         )
@@ -225,8 +245,8 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         stream: ActuatorProvider[val_pb2.OpenProviderStreamResponse],
         requests: AsyncIterator[val_pb2.OpenProviderStreamRequest | Published],
     ) -> None:
-        store = self._p.store
-        pace = self._p.access.publish_pace(who.app)
+        store = self._store
+        pace = self._rate_limits.publish_pace(who.app)
         published = 0
         async for request in requests:
             check_decoded(request)
@@ -275,7 +295,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         publish: val_pb2.PublishValuesRequest,
         stream: ActuatorProvider[val_pb2.OpenProviderStreamResponse],
     ) -> None:
-        limit = self._p.limits.max_keys_per_request
+        limit = self._limits.max_keys_per_request
         if len(publish.data_points) > limit:
             raise InvalidRequestError(
                 "publish_values_request.data_points",
@@ -291,17 +311,17 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         """Write a publish of floats as :meth:`_publish_values` would, where every
         signal takes its value at a glance (:class:`FloatRows`) and nobody's access
         is checked; False (nothing written) where protobuf's way must judge it."""
-        if len(published.points) > self._p.limits.max_keys_per_request:
+        if len(published.points) > self._limits.max_keys_per_request:
             return False
-        if self._p.access.checks_writes(who):
+        if self._claims.checks_writes(who):
             return False
         batch = self._floats.rows(published)
         if batch is None:
             return False
         if batch:
             try:
-                with self._p.writes.writing(who.app):
-                    self._p.store.write_many(batch)
+                with self._writes.writing(who.app):
+                    self._store.write_many(batch)
             except VStoreError:  # refused as a whole, nothing written: said per signal there
                 return False
         return True
@@ -314,10 +334,10 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         KUKSA does, and the others are written. The response goes to the provider
         only when ``status`` is not empty: the KUKSA databroker answers a publish
         that failed, and nothing upon success."""
-        store = self._p.store
+        store = self._store
         response = val_pb2.PublishValuesResponse(request_id=publish.request_id)
         batch: list[UpdateRow] = []
-        checks = self._p.access.checks_writes(who)  # False: every key, no claims
+        checks = self._claims.checks_writes(who)  # False: every key, no claims
         # Each datapoint checked as _write checks one; the lookups bound once, as a
         # message of 84 signals runs this 84 times.
         name_of, signal_of, to_store, source_time = (
@@ -334,7 +354,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
                 if name is None or (checks and not who.grants.allows("read", name)):
                     raise UnknownKeyError(key_id)  # no key, or not readable: one answer
                 if checks:
-                    self._p.access.check(who, "provide", name, field=f"data_points[{key_id}]")
+                    self._claims.check_write(who, name, field=f"data_points[{key_id}]")
                 data = to_store(name, signal_of(name), point.value, "typed_value")
                 batch.append((key_id, data, None, source_time(point, "data_point")))
             except Exception as e:  # reported per signal
@@ -342,12 +362,12 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         if not batch:
             return response
         try:
-            with self._p.writes.writing(who.app):
+            with self._writes.writing(who.app):
                 store.write_many(batch)
         except VStoreError:  # refused as a whole (checked above: rare): one by one, to say which
             for u in batch:
                 try:
-                    with self._p.writes.writing(who.app):
+                    with self._writes.writing(who.app):
                         store.set(u[0], u[1], time_ns=u[3])
                 except VStoreError as e:
                     response.status[u[0]].CopyFrom(convert.v2_error(e))  # type: ignore[index]
@@ -359,7 +379,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
     async def Subscribe(
         self, request: val_pb2.SubscribeRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> None:
-        who = kuksa_caller(context, self._p.access)
+        who = kuksa_caller(context, self._authenticator)
         entries = self._entries(val_pb2.SubscribeResponse, by_name=True)
         await self._stream(who, list(request.signal_paths), request.buffer_size, context, entries)
 
@@ -367,11 +387,11 @@ class KuksaV2(val_pb2_grpc.VALServicer):
     async def SubscribeById(
         self, request: val_pb2.SubscribeByIdRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> None:
-        who = kuksa_caller(context, self._p.access)
-        subscription_count(self._p, "signal_ids", len(request.signal_ids))
+        who = kuksa_caller(context, self._authenticator)
+        self._subscriptions.check_count("signal_ids", len(request.signal_ids))
         names = []
         for i, key_id in enumerate(request.signal_ids):
-            name = self._p.store.name_of(key_id) if key_id > 0 else None
+            name = self._store.name_of(key_id) if key_id > 0 else None
             if name is None or not who.grants.allows("read", name):  # the same answer
                 e = UnknownKeyError(key_id)
                 e.index = i
@@ -382,7 +402,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
 
     def _entries(self, response: type[Message], *, by_name: bool) -> Entries:
         return Entries(
-            response, by_name=by_name, name_of=self._p.store.name_of, signal_of=self._signals.get
+            response, by_name=by_name, name_of=self._store.name_of, signal_of=self._signals.get
         )
 
     async def _stream(
@@ -396,9 +416,11 @@ class KuksaV2(val_pb2_grpc.VALServicer):
     ) -> None:
         """Each drained batch as one response, written as the bytes ``entries`` builds
         (the method's handler takes them as they are: see :data:`PRE_ENCODED`)."""
-        async with contextlib.aclosing(updates(self._p, who, names, buffer_size, field)) as stream:
+        async with contextlib.aclosing(
+            self._subscriptions.updates(who, names, buffer_size, field)
+        ) as stream:
             async for batch in stream:
                 await context.write(entries.encode(batch))
 
     def _check_count(self, field: str, items: Sequence[Any]) -> None:
-        check_count(field, items, self._p.limits.max_keys_per_request)
+        check_count(field, items, self._limits.max_keys_per_request)

@@ -24,13 +24,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from vmw.ess import AppStats
-from vmw.server.metrics.collectors import Figure
+from vmw.ess import AppStats, EventSubSystem
+from vmw.server.metrics.collectors import Collectors, Figure
 from vmw.server.metrics.rates import KeyRates
-from vmw.vstore import UnknownKeyError
+from vmw.vstore import UnknownKeyError, VStore
 
 if TYPE_CHECKING:
-    from vmw.server.runtime import Runtime
+    from vmw.server.auth.stream_counts import StreamCounts
+    from vmw.server.journal.writer import Journal
+    from vmw.server.session import Streams
+    from vmw.server.slow_apps import SlowAppWatch
 
 __all__ = ["MAX_TOP_KEYS", "AppFigures", "KeyFigures", "ProcessFigures", "Stats", "StatsReader"]
 
@@ -112,14 +115,37 @@ def _rss_bytes() -> int:
 
 
 class StatsReader:
-    """Reads :class:`Stats` from a runtime. One per server, shared by every reader."""
+    """Reads :class:`Stats` from the parts that keep the figures. One per server,
+    shared by every reader."""
 
-    def __init__(self, runtime: Runtime, *, top_keys: int = 20) -> None:
+    def __init__(
+        self,
+        *,
+        store: VStore,
+        ess: EventSubSystem,
+        streams: Streams,
+        slow_apps: SlowAppWatch,
+        stream_counts: StreamCounts,
+        journal: Journal | None,
+        collectors: Collectors,
+        boot_id: str,
+        vehicle_id: str,
+        top_keys: int = 20,
+    ) -> None:
+        """``journal``: None without one."""
         if not 0 <= top_keys <= MAX_TOP_KEYS:
             raise ValueError(f"top_keys must be 0 to {MAX_TOP_KEYS}, got {top_keys}")
-        self._rt = runtime
+        self._store = store
+        self._ess = ess
+        self._streams = streams
+        self._slow_apps = slow_apps
+        self._stream_counts = stream_counts
+        self._journal = journal
+        self._collectors = collectors
+        self._boot_id = boot_id
+        self._vehicle_id = vehicle_id
         self.top_keys = top_keys
-        self.rates = KeyRates(runtime.store)
+        self.rates = KeyRates(store)
         self._started_mono = time.monotonic()
         self._started_wall = time.time()
 
@@ -130,8 +156,7 @@ class StatsReader:
         Raises:
             UnknownKeyError: a name of ``keys`` is not a key (``index`` says which).
         """
-        rt = self._rt
-        store, ess = rt.store, rt.ess
+        store, ess = self._store, self._ess
         now_ns = time.time_ns()
         asked: list[int] = []
         for i, name in enumerate(keys):
@@ -148,13 +173,13 @@ class StatsReader:
             if queues is None:
                 continue
             queued += queues.depth
-            stream = rt.streams.get(app)
+            stream = self._streams.get(app)
             apps.append(
                 AppFigures(
                     queues,
                     # Kept by the delivery loop on the stream object.
                     int(getattr(stream, "bytes_sent", 0)),
-                    rt.slow_apps.in_episode(app),
+                    self._slow_apps.in_episode(app),
                 )
             )
         sample = self.rates.sample()
@@ -174,11 +199,11 @@ class StatsReader:
                     ess.subscriber_count(key_id),
                 )
             )
-        journal = rt.journal
+        journal = self._journal
         times = os.times()
         process = ProcessFigures(
             apps=len(apps),
-            publish_streams=rt.access.publish_stream_count(),
+            publish_streams=self._stream_counts.publish_stream_count(),
             keys=len(store),
             watched_keys=len(ess.subscriber_counts()),
             subscriptions=ess.subscription_count(),
@@ -196,12 +221,12 @@ class StatsReader:
             uptime_s=time.monotonic() - self._started_mono,
         )
         return Stats(
-            boot_id=rt.boot_id,
-            vehicle_id=rt.settings.vehicle_id,
+            boot_id=self._boot_id,
+            vehicle_id=self._vehicle_id,
             time_ns=now_ns,
             process=process,
             apps=tuple(apps),
             keys=tuple(key_figures),
             rate_window_s=sample.window_s,
-            extra=tuple(rt.collectors.collect()),
+            extra=tuple(self._collectors.collect()),
         )

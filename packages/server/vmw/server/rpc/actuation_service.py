@@ -12,8 +12,8 @@ from typing import Any
 import grpc
 from vmw.proto.actuation.v1 import actuation_pb2 as pb
 from vmw.proto.actuation.v1 import actuation_pb2_grpc as pb_grpc
-from vmw.server.access import Access, Caller
 from vmw.server.actuation import Actuation, ActuatorProvider, Forward
+from vmw.server.auth.authentication import Authenticator, Caller
 from vmw.server.config import RequestLimits
 from vmw.server.rpc import convert
 from vmw.server.rpc.identity import caller
@@ -36,8 +36,10 @@ def _request(forward: Forward) -> pb.ProviderInstruction:
 
 
 class ActuationService(pb_grpc.ActuationServicer):
-    def __init__(self, access: Access, limits: RequestLimits, actuation: Actuation) -> None:
-        self._access = access
+    def __init__(
+        self, authenticator: Authenticator, limits: RequestLimits, actuation: Actuation
+    ) -> None:
+        self._authenticator = authenticator
         self._actuation = actuation
         self._limit = limits.max_keys_per_request
 
@@ -45,7 +47,7 @@ class ActuationService(pb_grpc.ActuationServicer):
     async def Actuate(
         self, request: pb.ActuateRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.ActuateResponse:
-        who = caller(context, self._access)
+        who = caller(context, self._authenticator)
         convert.check_count("targets", request.targets, self._limit)
         targets = []
         for i, t in enumerate(request.targets):
@@ -63,7 +65,7 @@ class ActuationService(pb_grpc.ActuationServicer):
         request_iterator: AsyncIterator[pb.ProviderMessage],
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> None:
-        who = caller(context, self._access)
+        who = caller(context, self._authenticator)
         stream: ActuatorProvider[pb.ProviderInstruction] = ActuatorProvider(
             who.app, _request, answers=True
         )

@@ -10,7 +10,8 @@ from typing import Any
 
 import grpc
 from vmw.proto.admin.v1 import admin_pb2, admin_pb2_grpc
-from vmw.server.access import Access
+from vmw.server.auth.authentication import Authenticator
+from vmw.server.auth.permissions import require_admin
 from vmw.server.config import RequestLimits
 from vmw.server.errors import InvalidRequestError
 from vmw.server.metrics import MAX_TOP_KEYS, Stats, StatsReader
@@ -23,8 +24,10 @@ _NS = 1e-9
 
 
 class AdminService(admin_pb2_grpc.AdminServicer):
-    def __init__(self, access: Access, limits: RequestLimits, reader: StatsReader) -> None:
-        self._access = access
+    def __init__(
+        self, authenticator: Authenticator, limits: RequestLimits, reader: StatsReader
+    ) -> None:
+        self._authenticator = authenticator
         self._limits = limits
         self._reader = reader
 
@@ -32,8 +35,8 @@ class AdminService(admin_pb2_grpc.AdminServicer):
     async def GetStats(
         self, request: admin_pb2.GetStatsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> admin_pb2.Stats:
-        who = caller(context, self._access)
-        self._access.check_admin(who)
+        who = caller(context, self._authenticator)
+        require_admin(who)
         if request.top_keys > MAX_TOP_KEYS:
             raise InvalidRequestError("top_keys", f"at most {MAX_TOP_KEYS}, got {request.top_keys}")
         limit = self._limits.max_keys_per_request

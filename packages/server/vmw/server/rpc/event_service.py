@@ -11,14 +11,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any, Final
 
 import grpc
 from vmw.contract.journal.records import Kind
 from vmw.ess import EventSubSystem, NotReadingEventsError
 from vmw.proto.ess.v1 import ess_pb2, ess_pb2_grpc
-from vmw.server.access import Access
+from vmw.server.auth.authentication import Authenticator
+from vmw.server.auth.read_policy import StreamReadPolicy
 from vmw.server.config import RequestLimits
 from vmw.server.errors import InvalidRequestError, LimitExceededError
 from vmw.server.rpc import convert
@@ -39,31 +39,37 @@ PRE_ENCODED: Final = frozenset({"Events", "GetEvents"})
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class EventParts:
-    """What the EventService uses."""
-
-    streams: Streams
-    ess: EventSubSystem
-    store: VStore
-    access: Access
-    writes: Writes
-    boot_id: str
-    limits: RequestLimits
-    record: Record
-
-
 class EventService(ess_pb2_grpc.EventServiceServicer):
-    def __init__(self, parts: EventParts) -> None:
-        self._p = parts
+    def __init__(
+        self,
+        *,
+        authenticator: Authenticator,
+        read_policy: StreamReadPolicy,
+        streams: Streams,
+        ess: EventSubSystem,
+        store: VStore,
+        writes: Writes,
+        boot_id: str,
+        limits: RequestLimits,
+        record: Record,
+    ) -> None:
+        self._authenticator = authenticator
+        self._read_policy = read_policy
+        self._streams = streams
+        self._ess = ess
+        self._store = store
+        self._writes = writes
+        self._boot_id = boot_id
+        self._limits = limits
+        self._record = record
 
     @maps_errors()
     async def GetEvents(
         self, request: ess_pb2.GetEventsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> None:
-        who = caller(context, self._p.access)
+        who = caller(context, self._authenticator)
         queues = convert.queue_configs(request.queues)
-        async with self._p.streams.session(who, queues) as session:
+        async with self._streams.session(who, queues) as session:
             await self._deliver(session, context)
 
     @maps_errors()
@@ -72,7 +78,7 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
         requests: AsyncIterator[ess_pb2.EventsRequest | Malformed],
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> None:
-        who = caller(context, self._p.access)
+        who = caller(context, self._authenticator)
         first = await anext(aiter(requests), None)
         if first is None:
             raise InvalidRequestError("open", "the stream ended before its first request")
@@ -82,7 +88,7 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
             raise InvalidRequestError(
                 "open", "the first EventsRequest must carry open (the queues and the window)"
             )
-        limits = self._p.limits
+        limits = self._limits
         window = first.open.window or limits.stream_window
         if window > limits.max_stream_window:
             raise InvalidRequestError(
@@ -90,7 +96,7 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
                 f"{window} exceeds the server's maximum window of {limits.max_stream_window}",
             )
         queues = convert.queue_configs(first.open.queues)
-        async with self._p.streams.session(who, queues, window=window) as session:
+        async with self._streams.session(who, queues, window=window) as session:
             acks = asyncio.create_task(_read_acks(requests, session.stream))
             try:
                 await self._deliver(session, context)
@@ -104,10 +110,10 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
         assert stream.effective is not None
         window = stream.window
         started = convert.started_batch(
-            self._p.boot_id, stream.effective, window=window.size or 0, head=self._p.writes.head()
+            self._boot_id, stream.effective, window=window.size or 0, head=self._writes.head()
         )
         await context.write(started.SerializeToString())
-        max_bytes = self._p.limits.max_message_bytes - 1024
+        max_bytes = self._limits.max_message_bytes - 1024
         encoder = EventBytes()
         async for events in session.batches():
             messages = encoder.messages(events, max_bytes)
@@ -120,37 +126,37 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
     async def Register(
         self, request: ess_pb2.RegisterRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> ess_pb2.RegisterResponse:
-        who = caller(context, self._p.access)
+        who = caller(context, self._authenticator)
         app = who.app
         convert.check_count(
-            "subscriptions", request.subscriptions, self._p.limits.max_keys_per_request
+            "subscriptions", request.subscriptions, self._limits.max_keys_per_request
         )
-        if app not in self._p.streams:
+        if app not in self._streams:
             raise NotReadingEventsError(app)
         requests = convert.subscription_requests(request.subscriptions)
         self._check_subscription_limit(app, [r.key for r in requests])
-        store = self._p.store
+        store = self._store
         current = 0
         counted: set[str] = set()
-        access = self._p.access
+        policy = self._read_policy
         for r in requests:
             # Only keys the app may read, each once: the check must not measure secrets.
             if not r.want_current or r.key in counted or not who.grants.allows("read", r.key):
                 continue
             counted.add(r.key)
             key_id = store.id_of(r.key)
-            if key_id is not None and access.may_read(app, r.key):
+            if key_id is not None and policy.may_read(app, r.key):
                 current += len(store.peek(key_id)[0] or b"")
         convert.check_fits(
             "the current values asked for",
             current,
-            self._p.limits.max_message_bytes - 64 * 1024,
+            self._limits.max_message_bytes - 64 * 1024,
             "ask for them in smaller requests",
         )
-        with self._p.access.calling(who):
-            results = self._p.ess.register(app, requests)
+        with policy.calling(who):
+            results = self._ess.register(app, requests)
         for req, res in zip(requests, results, strict=True):
-            self._p.record(
+            self._record(
                 Kind.REGISTER,
                 app=app,
                 key=res.key,
@@ -162,10 +168,10 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
         return ess_pb2.RegisterResponse(results=convert.register_response(results))
 
     def _check_subscription_limit(self, app: str, keys: list[str]) -> None:
-        held = {s.key for s in self._p.ess.subscriptions(app)}
+        held = {s.key for s in self._ess.subscriptions(app)}
         # Its KUKSA subscriptions' too: one app, one limit.
-        after = len(held | set(keys)) + self._p.streams.subscriptions_held(app, besides=app)
-        limit = self._p.limits.max_subscriptions_per_app
+        after = len(held | set(keys)) + self._streams.subscriptions_held(app, besides=app)
+        limit = self._limits.max_subscriptions_per_app
         if after > limit:
             raise LimitExceededError(
                 "subscriptions", limit, f"app {app!r} would hold {after} subscriptions"
@@ -175,11 +181,11 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
     async def Deregister(
         self, request: ess_pb2.DeregisterRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> ess_pb2.DeregisterResponse:
-        app = caller(context, self._p.access).app
-        convert.check_count("keys", request.keys, self._p.limits.max_keys_per_request)
-        results = self._p.ess.deregister(app, list(request.keys))
+        app = caller(context, self._authenticator).app
+        convert.check_count("keys", request.keys, self._limits.max_keys_per_request)
+        results = self._ess.deregister(app, list(request.keys))
         for r in results:
-            self._p.record(
+            self._record(
                 Kind.DEREGISTER, app=app, key=r.key, key_id=r.key_id, status=r.status.name.lower()
             )
         return ess_pb2.DeregisterResponse(results=convert.register_response(results))
@@ -188,8 +194,8 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
     async def GetSubscriptions(
         self, request: ess_pb2.GetSubscriptionsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> ess_pb2.GetSubscriptionsResponse:
-        app = caller(context, self._p.access).app
-        infos = self._p.ess.subscriptions(app)
+        app = caller(context, self._authenticator).app
+        infos = self._ess.subscriptions(app)
         return ess_pb2.GetSubscriptionsResponse(subscriptions=convert.subscription_infos(infos))
 
 

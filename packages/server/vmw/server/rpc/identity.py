@@ -3,9 +3,10 @@
 :class:`Identify` runs before every handler of the services that have callers
 (all of the middleware's own, the KUKSA ones with their allowances): it
 authenticates the call's metadata (and, with mutual TLS, its client
-certificate) through the runtime's access rules, admits it by its rate limits,
-and refuses it with the mapped status (UNAUTHENTICATED, RESOURCE_EXHAUSTED)
-before the handler runs; a stream of a caller whose token expires ends then
+certificate) by the middleware's identity rules
+(:mod:`vmw.server.auth.authentication`), admits it by its rate limits, and
+refuses it with the mapped status (UNAUTHENTICATED, RESOURCE_EXHAUSTED) before
+the handler runs; a stream of a caller whose token expires ends then
 (:mod:`vmw.server.expiry`). So a handler cannot forget either; :func:`caller` returns
 what the interceptor established. Services listed with no rule (health,
 reflection) have no caller.
@@ -20,7 +21,7 @@ from contextvars import ContextVar
 from typing import Any, TypeAlias
 
 import grpc
-from vmw.server.access import Access, Caller
+from vmw.server.auth.authentication import Authenticator, Caller
 from vmw.server.errors import EndReason, StreamEndedError
 from vmw.server.expiry import armed
 from vmw.server.rpc.handlers import Continuation, around, service_of
@@ -29,7 +30,7 @@ from vmw.server.tls import certificate_names
 
 __all__ = ["Identify", "Rule", "authenticate", "caller", "certified_names"]
 
-Rule: TypeAlias = Callable[["grpc.aio.ServicerContext[Any, Any]", Access], Caller]
+Rule: TypeAlias = Callable[["grpc.aio.ServicerContext[Any, Any]", Authenticator], Caller]
 """How a service's calls are authenticated."""
 
 _CALLER: ContextVar[Caller | None] = ContextVar("vmw_caller", default=None)
@@ -37,33 +38,37 @@ _CALLER: ContextVar[Caller | None] = ContextVar("vmw_caller", default=None)
 
 
 def certified_names(
-    context: grpc.aio.ServicerContext[Any, Any], access: Access
+    context: grpc.aio.ServicerContext[Any, Any], authenticator: Authenticator
 ) -> tuple[str, ...] | None:
     """The names of the call's client certificate with mutual TLS on, else None
     (read only then: a plaintext middleware pays nothing per call)."""
-    return certificate_names(context.auth_context()) if access.mutual_tls else None
+    return certificate_names(context.auth_context()) if authenticator.mutual_tls else None
 
 
-def authenticate(context: grpc.aio.ServicerContext[Any, Any], access: Access) -> Caller:
+def authenticate(
+    context: grpc.aio.ServicerContext[Any, Any], authenticator: Authenticator
+) -> Caller:
     """The project's rule: the caller of a call, admitted by its rate limit.
 
     Raises:
         UnauthenticatedError, LimitExceededError.
     """
-    return access.authenticate(
+    return authenticator.authenticate(
         tuple(context.invocation_metadata() or ()),
         context.peer() or "",
-        certified=certified_names(context, access),
+        certified=certified_names(context, authenticator),
     )
 
 
 def caller(
-    context: grpc.aio.ServicerContext[Any, Any], access: Access, rule: Rule = authenticate
+    context: grpc.aio.ServicerContext[Any, Any],
+    authenticator: Authenticator,
+    rule: Rule = authenticate,
 ) -> Caller:
     """The authenticated caller of this call: the one :class:`Identify`
     established (authenticated here by ``rule`` only on a server without it)."""
     who = _CALLER.get()
-    return who if who is not None else rule(context, access)
+    return who if who is not None else rule(context, authenticator)
 
 
 class Identify(grpc.aio.ServerInterceptor):
@@ -73,8 +78,8 @@ class Identify(grpc.aio.ServerInterceptor):
     service without callers; a service not listed gets :func:`authenticate`.
     """
 
-    def __init__(self, access: Access, rules: Mapping[str, Rule | None]) -> None:
-        self._access = access
+    def __init__(self, authenticator: Authenticator, rules: Mapping[str, Rule | None]) -> None:
+        self._authenticator = authenticator
         self._rules = dict(rules)
 
     async def intercept_service(
@@ -87,13 +92,13 @@ class Identify(grpc.aio.ServerInterceptor):
         rule = self._rules.get(service, authenticate)
         if rule is None:
             return handler
-        access = self._access
+        authenticator = self._authenticator
         streaming = handler.request_streaming or handler.response_streaming
 
         @contextlib.asynccontextmanager
         async def established(context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[None]:
             try:
-                who = rule(context, access)
+                who = rule(context, authenticator)
             except Exception as e:
                 code, message = status_for(e)
                 await context.abort(code, message)

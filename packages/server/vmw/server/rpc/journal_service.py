@@ -14,7 +14,7 @@ from typing import Any
 import grpc
 from vmw.proto.journal.v1 import journal_pb2 as pb
 from vmw.proto.journal.v1 import journal_pb2_grpc as pb_grpc
-from vmw.server.access import Access, Caller
+from vmw.server.auth.authentication import Authenticator, Caller
 from vmw.server.auth.scopes import JOURNAL_READ
 from vmw.server.errors import (
     InvalidRequestError,
@@ -33,9 +33,9 @@ __all__ = ["JournalService"]
 
 
 class JournalService(pb_grpc.JournalServiceServicer):
-    def __init__(self, access: Access, feed: Feed | None, vehicle_id: str) -> None:
+    def __init__(self, authenticator: Authenticator, feed: Feed | None, vehicle_id: str) -> None:
         """``feed``: what the journal's consumers read (None: no journal)."""
-        self._access = access
+        self._authenticator = authenticator
         self._feed = feed
         self._vehicle = vehicle_id
         self._followers: dict[tuple[str, str], FollowSession] = {}
@@ -47,7 +47,7 @@ class JournalService(pb_grpc.JournalServiceServicer):
         Raises:
             UnauthenticatedError, LimitExceededError, ScopeDeniedError, JournalDisabledError.
         """
-        who = caller(context, self._access)
+        who = caller(context, self._authenticator)
         if not (who.grants.everything or who.grants.journal):
             raise ScopeDeniedError(who.app, "read the journal", JOURNAL_READ)
         feed = self._feed

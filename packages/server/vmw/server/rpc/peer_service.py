@@ -16,7 +16,7 @@ from typing import Any
 
 import grpc
 from vmw.proto.cluster.v1 import cluster_pb2, cluster_pb2_grpc
-from vmw.server.access import Access, Caller
+from vmw.server.auth.authentication import Authenticator, Caller
 from vmw.server.auth.scopes import PEER
 from vmw.server.cluster import convert
 from vmw.server.cluster.node import ClusterNode
@@ -33,13 +33,13 @@ log = logging.getLogger(__name__)
 class PeerService(cluster_pb2_grpc.PeerServicer):
     def __init__(
         self,
-        access: Access,
+        authenticator: Authenticator,
         node: ClusterNode | None,
         alone: Callable[[], cluster_pb2.StatusResponse],
     ) -> None:
         """``node``: the cluster node (None without peers); ``alone``: the status
         of a middleware without peers (its head and keys, read when asked)."""
-        self._access = access
+        self._authenticator = authenticator
         self._node = node
         self._alone = alone
 
@@ -53,7 +53,7 @@ class PeerService(cluster_pb2_grpc.PeerServicer):
         requests: AsyncIterator[cluster_pb2.PeerMessage | Malformed],
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> None:
-        who = caller(context, self._access)
+        who = caller(context, self._authenticator)
         # The hello is read before any refusal: refused at once, the dialing node's
         # write of its hello would race the status and fail with grpc's own INTERNAL
         # or UNAVAILABLE, hiding why (what its cluster status shows the operator).
@@ -98,7 +98,7 @@ class PeerService(cluster_pb2_grpc.PeerServicer):
     async def Status(
         self, request: cluster_pb2.StatusRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> cluster_pb2.StatusResponse:
-        who = caller(context, self._access)
+        who = caller(context, self._authenticator)
         if not (who.grants.everything or who.grants.peer or who.grants.admin):
             raise ScopeDeniedError(who.app, "read the cluster's status", f"{PEER} or admin")
         node = self._node

@@ -7,7 +7,6 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -15,7 +14,11 @@ from vmw.contract.journal.records import Kind
 from vmw.contract.wire import KEYS_VERSION_HEADER
 from vmw.ess import EventSubSystem
 from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
-from vmw.server.access import Access, Caller
+from vmw.server.auth.authentication import Authenticator, Caller
+from vmw.server.auth.claims import WriteClaims
+from vmw.server.auth.permissions import require
+from vmw.server.auth.rate_limits import RateLimits
+from vmw.server.auth.stream_counts import StreamCounts
 from vmw.server.cluster.node import ClusterNode
 from vmw.server.config import RequestLimits
 from vmw.server.errors import (
@@ -43,62 +46,72 @@ __all__ = ["VStoreService"]
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class VStoreParts:
-    """What the VStore service uses."""
-
-    store: VStore
-    ess: EventSubSystem
-    access: Access
-    writes: Writes
-    cluster: ClusterNode | None
-    """The replication with peers (``Set`` with ``if_head`` waits for it)."""
-    limits: RequestLimits
-    record: Record
-
-
 class VStoreService(vstore_pb2_grpc.VStoreServicer):
-    def __init__(self, parts: VStoreParts) -> None:
-        self._p = parts
-        self._limit = parts.limits.max_keys_per_request
+    def __init__(
+        self,
+        *,
+        authenticator: Authenticator,
+        claims: WriteClaims,
+        rate_limits: RateLimits,
+        stream_counts: StreamCounts,
+        store: VStore,
+        ess: EventSubSystem,
+        writes: Writes,
+        cluster: ClusterNode | None,
+        limits: RequestLimits,
+        record: Record,
+    ) -> None:
+        """``cluster``: the replication with peers (``Set`` with ``if_head`` waits
+        for it; None without peers)."""
+        self._authenticator = authenticator
+        self._claims = claims
+        self._rate_limits = rate_limits
+        self._stream_counts = stream_counts
+        self._store = store
+        self._ess = ess
+        self._writes = writes
+        self._cluster = cluster
+        self._limits = limits
+        self._record = record
+        self._limit = limits.max_keys_per_request
         # A key name is at most 255 bytes: a page always fits in one message.
-        self._page_size = max(1, min(10_000, parts.limits.max_message_bytes // 300))
+        self._page_size = max(1, min(10_000, limits.max_message_bytes // 300))
 
     @maps_errors(field="names")
     async def AddKeys(
         self, request: vstore_pb2.AddKeysRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> vstore_pb2.AddKeysResponse:
         who, names = self._names_request(request.names, context)
-        access = self._p.access
-        store = self._p.store
+        claims = self._claims
+        store = self._store
         for i, name in enumerate(names):
             # A new key needs create; an existing one (nothing changes, but its id
             # is returned) needs create or read, judged by name so that the answer
             # tells nothing about keys the caller may not see.
             if name not in store or not who.grants.allows("read", name):
-                access.check(who, "create", name, field=f"names[{i}]")
+                require(who, "create", name, field=f"names[{i}]")
         if request.claim:
             for i, name in enumerate(names):
-                access.check(who, "provide", name, field=f"names[{i}]")
-            access.check_claimable(who, names)  # before adding: a refusal changes nothing
+                claims.check_write(who, name, field=f"names[{i}]")
+            claims.check_claimable(who, names)  # before adding: a refusal changes nothing
         new = {n for n in names if n not in store}
         if new:
-            with self._p.writes.writing(who.app):  # one request: one replicated event
+            with self._writes.writing(who.app):  # one request: one replicated event
                 ids = store.add_keys(names)
         else:
             ids = store.add_keys(names)
         if request.claim:
-            access.claim(who, names)
+            claims.claim(who, names)
         if new:
             log.info("app %s added %d keys", who.app, len(new))
             for name, key_id in zip(names, ids, strict=True):
                 if name in new:
                     new.discard(name)
-                    self._p.record(Kind.KEY_ADDED, app=who.app, key=name, key_id=key_id)
+                    self._record(Kind.KEY_ADDED, app=who.app, key=name, key_id=key_id)
         return vstore_pb2.AddKeysResponse(
             keys=[vstore_pb2.KeyId(name=n, id=i) for n, i in zip(names, ids, strict=True)],
-            keys_version=self._p.writes.keys_version,
-            head=self._p.writes.head(),
+            keys_version=self._writes.keys_version,
+            head=self._writes.head(),
         )
 
     @maps_errors(field="names")
@@ -106,48 +119,47 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         self, request: vstore_pb2.RemoveKeysRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> vstore_pb2.RemoveKeysResponse:
         who, names = self._names_request(request.names, context)
-        access = self._p.access
         for i, name in enumerate(names):
-            access.check(who, "create", name, field=f"names[{i}]")
-            owner = access.claimed_by(name)
+            require(who, "create", name, field=f"names[{i}]")
+            owner = self._claims.claimed_by(name)
             if owner is not None and owner != who.app:
                 raise PermissionDeniedError(
                     who.app, "remove", name, f"claimed by {owner!r}", field=f"names[{i}]"
                 )
-        removed, not_found = self._p.writes.remove_keys(names)
+        removed, not_found = self._writes.remove_keys(names)
         if removed:
             log.info("app %s removed %d keys", who.app, len(removed))
             for name, key_id in removed:
-                self._p.record(Kind.KEY_REMOVED, app=who.app, key=name, key_id=key_id)
+                self._record(Kind.KEY_REMOVED, app=who.app, key=name, key_id=key_id)
         return vstore_pb2.RemoveKeysResponse(
             removed=[vstore_pb2.KeyId(name=n, id=i) for n, i in removed],
             not_found=not_found,
-            head=self._p.writes.head(),
+            head=self._writes.head(),
         )
 
     @maps_errors(field="updates")
     async def Set(
         self, request: vstore_pb2.SetRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> vstore_pb2.SetResponse:
-        who = caller(context, self._p.access)
+        who = caller(context, self._authenticator)
         convert.check_count("updates", request.updates, self._limit)
         updates = convert.updates(request.updates)
-        store = self._p.store
-        access = self._p.access
+        store = self._store
+        claims = self._claims
         for i, u in enumerate(updates):
             # Existence is not told: by name, refused whether or not the key exists; by
             # id, an unreadable key's id answers as an unused id.
             if isinstance(u.key, str):
-                access.check(who, "provide", u.key, field=f"updates[{i}]")
+                claims.check_write(who, u.key, field=f"updates[{i}]")
             elif (name := store.name_of(u.key)) is not None:
-                access.check_by_id(who, "provide", name, u.key, i, field=f"updates[{i}]")
+                claims.check_write_by_id(who, name, u.key, i, field=f"updates[{i}]")
         if request.HasField("if_head"):
             return await guarded_set(
-                self._p.store, self._p.writes, self._p.cluster, who.app, updates, request.if_head
+                self._store, self._writes, self._cluster, who.app, updates, request.if_head
             )
-        with self._p.writes.writing(who.app):
+        with self._writes.writing(who.app):
             results = store.set_many(updates)
-        return convert.set_response(results, head=self._p.writes.head())
+        return convert.set_response(results, head=self._writes.head())
 
     @maps_errors()
     async def Publish(
@@ -155,10 +167,10 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         request_iterator: AsyncIterator[vstore_pb2.PublishRequest],
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> vstore_pb2.PublishSummary:
-        who = caller(context, self._p.access)
-        access = self._p.access
-        access.stream_opened(who.app, publish=True)
-        self._p.record(Kind.CONNECT, app=who.app, stream="publish", details={})
+        who = caller(context, self._authenticator)
+        counts = self._stream_counts
+        counts.opened(who.app, publish=True)
+        self._record(Kind.CONNECT, app=who.app, stream="publish", details={})
         flushed = False
         try:
             # The token's expiry ends the stream (and the claims it holds) through the
@@ -166,8 +178,8 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
             summary, flushed = await self._publish(who, request_iterator, context)
             return summary
         finally:
-            access.stream_closed(who.app, publish=True, clean=flushed)
-            self._p.record(Kind.DISCONNECT, app=who.app, stream="publish", details={})
+            counts.closed(who.app, publish=True, clean=flushed)
+            self._record(Kind.DISCONNECT, app=who.app, stream="publish", details={})
 
     async def _publish(
         self,
@@ -177,10 +189,10 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
     ) -> tuple[vstore_pb2.PublishSummary, bool]:
         """The stream's summary, and whether its last message said ``flushing`` (the
         provider ends the stream itself: a dead one's stream also ends, silently)."""
-        store = self._p.store
-        access = self._p.access
-        pace = access.publish_pace(who.app)
-        writes = self._p.writes
+        store = self._store
+        claims = self._claims
+        pace = self._rate_limits.publish_pace(who.app)
+        writes = self._writes
         md = dict(context.invocation_metadata() or ())
         version = md.get(KEYS_VERSION_HEADER)
         batches = updates = 0
@@ -206,13 +218,13 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
             convert.check_count(f"batch {batches}: updates", request.updates, self._limit)
             batch = convert.publish_rows(request.updates)
             try:
-                if access.checks_writes(who):
+                if claims.checks_writes(who):
                     for i, u in enumerate(request.updates):
                         key_id: int = u.id
                         name = store.name_of(key_id)
                         if name is not None:
                             where = f"updates[{i}] (batch {batches})"
-                            access.check_by_id(who, "provide", name, key_id, i, field=where)
+                            claims.check_write_by_id(who, name, key_id, i, field=where)
                 with writes.writing(who.app):
                     store.write_many(batch)
             except VStoreError as e:
@@ -234,7 +246,7 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         self, request: vstore_pb2.GetRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> vstore_pb2.GetResponse:
         who, names = self._names_request(request.names, context)
-        store = self._p.store
+        store = self._store
         entries: list[Entry] = []
         not_found: list[str] = []
         for name in names:
@@ -243,12 +255,12 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
                 entries.append(store.get(name))
             else:
                 not_found.append(name)
-        response = convert.get_response(entries, not_found, self._p.ess.no_provider)
-        response.head = self._p.writes.head()
+        response = convert.get_response(entries, not_found, self._ess.no_provider)
+        response.head = self._writes.head()
         convert.check_fits(
             "the response",
             response.ByteSize(),
-            self._p.limits.max_message_bytes - 1024,
+            self._limits.max_message_bytes - 1024,
             "get fewer keys per request",
         )
         return response
@@ -257,13 +269,13 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
     async def ListKeys(
         self, request: vstore_pb2.ListKeysRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> vstore_pb2.ListKeysResponse:
-        who = caller(context, self._p.access)
+        who = caller(context, self._authenticator)
         page = min(self._page_size, request.limit or self._page_size)
         keys: list[tuple[str, int]] = []
         # The page is full or the branch is done: the scan goes on past the keys the
         # caller may not read (a cursor left among them would name one, and tell that
         # the branch holds keys), serving other callers every BREATHE_EVERY keys.
-        scan = scan_keys(self._p.store, request.prefix, start_after=request.start_after)
+        scan = scan_keys(self._store, request.prefix, start_after=request.start_after)
         async with contextlib.aclosing(scan):
             async for name, key_id in scan:
                 if len(keys) == page:
@@ -276,7 +288,7 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         self, field_value: Sequence[str], context: grpc.aio.ServicerContext[Any, Any]
     ) -> tuple[Caller, list[str]]:
         """The caller, and the ``names`` of a request: counted and syntax-checked."""
-        who = caller(context, self._p.access)
+        who = caller(context, self._authenticator)
         convert.check_count("names", field_value, self._limit)
         names = list(field_value)
         self._check_names(names)
