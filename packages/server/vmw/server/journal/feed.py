@@ -9,12 +9,13 @@ Two sides, one per caller:
   (:mod:`vmw.server.rpc.journal_service`) and its
   :class:`~vmw.server.journal.follow.FollowSession`\\ s call it on the event
   loop. What memory answers is answered there; what needs the disk (listing
-  the directory, reading segments, syncing the registry) runs once, in one
-  ``asyncio.to_thread`` call per method;
+  the directory, reading segments, syncing the registry) runs in
+  ``asyncio.to_thread``, all of one step in one call, never on the loop;
 - retention's side (:meth:`Feed.plan_retention`, :meth:`Feed.apply_cuts`,
-  :meth:`Feed.tick`, :meth:`Feed.removed`, :meth:`Feed.close`) is the journal
-  writer's thread's, synchronous (:class:`~vmw.server.journal.retention.RetentionGuard`):
-  retention keeps what consumers have not acknowledged.
+  :meth:`Feed.tick`, :meth:`Feed.removed`, :meth:`Feed.close`) is
+  synchronous: the journal writer's thread calls it
+  (:class:`~vmw.server.journal.retention.RetentionGuard`) so that retention
+  keeps what consumers have not acknowledged.
 
 The rules are in the pure modules: :mod:`answers` (which answer),
 :mod:`pinning` (what retention may remove).
