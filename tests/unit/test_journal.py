@@ -19,10 +19,10 @@ from vmw.contract.journal.chain import (
     record_hash,
     verify_line,
 )
+from vmw.contract.journal.segments import segment_files
 from vmw.ess import DataUpdated, KeyAdded, KeyRemoved
 from vmw.server.journal import Journal, JournalReport, Level, OffsetCounter, read_journal, verify
 from vmw.server.journal.taps import record_delivered
-from vmw.server.journal.writer import segment_files
 
 from tests.conftest import wait_until
 

@@ -1,12 +1,19 @@
 """The telemetry journal: what happened to every event, hash-chained, on disk.
 
 :mod:`vmw.contract.journal` has its format (record kinds and their fields,
-levels, batch records, offsets and the hash chain); here: :mod:`segments` (segment
-names, reading their lines), :mod:`writer` (the bounded buffer, the writer
-thread, batched writes, losses, retention), :mod:`reserve` (the reserve file,
-the loss marker and the directory lock's names), :mod:`taps` (where the ESS and
-the V-Store meet the journal), :mod:`reader` (reading segments back, skipping
-torn lines, and verifying chains).
+levels, batch records, offsets and the hash chain, segment names); here:
+
+- writing: :mod:`writer` (the bounded buffer, the writer thread, batched
+  writes, losses), :mod:`rotation` (the segment being written and the next),
+  :mod:`retention` (which segments go, and the records that say so),
+  :mod:`directory_lock` (one live process per directory), :mod:`reserve`
+  (the reserve file and the loss marker), :mod:`taps` (where the ESS and the
+  V-Store meet the journal);
+- reading back: :mod:`reader` (reading segments, skipping torn lines, and
+  verifying chains);
+- consumers: :mod:`feed` (their async API), :mod:`follow` (one Follow
+  stream), :mod:`history`, :mod:`archive`, :mod:`consumers`, :mod:`answers`,
+  :mod:`pinning`.
 
 Owns writing the journal, retention, verification and its consumers (history,
 pinning, Poll/Follow).

@@ -1,10 +1,22 @@
 """The journal as its consumers see it: the history in memory, the segments on disk,
 the registry of reliable consumers and the answers, in one object.
 
-The journal service (:mod:`vmw.server.rpc.journal_service`) calls
-:meth:`Feed.poll` and runs :class:`~vmw.server.journal.follow.FollowSession`\\ s
-over it; the journal writer calls :meth:`Feed.plan_retention` and
-:meth:`Feed.cut` so retention keeps what consumers have not acknowledged.
+Two sides, one per caller:
+
+- the consumers' API (:meth:`Feed.register`, :meth:`Feed.unregister`,
+  :meth:`Feed.states`, :meth:`Feed.acknowledge`, :meth:`Feed.acknowledge_held`,
+  :meth:`Feed.poll`) is async: the journal service
+  (:mod:`vmw.server.rpc.journal_service`) and its
+  :class:`~vmw.server.journal.follow.FollowSession`\\ s call it on the event
+  loop. What memory answers is answered there; what needs the disk (listing
+  the directory, reading segments, syncing the registry) runs in
+  ``asyncio.to_thread``, all of one step in one call, never on the loop;
+- retention's side (:meth:`Feed.plan_retention`, :meth:`Feed.apply_cuts`,
+  :meth:`Feed.tick`, :meth:`Feed.removed`, :meth:`Feed.close`) is
+  synchronous: the journal writer's thread calls it
+  (:class:`~vmw.server.journal.retention.RetentionGuard`) so that retention
+  keeps what consumers have not acknowledged.
+
 The rules are in the pure modules: :mod:`answers` (which answer),
 :mod:`pinning` (what retention may remove).
 
@@ -115,9 +127,21 @@ class Feed:
 
     # -- the registry ---------------------------------------------------------------
 
-    def register(self, app: str, component: str, *, from_newest: bool) -> tuple[Consumer, bool]:
+    async def register(
+        self, app: str, component: str, *, from_newest: bool
+    ) -> tuple[Consumer, bool]:
         """Register a reliable consumer (idempotent). A new one starts before the oldest
-        record held (``from_newest``: after the newest). Returns it and whether it is new."""
+        record held (``from_newest``: after the newest). Returns it and whether it is new.
+
+        Reads the segments (the oldest record held) and syncs the registry: in a thread.
+
+        Raises:
+            InvalidRequestError: a malformed component.
+            LimitExceededError: the registry is full.
+        """
+        return await asyncio.to_thread(self._register, app, component, from_newest)
+
+    def _register(self, app: str, component: str, from_newest: bool) -> tuple[Consumer, bool]:
         check_component(component, live=False)
         existing = self.consumers.get(app, component)
         if existing is not None:
@@ -138,15 +162,28 @@ class Feed:
         )
         return consumer, created
 
-    def unregister(self, app: str, component: str) -> bool:
+    async def unregister(self, app: str, component: str) -> bool:
+        """Forget a registered consumer; whether it was registered. Syncs the registry:
+        in a thread.
+
+        Raises:
+            InvalidRequestError: a malformed component.
+        """
+        return await asyncio.to_thread(self._unregister, app, component)
+
+    def _unregister(self, app: str, component: str) -> bool:
         check_component(component, live=False)
         gone = self.consumers.unregister(app, component)
         if gone:
             log.info("journal: consumer %s/%s unregistered", app, component)
         return gone
 
-    def states(self, app: str | None = None) -> list[ConsumerState]:
-        """Registered consumers (of ``app``, or all) with their unacknowledged bytes."""
+    async def states(self, app: str | None = None) -> list[ConsumerState]:
+        """Registered consumers (of ``app``, or all) with their unacknowledged bytes.
+        Lists the segments: in a thread."""
+        return await asyncio.to_thread(self._states, app)
+
+    def _states(self, app: str | None) -> list[ConsumerState]:
         segments = self.archive.segments()
         return [
             ConsumerState(c, lag_bytes(Pin(c.app, c.component, c.boot_id, c.offset), segments))
@@ -155,7 +192,7 @@ class Feed:
         ]
 
     def consumer(self, app: str, component: str) -> Consumer | None:
-        """The registered consumer; None for LIVE.
+        """The registered consumer; None for LIVE. From memory: no disk.
 
         Raises:
             InvalidRequestError: a malformed component.
@@ -169,9 +206,38 @@ class Feed:
             raise UnknownConsumerError(app, component)
         return c
 
-    def acknowledge(self, consumer: Consumer, boot_id: str, offset: int) -> None:
+    async def acknowledge(self, consumer: Consumer, boot_id: str, offset: int) -> None:
         """Move a registered consumer on to ``(boot_id, offset)`` if that is later.
-        May list the directory (blocking): on the event loop use :meth:`acknowledge_async`."""
+
+        When both positions are in the running boot's history (a consumer that
+        keeps up) it is done on the event loop; else the directory is listed to
+        order them, in a thread.
+        """
+        if not self._acknowledge_in_memory(consumer, boot_id, offset):
+            await asyncio.to_thread(self._acknowledge_blocking, consumer, boot_id, offset)
+
+    async def acknowledge_held(self, consumer: Consumer, boot_id: str, offset: int) -> None:
+        """Acknowledge ``(boot_id, offset)`` (empty boot: the current one) only when it is a
+        position held, as :meth:`poll` does: one whose answer is records or nothing new.
+
+        A position not held (a new consumer's ``("", 0)``, an offset of a boot no
+        longer held, one behind what is held) acknowledges nothing: the consumer
+        keeps its registered position, and what it pins, until it acknowledges
+        a position it was actually served (e.g. the recovery answer's ``p(n0)``).
+        Nothing written yet: nothing acknowledged. A position in memory is
+        acknowledged as :meth:`acknowledge` does; any other is looked up on
+        disk, in a thread.
+
+        Raises:
+            OffsetOutOfRangeError: the named boot never wrote ``offset``.
+        """
+        if self._held_in_memory(boot_id, offset):
+            await self.acknowledge(consumer, self.boot_id, offset)
+        else:
+            await asyncio.to_thread(self._acknowledge_held_blocking, consumer, boot_id, offset)
+
+    def _acknowledge_blocking(self, consumer: Consumer, boot_id: str, offset: int) -> None:
+        """:meth:`acknowledge` where it may list the directory (a thread's)."""
         if not self._acknowledge_in_memory(consumer, boot_id, offset):
             view = self.view()
             if later(view, (consumer.boot_id, consumer.offset), (boot_id, offset)):
@@ -184,36 +250,17 @@ class Feed:
                     keep_lost=lambda x: lost_after(view, x, boot_id, offset),
                 )
 
-    def acknowledge_held(self, consumer: Consumer, boot_id: str, offset: int) -> None:
-        """Acknowledge ``(boot_id, offset)`` (empty boot: the current one) only when it is a
-        position held, as :meth:`poll` does: one whose answer is records or nothing new.
-
-        A position not held (a new consumer's ``("", 0)``, an offset of a boot no
-        longer held, one behind what is held) acknowledges nothing: the consumer
-        keeps its registered position, and what it pins, until it acknowledges
-        a position it was actually served (e.g. the recovery answer's ``p(n0)``).
-        Nothing written yet: nothing acknowledged. Blocking (may list the
-        directory): on the event loop use :meth:`acknowledge_held_async`.
-
-        Raises:
-            OffsetOutOfRangeError: the named boot never wrote ``offset``.
-        """
+    def _acknowledge_held_blocking(self, consumer: Consumer, boot_id: str, offset: int) -> None:
+        """:meth:`acknowledge_held` where it may list the directory (a thread's)."""
         if self._held_in_memory(boot_id, offset):
-            self.acknowledge(consumer, self.boot_id, offset)
+            self._acknowledge_blocking(consumer, self.boot_id, offset)
             return
         try:
             a = answer(self.view(), boot_id, offset)
         except UnavailableError:
             return
         if not isinstance(a, Recover):
-            self.acknowledge(consumer, a.boot_id, a.offset)
-
-    async def acknowledge_held_async(self, consumer: Consumer, boot_id: str, offset: int) -> None:
-        """:meth:`acknowledge_held` from the event loop: in memory there, else in a thread."""
-        if self._held_in_memory(boot_id, offset):
-            await self.acknowledge_async(consumer, self.boot_id, offset)
-        else:
-            await asyncio.to_thread(self.acknowledge_held, consumer, boot_id, offset)
+            self._acknowledge_blocking(consumer, a.boot_id, a.offset)
 
     def _held_in_memory(self, boot_id: str, offset: int) -> bool:
         """Whether the position is the running boot's and in memory (``p(n0)`` included)."""
@@ -221,11 +268,6 @@ class Feed:
             return False
         window = self.history.window()
         return window is not None and _in_window(window, offset)
-
-    async def acknowledge_async(self, consumer: Consumer, boot_id: str, offset: int) -> None:
-        """:meth:`acknowledge` from the event loop: in memory there, else in a thread."""
-        if not self._acknowledge_in_memory(consumer, boot_id, offset):
-            await asyncio.to_thread(self.acknowledge, consumer, boot_id, offset)
 
     def _acknowledge_in_memory(self, consumer: Consumer, boot_id: str, offset: int) -> bool:
         """Acknowledge when both positions are in the running boot's history (the usual
@@ -259,23 +301,7 @@ class Feed:
 
     # -- answers --------------------------------------------------------------------
 
-    def poll_memory(
-        self,
-        consumer: Consumer | None,
-        boot_id: str,
-        offset: int,
-        *,
-        max_records: int,
-        want: frozenset[str] | None,
-    ) -> Records | Nothing | None:
-        """:meth:`poll`'s answer when memory has it (the position is in the history),
-        else None: the caller then calls :meth:`poll`, which may read disk (off the
-        event loop). Cheap: one lock, a binary search, a slice. Acknowledges nothing."""
-        if (boot_id or self.boot_id) != self.boot_id:
-            return None
-        return self._from_memory(offset, max_records, want)
-
-    async def poll_async(
+    async def poll(
         self,
         consumer: Consumer | None,
         boot_id: str,
@@ -286,60 +312,61 @@ class Feed:
         acknowledge: bool = True,
         ack: tuple[str, int] | None = None,
     ) -> Records | Nothing | Recover:
-        """:meth:`poll` for the event loop: from memory on the loop, from disk in a thread.
+        """The contract's answer to a consumer holding ``offset`` of ``boot_id`` (:mod:`answers`).
 
-        ``ack``: a registered consumer acknowledges this position (the last record it
-        stored, when held) instead of the one it reads from: it reads ahead of what
-        it stored.
+        From memory on the event loop when the position is in the history (one
+        lock, a binary search, a slice); else from the segments, in a thread.
+        Reads at most ``max_records`` wanted records and ``answer_bytes`` of lines.
+
+        A registered consumer's position is acknowledged (``acknowledge``) when
+        it is a position held. ``ack``: a registered consumer acknowledges this
+        position instead (the last record it stored, when held): it reads ahead
+        of what it stored.
 
         Raises:
-            OffsetOutOfRangeError: also for an ``ack`` its boot never wrote.
+            OffsetOutOfRangeError, UnavailableError: see :func:`answers.answer`;
+                OffsetOutOfRangeError also for an ``ack`` its boot never wrote.
         """
         if consumer is not None and ack is not None:
             try:
-                await self.acknowledge_held_async(consumer, *ack)
+                await self.acknowledge_held(consumer, *ack)
             except OffsetOutOfRangeError as e:
                 raise OffsetOutOfRangeError(f"ack.{e}") from None
             acknowledge = False
-        got = self.poll_memory(consumer, boot_id, offset, max_records=max_records, want=want)
+        got = self._poll_memory(boot_id, offset, max_records, want)
         if got is not None:
             if consumer is not None and acknowledge:
-                await self.acknowledge_async(consumer, self.boot_id, offset)
+                await self.acknowledge(consumer, self.boot_id, offset)
             return got
         return await asyncio.to_thread(
-            self.poll,
-            consumer,
-            boot_id,
-            offset,
-            max_records=max_records,
-            want=want,
-            acknowledge=acknowledge,
+            self._poll_blocking, consumer, boot_id, offset, max_records, want, acknowledge
         )
 
-    def poll(
+    def _poll_memory(
+        self, boot_id: str, offset: int, max_records: int, want: frozenset[str] | None
+    ) -> Records | Nothing | None:
+        """:meth:`poll`'s answer when memory has it (the position is in the history),
+        else None. Cheap; acknowledges nothing."""
+        if (boot_id or self.boot_id) != self.boot_id:
+            return None
+        return self._from_memory(offset, max_records, want)
+
+    def _poll_blocking(
         self,
         consumer: Consumer | None,
         boot_id: str,
         offset: int,
-        *,
         max_records: int,
         want: frozenset[str] | None,
-        acknowledge: bool = True,
+        acknowledge: bool,
     ) -> Records | Nothing | Recover:
-        """The contract's answer to a consumer holding ``offset`` of ``boot_id`` (:mod:`answers`).
-
-        A registered consumer's position is acknowledged (``acknowledge``) when
-        it is a position held. Reads at most ``max_records`` wanted records and
-        ``answer_bytes`` of lines.
-
-        Raises:
-            OffsetOutOfRangeError, UnavailableError: see :func:`answers.answer`.
-        """
+        """:meth:`poll` where it may read disk (a thread's): memory first again (the
+        history may have moved on), then the answer from the segments."""
         boot = boot_id or self.boot_id
-        got = self.poll_memory(consumer, boot_id, offset, max_records=max_records, want=want)
+        got = self._poll_memory(boot_id, offset, max_records, want)
         if got is not None:
             if consumer is not None and acknowledge:
-                self.acknowledge(consumer, self.boot_id, offset)
+                self._acknowledge_blocking(consumer, self.boot_id, offset)
             return got
         home = None if consumer is None else (consumer.boot_id, consumer.offset)
         for _ in range(_TRIES):
@@ -352,7 +379,7 @@ class Feed:
                         a = dataclasses.replace(a, reason=Reason.CUT_LOOSE, lost=lost)
                 return a
             if consumer is not None and acknowledge:
-                self.acknowledge(consumer, a.boot_id, a.offset)
+                self._acknowledge_blocking(consumer, a.boot_id, a.offset)
             if isinstance(a, Nothing):
                 return a
             got = self._read(a, max_records, want)

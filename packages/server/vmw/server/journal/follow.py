@@ -1,4 +1,5 @@
-"""One Follow stream: the push form of the journal's delivery (FTN18 §2.2.2).
+"""One Follow stream: the push form of the journal's delivery (docs/design.md,
+"The journal's consumers").
 
 The consumer says where it starts (the record it holds last) and what it
 wants; the session sends *groups* of records as the journal writes them: at
@@ -14,8 +15,8 @@ number from 0.
   consumer says.
 - A live consumer (``LIVE``) pins nothing and acknowledges nothing; when it
   falls behind the in-memory history the session skips to the newest records
-  and the sequence number jumps by the groups skipped (FTN18: a gap per
-  skipped group). It never reads disk.
+  and the sequence number jumps by the groups skipped (a gap per skipped
+  group). It never reads disk.
 
 No gRPC here: the servicer passes ``send`` and the acknowledgements in.
 """
@@ -108,7 +109,7 @@ class FollowSession:
             position, self._skipped = self._skipped, None
         if position is not None:
             self._refresh()
-            await self._feed.acknowledge_async(self.consumer, *position)
+            await self._feed.acknowledge(self.consumer, *position)
         self._wake()
 
     @property
@@ -167,7 +168,7 @@ class FollowSession:
                 # when it is a position held (as Poll). One not held (a new consumer's
                 # ("", 0), a restart, a bogus offset) acknowledges nothing: the
                 # recovery group does, once the consumer acknowledges it.
-                await feed.acknowledge_held_async(self.consumer, self._boot, self._offset)
+                await feed.acknowledge_held(self.consumer, self._boot, self._offset)
             else:
                 self._offset = feed.live_start(self._offset, 0)
                 self._boot = feed.boot_id
@@ -202,7 +203,7 @@ class FollowSession:
         while True:
             self._refresh()
             try:
-                a = await self._feed.poll_async(
+                a = await self._feed.poll(
                     self.consumer,
                     self._boot,
                     self._offset,
@@ -221,7 +222,7 @@ class FollowSession:
                 if not a.lines:  # everything read was filtered out: counts as delivered
                     self._skipped = (self._boot, self._offset)
                     if not self._inflight:
-                        await self._feed.acknowledge_async(self.consumer, *self._skipped)
+                        await self._feed.acknowledge(self.consumer, *self._skipped)
                         self._skipped = None
                     if a.caught_up:
                         return None
@@ -241,7 +242,7 @@ class FollowSession:
                 self._seq += max(1, math.ceil(skipped / self._max))  # a gap per skipped group
                 self._offset = start
             try:
-                a = await feed.poll_async(
+                a = await feed.poll(
                     None, feed.boot_id, self._offset, max_records=self._max, want=self._want
                 )
             except UnavailableError:

@@ -24,6 +24,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Final
 
+from vmw.contract.journal.chain import OFFSET_MOD
+from vmw.contract.journal.segments import last_offset, segment_boot, segment_files
+
 __all__ = ["LOCK_NAME", "MARKER_NAME", "RESERVE_NAME", "LossMarker", "MarkerState", "Reserve"]
 
 LOCK_NAME: Final = ".journal-lock"
@@ -73,6 +76,17 @@ class MarkerState:
     """Records that failed to reach disk and that no written record reports yet."""
     stopped: bool
     """The boot wrote its ``stop`` record: nothing for the next boot to report."""
+
+    def unwritten(self, directory: Path) -> int:
+        """Records this boot had taken but not written, by this state and the last
+        segment it left in ``directory`` (for a boot that ended without ``stop``)."""
+        files = [p for p in segment_files(directory) if segment_boot(p) == self.boot_id]
+        last = last_offset(files)
+        if last is None:
+            return self.unreported + self.pending
+        expected_last = (self.next_offset - 1 + self.pending) % OFFSET_MOD
+        tail = (expected_last - last) % OFFSET_MOD
+        return tail if tail < OFFSET_MOD // 2 else 0
 
 
 class LossMarker:

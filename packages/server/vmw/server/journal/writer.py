@@ -8,8 +8,8 @@ preceded by a ``journal_dropped`` record with the count.
 The writer thread gives records their offsets (in the order written, so a
 lost record is a gap in the offsets exactly where it was lost), links them
 into the hash chain, and appends them in batches to size-rotated segment
-files (one ``write`` per batch; with gzip, one member per batch) after each
-burst, so a crash leaves at most a torn last line.
+files (:mod:`rotation`; one ``write`` per batch; with gzip, one member per
+batch) after each burst, so a crash leaves at most a torn last line.
 
 Every loss is reported by a record, never only by a gap:
 
@@ -22,13 +22,9 @@ Every loss is reported by a record, never only by a gap:
   this one had not written (``cause`` ``not written before the process
   ended``, ``lost_boot_id`` naming this boot): see :mod:`reserve`.
 
-Retention: when the directory holds more than ``max_bytes`` of segments, the
-oldest go, and a ``journal_trimmed`` record per boot whose segments went says
-where that boot's chain now starts (``kept_offset``, ``kept_prev_hash``), so
-a verifier tells retention from tampering. With a ``feed``
-(:mod:`vmw.server.journal.feed`) retention keeps what registered consumers
-have not acknowledged, within their bound, and a ``consumer_cut`` record says
-what a consumer beyond it lost (:mod:`vmw.server.journal.pinning`).
+After each rotation the writer runs retention (:mod:`retention`: the oldest
+segments beyond ``max_bytes`` go, ``journal_trimmed`` and ``consumer_cut``
+records say what). One process writes a directory (:mod:`directory_lock`).
 
 Consumers: with a ``history``, the writer thread hands every batch it has
 written (the lines as written, their offsets and kinds) to it after the
@@ -37,34 +33,26 @@ write: a list extend per batch, nothing per event on the event loop's side.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import gzip
 import logging
-import os
 import secrets
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from vmw.contract.journal.chain import OFFSET_MOD, Chain
 from vmw.contract.journal.records import KIND_FIELDS, LEVEL_OF, Cause, Kind, Level, refusal
-from vmw.contract.journal.segments import (
-    first_record,
-    last_offset,
-    segment_boot,
-    segment_files,
-    segment_name,
-)
+from vmw.server.journal.directory_lock import DirectoryLock, JournalInUseError
 from vmw.server.journal.history import History
-from vmw.server.journal.pinning import Cut, Plan
-from vmw.server.journal.reserve import LOCK_NAME, LossMarker, MarkerState, Reserve
+from vmw.server.journal.reserve import LossMarker, MarkerState, Reserve
+from vmw.server.journal.retention import Retention, RetentionGuard
+from vmw.server.journal.rotation import SegmentFile
 
-__all__ = ["Journal", "JournalInUseError", "RetentionGuard", "segment_files"]
+__all__ = ["Journal", "JournalInUseError"]
 
 log = logging.getLogger(__name__)
 
@@ -94,36 +82,13 @@ class _Gap:
     n: int
 
 
-class JournalInUseError(RuntimeError):
-    """Another live process writes the journal directory."""
-
-
-class RetentionGuard(Protocol):
-    """What retention asks before removing segments (the journal's feed); ``tick`` is
-    called often by the writer thread (after each write, and when idle) and is cheap."""
-
-    def plan_retention(self, max_bytes: int, current: Path | None) -> tuple[Plan, int]: ...
-
-    def apply_cuts(self, decided: Plan) -> Sequence[Cut]: ...
-
-    def tick(self) -> None: ...
-
-    def removed(self, paths: Sequence[Path]) -> None: ...
-
-    def close(self) -> None: ...
-
-
-def _open_unbuffered(path: Path) -> Any:
-    # Unbuffered: one write per batch, whose result says exactly what reached the file.
-    return path.open("ab", buffering=0)
-
-
 class Journal:
     """One middleware process's journal.
 
-    ``opener`` opens a segment for appending (unbuffered); tests pass one that
-    fails like a full disk. ``history`` gets every batch written; :meth:`guard`
-    keeps retention from removing what consumers have not acknowledged.
+    ``opener`` opens a segment for appending (unbuffered, see :mod:`rotation`);
+    tests pass one that fails like a full disk. ``history`` gets every batch
+    written; :meth:`guard` keeps retention from removing what consumers have
+    not acknowledged.
     """
 
     def __init__(
@@ -149,9 +114,7 @@ class Journal:
         self.full = level >= Level.FULL
         """Whether per-event records (publish, queued, delivered) are wanted."""
         self.drops = level >= Level.DROPS
-        self._segment_bytes = segment_bytes
         self._batch_limit = min(_BATCH_BYTES, segment_bytes)
-        self._max_bytes = max_bytes
         self._compress = compress
         self._bound = buffer
         self._clock = clock
@@ -168,7 +131,7 @@ class Journal:
         """The offset of this boot's first record."""
         self._history = history
         self._guard: RetentionGuard | None = None
-        self._held = ""  # consumers holding retention back, as last logged
+        self._retention = Retention(directory, boot_id=boot_id, max_bytes=max_bytes)
         self._consumed = 0  # producer records given an offset
         self.written = 0
         self._unreported = 0  # records not on disk that no written record reports yet
@@ -187,18 +150,20 @@ class Journal:
         self._batch_bytes = 0
         self._batch_prev = ""  # the chain's last hash on disk, before the batch
         self._last_time_ns = 0  # of the record emitted last
-        self._file: Any = None  # an unbuffered binary file
-        self._opener = opener or _open_unbuffered
-        self._file_bytes = 0
-        self._segment = 0
-        self._open_failed = False
+        self._segment = SegmentFile(
+            directory,
+            started_ns=clock(),
+            boot_id=boot_id,
+            segment_bytes=segment_bytes,
+            compress=compress,
+            opener=opener,
+        )
         self._marker = LossMarker(directory)
         self._reserve = Reserve(directory)
-        self._lock_fd: int | None = None
+        self._lock = DirectoryLock(directory)
         self._reserve_used = False
         self._marked_at = 0.0
         self._mark_now = False
-        self._started_ns = clock()
         self._thread = threading.Thread(target=self._run, name="journal-writer", daemon=True)
         self._stopped = threading.Event()
 
@@ -208,38 +173,20 @@ class Journal:
         """Keep retention from removing what ``guard``'s consumers have not acknowledged
         (before :meth:`start`)."""
         self._guard = guard
+        self._retention.guard = guard
 
     def lock(self) -> None:
-        """Create the directory and take it for this process (idempotent).
-
-        Two middlewares writing one directory would report each other's live
-        boot as crashed and remove each other's segments.
+        """Create the directory and take it for this process (idempotent): see
+        :mod:`directory_lock`.
 
         Raises:
             JournalInUseError: another live process holds the directory.
         """
-        if self._lock_fd is not None:
-            return
-        self.directory.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
-            os.close(fd)
-            raise JournalInUseError(
-                f"journal directory {self.directory} is in use by another middleware "
-                f"(pid {holder}): give each middleware its own --journal-dir"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self._lock_fd = fd
+        self._lock.acquire()
 
     def unlock(self) -> None:
         """Give the directory up (after :meth:`lock`, when not starting after all)."""
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)  # releases the lock
-            self._lock_fd = None
+        self._lock.release()
 
     def start(self, **fields: Any) -> None:
         """Create the directory, start the writer, and record ``start``.
@@ -256,7 +203,7 @@ class Journal:
         self._thread.start()
         self.record(Kind.START, **fields)
         if previous is not None and previous.boot_id != self.boot_id and not previous.stopped:
-            lost = self._lost_by(previous)
+            lost = previous.unwritten(self.directory)
             log.warning(
                 "journal: the previous boot %s ended without a stop record; %d of its records "
                 "never reached disk",
@@ -270,16 +217,6 @@ class Journal:
                     cause=Cause.CRASH,
                     lost_boot_id=previous.boot_id,
                 )
-
-    def _lost_by(self, previous: MarkerState) -> int:
-        """Records a dead boot had taken but not written, by its marker and its last segment."""
-        files = [p for p in segment_files(self.directory) if segment_boot(p) == previous.boot_id]
-        last = last_offset(files)
-        if last is None:
-            return previous.unreported + previous.pending
-        expected_last = (previous.next_offset - 1 + previous.pending) % OFFSET_MOD
-        tail = (expected_last - last) % OFFSET_MOD
-        return tail if tail < OFFSET_MOD // 2 else 0
 
     def record(self, kind: Kind, **fields: Any) -> None:
         """Stamp and buffer one record (if its level is on). Never blocks.
@@ -406,7 +343,7 @@ class Journal:
 
     def _emit_one(self, rec: dict[str, Any]) -> None:
         """Give ``rec`` the next offset, link it, and add it to the batch."""
-        if self._file is None or self._file_bytes + self._batch_bytes >= self._segment_bytes:
+        if self._batch_bytes >= self._segment.room:
             self._rotate()
         offset = rec["offset"] = self._next_offset
         self._next_offset = (offset + 1) % OFFSET_MOD
@@ -432,7 +369,7 @@ class Journal:
         self._batch_offsets, self._batch_kinds = [], []
         data = b"".join(batch)
         payload = gzip.compress(data, 6) if self._compress else data
-        done, error = self._append(payload)
+        done, error = self._segment.append(payload)
         if done == len(payload):
             kept, written = len(batch), len(payload)
         else:
@@ -441,11 +378,7 @@ class Journal:
                 while kept < len(batch) and written + len(batch[kept]) <= done:
                     written += len(batch[kept])
                     kept += 1
-            if self._file is not None:
-                # Cut a torn line (or gzip member) so the segment ends on a whole record.
-                with contextlib.suppress(OSError):
-                    os.ftruncate(self._file.fileno(), self._file_bytes + written)
-        self._file_bytes += written
+        self._segment.keep(written, len(payload))
         self.written += kept
         if self._history is not None and kept:
             if kept == len(batch):
@@ -477,136 +410,31 @@ class Journal:
             self.write_failures = 0
         self._batch_prev = self._chain.last
 
-    def _append(self, payload: bytes) -> tuple[int, OSError | None]:
-        """Write ``payload`` to the open segment; bytes written, and the error that stopped it."""
-        if self._file is None:
-            return 0, OSError("no segment file is open")
-        done = 0
-        view = memoryview(payload)
-        try:
-            while done < len(payload):
-                n = self._file.write(view[done:])
-                if not n:
-                    raise OSError("short write")
-                done += n
-        except OSError as e:
-            return done, e
-        return done, None
-
     def _rotate(self) -> None:
+        """Write the batch, open the next segment, and run retention."""
         self._write_batch()
-        if self._file is not None:
-            with contextlib.suppress(OSError):
-                self._file.close()
-            self._file = None
-        if not self._open_failed:
-            self._segment += 1
-        path = self.directory / segment_name(
-            self._started_ns, self.boot_id, self._segment, compress=self._compress
-        )
-        try:
-            self._file = self._opener(path)
-        except OSError as e:
-            if not self._open_failed:
-                log.error("journal cannot open %s: %s", path.name, e)
-            self._open_failed = True
-            return
-        self._open_failed = False
-        self._file_bytes = self._file.seek(0, os.SEEK_END)
-        self._retain()
+        if self._segment.rotate():
+            self._retain()
 
     def _retain(self) -> None:
-        """Remove the oldest segments beyond ``max_bytes``; record where each boot now starts.
-
-        The ``journal_trimmed`` records reach the file before any segment goes,
-        so a crash in between leaves at worst a record of a trim not yet done
-        (harmless), never a trim no record explains (a false tamper alarm).
-        """
-        files = segment_files(self.directory)
-        sizes = {p: p.stat().st_size for p in files}
-        total = sum(sizes.values())
-        removed: dict[str, list[Path]] = {}
-        decided: Plan | None = None
-        if self._guard is None:
-            for p in files[:-1]:  # never the one being written
-                if total <= self._max_bytes:
-                    break
-                total -= sizes[p]
-                removed.setdefault(segment_boot(p) or "", []).append(p)
-        else:
-            decided, _ = self._guard.plan_retention(self._max_bytes, files[-1] if files else None)
-            for seg in decided.remove:
-                removed.setdefault(seg.boot_id, []).append(seg.path)
-                sizes.setdefault(seg.path, seg.size)
-            self._note_held(decided)
-        if not removed:
+        """One retention pass (:mod:`retention`): its records are written before any
+        segment goes."""
+        trim = self._retention.plan()
+        if trim is None:
             return
-        gone = {p for ps in removed.values() for p in ps}
-        kept = [p for p in files if p not in gone]
-        # The cuts go into the registry first, checked against the positions now (a
-        # consumer may have acknowledged since the plan): a consumer_cut record says
-        # only what a consumer really lost. (A crash before the records reach disk
-        # leaves a cut the registry knows and its next recovery answer tells.)
-        applied = (
-            self._guard.apply_cuts(decided)
-            if decided is not None and self._guard is not None
-            else ()
-        )
-        for cut in applied:
-            for lost in cut.lost:
-                self._emit_one(
-                    self._own(
-                        Kind.CONSUMER_CUT,
-                        app=cut.pin.app,
-                        component=cut.pin.component,
-                        lost_boot_id=lost.boot_id,
-                        from_offset=lost.from_offset,
-                        to_offset=lost.to_offset,
-                        count=lost.count,
-                        reason=f"{cut.lag_bytes} bytes unacknowledged, beyond the consumer "
-                        "bound (journal_consumer_max_lag_bytes)",
-                    )
-                )
-        # This boot's first: if its chain now starts in the segment just opened, the trim
-        # record itself is that segment's first record, so its offset and prev_hash are next.
-        for boot in sorted(removed, key=lambda b: b != self.boot_id):
-            rest = [p for p in kept if segment_boot(p) == boot]
-            anchor: dict[str, Any] | None
-            if rest and rest[0] == files[-1] and self._file_bytes == 0:
-                anchor = {"offset": self._next_offset, "prev_hash": self._chain.last}
-            else:
-                anchor = first_record(rest[0]) if rest else None
-            self._emit_one(
-                self._own(
-                    Kind.JOURNAL_TRIMMED,
-                    trimmed_boot_id=boot,
-                    files=len(removed[boot]),
-                    bytes=sum(sizes[p] for p in removed[boot]),
-                    kept_offset=None if anchor is None else anchor.get("offset"),
-                    kept_prev_hash="" if anchor is None else anchor.get("prev_hash", ""),
-                )
+        for fields in trim.consumer_cuts():
+            self._emit_one(self._own(Kind.CONSUMER_CUT, **fields))
+        for boot in trim.boots():
+            # While the segment just opened is empty, a boot whose chain now starts there
+            # starts at the next record: the trim record itself.
+            fresh = (
+                {"offset": self._next_offset, "prev_hash": self._chain.last}
+                if self._segment.size == 0
+                else None
             )
+            self._emit_one(self._own(Kind.JOURNAL_TRIMMED, **trim.trimmed(boot, fresh)))
         self._write_batch()
-        for p in sorted(gone):
-            with contextlib.suppress(FileNotFoundError):
-                p.unlink()
-            log.info("journal retention removed %s", p.name)
-        if self._guard is not None:
-            self._guard.removed(sorted(gone))
-
-    def _note_held(self, decided: Plan) -> None:
-        """Log once per episode that consumers keep retention from going further."""
-        held = ", ".join(sorted({f"{p.app}/{p.component}" for p in decided.held_by}))
-        if held and held != self._held:
-            log.warning(
-                "journal: retention keeps segments beyond journal_max_bytes (%d) for consumers "
-                "that have not acknowledged them: %s",
-                self._max_bytes,
-                held,
-            )
-        elif not held and self._held:
-            log.info("journal: consumers no longer hold retention back")
-        self._held = held
+        self._retention.remove(trim)
 
     def _mark(self) -> None:
         """Keep the loss marker current: at once after a loss or a report, else every 0.5 s."""
@@ -646,10 +474,7 @@ class Journal:
         except Exception:
             log.exception("journal writer failed at stop")
         finally:
-            if self._file is not None:
-                with contextlib.suppress(OSError):
-                    self._file.close()
-                self._file = None
+            self._segment.close()
             self._mark_now = True
             self._mark()
             self._marker.close()

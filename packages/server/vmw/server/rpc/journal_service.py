@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -62,11 +61,8 @@ class JournalService(pb_grpc.JournalServiceServicer):
         self, request: pb.RegisterConsumerRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.RegisterConsumerResponse:
         who, feed = self._caller(context)
-        # It may read the segments (the oldest record held) and syncs the registry: a thread.
-        consumer, created = await asyncio.to_thread(
-            functools.partial(
-                feed.register, who.app, request.component, from_newest=request.from_newest
-            )
+        consumer, created = await feed.register(
+            who.app, request.component, from_newest=request.from_newest
         )
         return pb.RegisterConsumerResponse(
             created=created,
@@ -80,7 +76,7 @@ class JournalService(pb_grpc.JournalServiceServicer):
         self, request: pb.UnregisterConsumerRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.UnregisterConsumerResponse:
         who, feed = self._caller(context)
-        gone = await asyncio.to_thread(feed.unregister, who.app, request.component)
+        gone = await feed.unregister(who.app, request.component)
         follower = self._followers.get((who.app, request.component))
         if follower is not None:
             follower.fail(UnknownConsumerError(who.app, request.component))
@@ -91,7 +87,7 @@ class JournalService(pb_grpc.JournalServiceServicer):
         self, request: pb.ListConsumersRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.ListConsumersResponse:
         who, feed = self._caller(context)
-        states = await asyncio.to_thread(feed.states, None if request.all_apps else who.app)
+        states = await feed.states(None if request.all_apps else who.app)
         return pb.ListConsumersResponse(
             consumers=[convert.consumer_info(s) for s in states],
             vehicle_id=self._vehicle,
@@ -107,7 +103,7 @@ class JournalService(pb_grpc.JournalServiceServicer):
         check_limits(request.max)
         want = check_want(request.want)
         ack = (request.ack.boot_id, request.ack.offset) if request.HasField("ack") else None
-        answer = await feed.poll_async(
+        answer = await feed.poll(
             consumer, request.boot_id, request.offset, max_records=request.max, want=want, ack=ack
         )
         return convert.poll_response(answer, self._vehicle)
