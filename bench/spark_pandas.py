@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from vmw.contract.journal.chain import OFFSET_MOD
-from vmw.fleet import job, load, transforms
+from vmw.fleet import job, plots, report, transforms
 from vmw.fleet.transforms import ANALYSED, DROP_KINDS
 
 BOOT = ["vehicle_id", "boot_id"]
@@ -226,22 +226,22 @@ def analyze(dataset: str, output: str, *, window_ns: int, stale_ns: int) -> dict
     }
     boot_rows = per_boot.merge(boots[[*BOOT, "boot_number", "after_clean_stop"]], on=BOOT)
     boot_rows = boot_rows.astype(object).where(boot_rows.notna(), None)
-    load.write_report(
+    report.write_report(
         out,
         summary,
-        load.ReportTables(
+        report.ReportTables(
             boots=boot_rows.to_dict("records"),
             vehicle_apps=job.vehicle_apps(queue_rows, gap_rows),
             gap_keys=gap_keys.reset_index().to_dict("records"),
             stale_keys=stale_key_rows,
         ),
-        load.Settings(default_stale_ns=stale_ns, window_ns=window_ns),
-        drops_png=load.plot_drops(
+        report.Settings(default_stale_ns=stale_ns, window_ns=window_ns),
+        drops_png=plots.plot_drops(
             over_time.nsmallest(job.REPORT_ROWS, "window_start_ns").to_dict("records"),
             out,
             window_ns=window_ns,
         ),
-        stale_png=load.plot_staleness(stale.head(job.REPORT_ROWS).to_dict("records"), out),
+        stale_png=plots.plot_staleness(stale.head(job.REPORT_ROWS).to_dict("records"), out),
     )
     return summary
 

@@ -27,7 +27,8 @@ from typing import Any
 import grpc
 from vmw.contract.journal.chain import succ, verify_line
 from vmw.contract.journal.segments import lines, segment_files
-from vmw.fleet.collect import Collector, Landing, Options
+from vmw.fleet.collector import Collector, Options
+from vmw.fleet.landing_area import Landing
 from vmw.sdk import ProviderClient
 from vmw.server.server import start_server
 

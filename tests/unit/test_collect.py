@@ -9,16 +9,11 @@ from typing import Any
 
 import pytest
 from vmw.contract.journal.chain import OFFSET_MOD, Chain, pred, succ
-from vmw.fleet.collect import (
-    CollectError,
-    Collector,
-    Landing,
-    Options,
-    Position,
-    Vehicle,
-    complete_pending,
-    load_position,
-)
+from vmw.fleet.collector import Collector, Options
+from vmw.fleet.errors import CollectError
+from vmw.fleet.landing_area import Landing
+from vmw.fleet.positions import Position, complete_pending, load_position
+from vmw.fleet.vehicle_state import Vehicle
 from vmw.proto.journal.v1 import journal_pb2 as pb
 
 TOP = OFFSET_MOD - 2

@@ -5,14 +5,16 @@ Parquet dataset; ``analyze`` finds seq gaps and reconciles them with the drops,
 staleness, drop rates, restarts, lost journal records and broken hash chains;
 ``synth`` writes synthetic fleets of journals. Structure: :mod:`extract`
 (read), :mod:`transforms` (pure DataFrame -> DataFrame), :mod:`load` (write
-tables, summary, report), :mod:`job` (the wiring), :mod:`session` (Spark set-up).
+the tables), :mod:`report` (``summary.json`` and ``report.md``) with
+:mod:`plots`, :mod:`job` (the wiring), :mod:`session` (Spark set-up).
 
-Owns the export path off the car and the fleet analysis: the collector
-(:mod:`collect`, a reliable consumer of the journal service landing records),
-the ingest of journal directories or a landing area, as a batch or a
-Structured Stream (:mod:`ingest`, :mod:`dataset`, :mod:`chain`), and the
-analysis above. Imports the journal's format (``vmw.server.journal``), the SDK's
-channel and wire constants, and Spark; must not import the server (its runtime,
-servicers, the cores' state): it reads what the car wrote
-(``tests/unit/test_layout.py``).
+Owns the export path off the car and the fleet analysis: the collector, a
+reliable consumer of the journal service landing records (:mod:`collect`, its
+command line, over :mod:`collector`, :mod:`vehicle_state`, :mod:`positions`
+and :mod:`landing_area`), the ingest of journal directories or a landing area,
+as a batch or a Structured Stream (:mod:`ingest`, :mod:`dataset`,
+:mod:`chain`), and the analysis above. Imports the journal's format
+(``vmw.contract.journal``), the SDK's channel and wire constants, and Spark;
+must not import the server (its runtime, servicers, the cores' state): it
+reads what the car wrote (``tests/unit/test_layout.py``).
 """

@@ -95,10 +95,6 @@ def offset_of(pos_and_offset: Column) -> Column:
     return pos_and_offset.bitwiseXOR(F.lit(_SIGN)).bitwiseAND(F.lit(_LOW_32))
 
 
-def _pos_of(pos_and_offset: Column) -> Column:
-    return F.shiftright(pos_and_offset.bitwiseXOR(F.lit(_SIGN)), 32)
-
-
 def _digest(column: str, prefix: str) -> list[Column]:
     """A 32-byte hash as two 64-bit hashes of it with different seeds
     (``prefix1``, ``prefix2``): equal for equal hashes; for two different

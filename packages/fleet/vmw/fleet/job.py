@@ -1,5 +1,5 @@
-"""The analysis job: wiring session, extract, transforms and load. (The ingest
-jobs are :mod:`vmw.fleet.ingest`'s, re-exported here.)"""
+"""The analysis job: wiring session, extract, transforms, load and the report.
+(The ingest jobs are :mod:`vmw.fleet.ingest`'s, re-exported here.)"""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pyspark.sql import Column, DataFrame, Observation, Row, SparkSession
 from pyspark.sql import functions as F
 from vmw.contract.journal.landing import CollectorKind
 from vmw.contract.journal.records import Kind, Level
-from vmw.fleet import chain, extract, load, transforms
+from vmw.fleet import chain, extract, load, plots, report, transforms
 from vmw.fleet.dataset import BAD, COLLECTOR, LINKS, RECORDS, Dataset
 from vmw.fleet.ingest import ingest, ingest_stream
 from vmw.fleet.schema import COLLECTOR as COLLECTOR_SCHEMA
@@ -342,20 +342,20 @@ def analyze(
             load.write_table(df.observe(seen, F.count(F.lit(1)).alias("rows")), f"{output}/{name}")
             return int(seen.get["rows"])
 
-        report = Path(output.removeprefix("file://"))
+        report_dir = Path(output.removeprefix("file://"))
 
         def plot(
             draw: Callable[[list[dict[str, Any]], Path], str | None], df: DataFrame
         ) -> str | None:
             """``draw`` the first rows of ``df`` into the report (one task reads
             partitions in turn until it has them: one job)."""
-            return draw(_rows(df.coalesce(1).limit(REPORT_ROWS)), report) if local else None
+            return draw(_rows(df.coalesce(1).limit(REPORT_ROWS)), report_dir) if local else None
 
         def plot_drops() -> str | None:
             """The fleet's drops per app and queue, its earliest windows."""
             over_time = transforms.drops_over_time(drop_rates)
             rows = over_time.orderBy("window_start_ns").limit(REPORT_ROWS)
-            return load.plot_drops(_rows(rows), report, window_ns=window_ns) if local else None
+            return plots.plot_drops(_rows(rows), report_dir, window_ns=window_ns) if local else None
 
         def boot_rows() -> list[dict[str, Any]]:
             """Every boot with its facts, for the report (none: not local)."""
@@ -377,7 +377,7 @@ def analyze(
                 "gap_keys": partial(_gaps_per_key, reconciliation),
                 "stale": partial(write, "stale", stale),
                 "stale_keys": partial(_stale_per_key, stale),
-                "stale_png": partial(plot, load.plot_staleness, stale),
+                "stale_png": partial(plot, plots.plot_staleness, stale),
                 "drop_rates": partial(write, "drop_rates", drop_rates),
                 "drops_png": plot_drops,
                 "boot_integrity": partial(write, "boot_integrity", integrity),
@@ -431,17 +431,17 @@ def analyze(
                 for name in ("delivered", *_NEEDS_FULL_PER_APP):
                     a[name] = None
         if local:
-            load.write_report(
-                report,
+            report.write_report(
+                report_dir,
                 summary,
-                load.ReportTables(
+                report.ReportTables(
                     boots=found["boot_rows"],
                     vehicle_apps=vehicle_apps(found["queues"], found["gaps"]),
                     gap_keys=[r.asDict() for r in found["gap_keys"]],
                     stale_keys=[r.asDict() for r in found["stale_keys"]],
                     not_collected=not_collected_rows(found["notes"]),
                 ),
-                load.Settings(
+                report.Settings(
                     thresholds=tuple(thresholds),
                     default_stale_ns=default_stale_ns,
                     window_ns=window_ns,

@@ -296,26 +296,6 @@ class ProviderClient:
             if named:
                 await self.publish(named, time_ns=time_ns)
 
-    async def publish_ids(self, updates: Sequence[tuple[int, bytes]]) -> None:
-        """Write values by key id (the caller keeps ids current, e.g. from :attr:`ids`).
-
-        Raises:
-            KeysChangedError: the stream had to be re-established and key ids
-                may have changed: read :attr:`ids` again and re-send.
-        """
-        if not updates:
-            return
-        before = self._keys_version
-        await self._ensure_stream()
-        if self._keys_version != before:
-            raise KeysChangedError("the Publish stream was re-opened; ids may have changed")
-        batch = vstore_pb2.PublishRequest(
-            updates=[vstore_pb2.IdUpdate(id=i, data=d) for i, d in updates]
-        )
-        if not await self._write(batch):
-            await self._recover()
-            raise KeysChangedError("the Publish stream was re-established; ids may have changed")
-
     async def flush(self) -> vstore_pb2.PublishSummary:
         """End the current Publish stream and wait for the middleware's summary.
 

@@ -200,10 +200,6 @@ class StaleTracker:
             if state.stale:
                 state.told.discard(app)
 
-    def period_of(self, key: int) -> int | None:
-        state = self._followed.get(key)
-        return state.period_ns if state is not None else None
-
     def stale(self) -> dict[int, KeyStale]:
         """The keys stale now, as the ``KeyStale`` their subscribers were told."""
         return {

@@ -50,10 +50,6 @@ class ProviderPresence:
         """The provider that went away from ``key``, if it is gone."""
         return self._gone.get(key)
 
-    def gone_keys(self) -> dict[int, str]:
-        """Every gone key and its provider."""
-        return dict(self._gone)
-
     def check(self) -> None:
         """Assert the invariants (for tests)."""
         for key, provider in self._gone.items():

@@ -256,10 +256,6 @@ class Model:
         """The hash of the newest event applied here (empty before any)."""
         return self._head[2]
 
-    @property
-    def head_order(self) -> Order:
-        return self._head
-
     def digest(self) -> bytes:
         return self._keys.digest()
 
