@@ -7,19 +7,21 @@ STAMP  := $(VENV)/.installed
 # the KUKSA compatibility tests drive it from subprocesses.
 KUKSA_VENV  := .venv-kuksa
 KUKSA_STAMP := $(KUKSA_VENV)/.installed
-# The compiled cores, apart from .venv: the six distributions installed (not editable)
-# with vmw.vstore, vmw.ess (but its queues) and the streams' encoders compiled by mypyc
-# (packages/server/setup.py, COMPILED; VMW_MYPYC=1).
+# The compiled build, apart from .venv: the distributions installed (not editable) with
+# vehicle_middleware.vstore, vehicle_middleware.ess (but its queues) and the streams'
+# encoders compiled by mypyc (each one's setup.py, COMPILED; VMW_MYPYC=1).
 COMPILED_VENV  := .venv-compiled
 COMPILED_PY    := $(COMPILED_VENV)/bin/python
 COMPILED_STAMP := $(COMPILED_VENV)/.installed
 
 .PHONY: install kuksa-venv compiled-venv demo serve sim dashboard proto test lint typecheck unit unit-compiled bench bench-core bench-e2e bench-e2e-compiled bench-kuksa bench-kuksa-ingest bench-providers bench-spark bench-export bench-export-lag bench-metrics bench-cluster bench-wildcard bench-instructions clean
 
-# The distributions under packages/, each editable, and the checks' own tools.
-DISTS := packages/contract[grpc] packages/sdk packages/server packages/fleet[spark] \
-	packages/tools packages/samples[demo]
-$(STAMP): $(wildcard packages/*/pyproject.toml) requirements-dev.txt
+# The distributions, one a top-level folder (docs/contributing.md), each editable, and
+# the checks' own tools.
+PARTS := proto vstore ess replica middleware sdk providers telemetry_export tools samples
+DISTS := proto[grpc] vstore ess replica middleware sdk providers telemetry_export[spark] \
+	tools samples[demo]
+$(STAMP): $(foreach p,$(PARTS),$(p)/pyproject.toml) requirements-dev.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	VMW_MYPYC=0 $(PY) -m pip install --quiet --disable-pip-version-check \
 		$(foreach d,$(DISTS),-e '$(d)') -r requirements-dev.txt \
@@ -38,20 +40,22 @@ $(KUKSA_STAMP): tests/kuksa-client.txt
 kuksa-venv: $(KUKSA_STAMP)
 
 # .venv-compiled: the six distributions, not editable, without the Spark and demo
-# extras (the compiled tests need neither), and the checks' tools; then vmw-server
+# extras (the compiled tests need neither), and the checks' tools; then vehicle-middleware-server
 # again with its cores compiled, without build isolation so that mypyc (from mypy)
 # sees the installed dependencies' types. A clean build takes about 80 s, the C
 # compiler about 20 s of it. Rebuilt when a source of a distribution changes.
-COMPILED_DISTS := packages/contract[grpc] packages/sdk packages/server packages/fleet \
-	packages/tools packages/samples
-$(COMPILED_STAMP): $(shell find packages/*/vmw -type f -not -path '*/__pycache__/*') \
-		$(wildcard packages/*/pyproject.toml) packages/server/setup.py requirements-dev.txt
+COMPILED_DISTS := proto[grpc] vstore ess replica middleware sdk providers telemetry_export \
+	tools samples
+COMPILED_PARTS := vstore ess middleware
+$(COMPILED_STAMP): $(shell find $(foreach p,$(PARTS),$(p)/vehicle_middleware) -type f \
+		-not -path '*/__pycache__/*') $(foreach p,$(PARTS),$(p)/pyproject.toml) \
+		$(foreach p,$(COMPILED_PARTS),$(p)/setup.py) build_support/compiled.py requirements-dev.txt
 	@test -x $(COMPILED_PY) || $(PYTHON) -m venv $(COMPILED_VENV)
 	VMW_MYPYC=0 $(COMPILED_PY) -m pip install --quiet --disable-pip-version-check \
 		$(foreach d,$(COMPILED_DISTS),'$(d)') -r requirements-dev.txt 'setuptools>=70.1'
-	rm -rf packages/server/build
+	rm -rf $(foreach p,$(COMPILED_PARTS),$(p)/build)
 	VMW_MYPYC=1 $(COMPILED_PY) -m pip install --quiet --disable-pip-version-check \
-		--no-build-isolation --no-deps --force-reinstall packages/server
+		--no-build-isolation --no-deps --force-reinstall $(COMPILED_PARTS)
 	@touch $(COMPILED_STAMP)
 
 ## The virtualenv of the compiled cores (make test sets it up too): docs/contributing.md.
@@ -62,20 +66,20 @@ compiled-venv: $(COMPILED_STAMP)
 ## progress as it goes. DURATION=60 runs longer.
 DURATION ?= 20
 demo: $(STAMP)
-	$(PY) -m vmw.demo --duration $(DURATION) --out demo-out
+	$(PY) -m vehicle_middleware.demo --duration $(DURATION) --out demo-out
 
 ## Run the middleware on 127.0.0.1:50051 (Ctrl-C stops it).
 serve: $(STAMP)
-	$(PY) -m vmw.server serve
+	$(PY) -m vehicle_middleware.server serve
 
 ## The simulated car and a live dashboard, against `make serve` (each in its own terminal).
 sim: $(STAMP)
-	$(PY) -m vmw.providers sim
+	$(PY) -m vehicle_middleware.providers sim
 
 dashboard: $(STAMP)
-	$(PY) -m vmw.apps dashboard
+	$(PY) -m vehicle_middleware.apps dashboard
 
-## Regenerate packages/contract/vmw/proto/ (the Python code of the gRPC contract) from proto/.
+## Regenerate proto/vehicle_middleware/proto/ (the Python code of the gRPC contract) from proto/.
 proto: $(STAMP)
 	$(PY) proto/generate.py
 
@@ -93,7 +97,7 @@ typecheck: $(STAMP)
 unit: $(STAMP) $(KUKSA_STAMP)
 	$(PY) -m pytest
 
-# The tests of vmw.vstore, vmw.ess, vmw.replica and the two encoders, and an
+# The tests of vehicle_middleware.vstore, vehicle_middleware.ess, vehicle_middleware.replica and the two encoders, and an
 # end-to-end run through a server, in .venv-compiled; VMW_EXPECT_COMPILED=1 has
 # tests/unit/test_compiled.py check that they import the compiled modules, not the
 # sources. Deselected: what the pure cores do with ill-typed arguments (a bool or float
@@ -104,7 +108,7 @@ COMPILED_TESTS := tests/unit/test_compiled.py tests/unit/test_vstore.py tests/un
 	tests/unit/test_random_walk.py tests/unit/test_slow_apps.py tests/unit/test_metrics_parts.py \
 	tests/unit/test_replica.py tests/unit/test_event_bytes.py tests/unit/test_wire.py \
 	tests/unit/test_kuksa_entries.py tests/unit/test_kuksa_ingest.py tests/unit/test_scheduler.py \
-	tests/unit/test_kuksa_cut.py \
+	tests/unit/test_kuksa_response_cuts.py \
 	tests/integration/test_ess_end_to_end.py tests/integration/test_kuksa_api.py \
 	$(foreach t,test_a_key_that_is_neither_a_name_nor_an_id_is_a_type_error \
 		test_times_and_versions_must_be_uint64_integers, \
@@ -171,7 +175,7 @@ bench-export-lag: $(STAMP)
 
 clean:
 	rm -rf $(VENV) $(KUKSA_VENV) $(COMPILED_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis demo-out
-	find packages -name '*.egg-info' -prune -exec rm -rf {} +
+	find $(PARTS) -name '*.egg-info' -prune -exec rm -rf {} +
 
 ## What the metrics cost: delivered events/s with nothing reading the figures, a
 ## Prometheus scraper every second, and `top` refreshing every second; 3 runs.

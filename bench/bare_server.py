@@ -32,7 +32,7 @@ How each batch is made (``--build``):
   latency, delivery and CPU are read beside it.
 
 The aio servers run on the loop the middleware runs on by default (``--event-loop
-auto``: uvloop where installed; :mod:`vmw.server.loop`): a floor is allowed what
+auto``: uvloop where installed; :mod:`vehicle_middleware.server.loop`): a floor is allowed what
 the middleware is.
 
 Run by ``bench.e2e``: ``python -m bench.bare_server --batch 64 --keys 100``.
@@ -54,9 +54,9 @@ from collections.abc import Callable
 from typing import Any
 
 import grpc
-from vmw.proto.ess.v1 import ess_pb2, ess_pb2_grpc
-from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
-from vmw.server.loop import LOOPS, loop_factory
+from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2, ess_pb2_grpc
+from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+from vehicle_middleware.server.loop import LOOPS, loop_factory
 
 from bench import hand_bytes
 

@@ -1,7 +1,7 @@
 """Several nodes: replicated writes against a single node, in one run.
 
 Run: ``make bench-cluster`` (or ``python -m bench.cluster``). Every node is
-a ``python -m vmw.server serve`` process on loopback (bench.nodes); the
+a ``python -m vehicle_middleware.server serve`` process on loopback (bench.nodes); the
 provider is bench.e2e's (batches of 64 over ``Publish``, ``time_ns`` its
 clock at publish), the app bench.e2e's (one ``Events`` stream, ``ON_UPDATE``
 on its 100 keys). It prints:
@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 
 import grpc
-from vmw.contract.wire import APP_ID_HEADER
-from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+from vehicle_middleware.contract.wire import APP_ID_HEADER
+from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
 from bench.e2e import (
     KEYS,

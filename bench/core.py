@@ -23,8 +23,8 @@ import time
 from collections.abc import Callable
 
 from bitarray.util import zeros
-from vmw.ess import EventSubSystem, QueueConfig, SubscriptionRequest, Trigger
-from vmw.vstore import VStore
+from vehicle_middleware.ess import EventSubSystem, QueueConfig, SubscriptionRequest, Trigger
+from vehicle_middleware.vstore import VStore
 
 REFERENCE_FLOOR_NS = 100.0
 """The floor on the project's machine when the targets were set in nanoseconds."""

@@ -754,7 +754,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.compiled:
-        loads.SERVER_PYTHON["vmw.server"] = os.path.join(".venv-compiled", "bin", "python")
+        loads.SERVER_PYTHON["vehicle_middleware.server"] = os.path.join(
+            ".venv-compiled", "bin", "python"
+        )
     if args.mode == "provider":
         asyncio.run(provider_main(args.address, args.rate, args.seconds, args.batch_max))
     else:

@@ -6,7 +6,7 @@ Run: ``make bench-export-lag`` (or ``python -m bench.export_lag``). All on
 SIGKILL after a bound):
 
 1. one middleware, journal ``full`` in a temporary directory (bench.e2e's);
-2. the collector, ``python -m vmw.fleet collect --follow`` into a
+2. the collector, ``python -m vehicle_middleware.telemetry_export collect --follow`` into a
    landing area, with its defaults: it lands what it holds every
    ``--flush-s`` (1 s), or sooner once ``--window`` (64) Follow groups are
    unacknowledged (at a few hundred records/s the groups are small and that
@@ -17,16 +17,16 @@ SIGKILL after a bound):
    start records: the query runs, and its cold first batch, several seconds
    of compiling, is behind it; at its default log level the ingest logs no
    line of its own when the query starts, only Spark warnings), a provider
-   (``vmw.sdk.ProviderClient``, in this process) writes ``--rate``
+   (``vehicle_middleware.sdk.ProviderClient``, in this process) writes ``--rate``
    updates/s for ``--seconds``, one update per Publish message, so the
    journal writes about one ``publish_batch`` record per update, its
    ``time_ns`` the time of the write;
 4. this process polls both places every 50 ms: the landing area's journal
    data files (the landing contract's ``vehicle=V/boot=B/part-*.jsonl``:
-   vmw.contract.journal.landing.DATA_GLOB) and
+   vehicle_middleware.contract.journal.landing.DATA_GLOB) and
    the dataset's committed batches (a batch is visible once
    ``_commits/<tag>.json`` is written, after its files were moved into the
-   tables under names that start with its tag: see vmw.fleet.dataset;
+   tables under names that start with its tag: see vehicle_middleware.telemetry_export.dataset;
    its ``records/**/<tag>-*.parquet`` are read with pyarrow). Per record
    ``(boot_id, offset)`` written during the load: lag = when this process
    first saw it there (``time.time_ns``) minus its ``time_ns``; the polling
@@ -62,13 +62,13 @@ from pathlib import Path
 
 import grpc
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
-from vmw.contract.journal.chain import distance
-from vmw.contract.journal.landing import DATA_GLOB
-from vmw.contract.journal.segments import lines
-from vmw.fleet.__main__ import parser as export_parser
-from vmw.fleet.dataset import COMMITS, RECORDS
-from vmw.proto.journal.v1 import journal_pb2_grpc as pb_grpc
-from vmw.sdk import ProviderClient
+from vehicle_middleware.contract.journal.chain import distance
+from vehicle_middleware.contract.journal.landing import DATA_GLOB
+from vehicle_middleware.contract.journal.segments import lines
+from vehicle_middleware.proto.vehicle.journal.v1 import journal_pb2_grpc as pb_grpc
+from vehicle_middleware.sdk import ProviderClient
+from vehicle_middleware.telemetry_export.__main__ import parser as export_parser
+from vehicle_middleware.telemetry_export.dataset import COMMITS, RECORDS
 
 from bench.e2e import middleware, pct, stop
 from bench.journal_export import newest
@@ -150,11 +150,11 @@ def micro_batches(checkpoint: Path, since_ns: int) -> list[int]:
 
 
 def start(args: list[str], log: Path, **env: str) -> subprocess.Popen[str]:
-    """``python -m vmw.fleet ARGS`` in its own process group (a Spark JVM
+    """``python -m vehicle_middleware.telemetry_export ARGS`` in its own process group (a Spark JVM
     is its child), its output to ``log``."""
     with log.open("w") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "vmw.fleet", *args],
+            [sys.executable, "-m", "vehicle_middleware.telemetry_export", *args],
             stdout=out,
             stderr=subprocess.STDOUT,
             text=True,

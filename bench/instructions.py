@@ -25,7 +25,7 @@ Each figure is printed beside its floor, counted the same way in the same run:
   servicer has them decoded) to ``float`` signals with their value checks
   (``serve --vss``); beside it ``own-1``;
 * ``kuksa``: a KUKSA provider's publish of 84 floats read from its bytes
-  (``vmw.server.kuksa.ingest``), written with the same value checks, drained,
+  (``vehicle_middleware.server.kuksa.ingest``), written with the same value checks, drained,
   cut and encoded as a ``SubscribeResponse`` for 1 subscriber, per value;
   beside it ``own-1 api``, the same load through the own API from its bytes,
   as target 3 compares them (both with the benchmark's catalog);
@@ -59,11 +59,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 if TYPE_CHECKING:
-    from vmw.ess import EventSubSystem
-    from vmw.server.journal.taps import PublishTap
-    from vmw.server.journal.writer import Journal
-    from vmw.server.signals import Signals
-    from vmw.vstore import VStore
+    from vehicle_middleware.ess import EventSubSystem
+    from vehicle_middleware.server.journal.taps import PublishTap
+    from vehicle_middleware.server.journal.writer import Journal
+    from vehicle_middleware.server.signals import Signals
+    from vehicle_middleware.vstore import VStore
 
 KEYS: Final = 100
 _COLLECTED: Final = re.compile(r"Collected : (\d+)")
@@ -74,7 +74,7 @@ Step = Callable[[int], None]
 
 def _float_rows(n: int, size: int, ids: list[int]) -> list[tuple[int, bytes, None, int]]:
     """The rows of the ``n``-th publish: ``size`` floats as the V-Store keeps them."""
-    from vmw.contract.values import FLOAT32_TAG
+    from vehicle_middleware.contract.values import FLOAT32_TAG
 
     pack = struct.Struct("<Bf").pack
     return [
@@ -86,8 +86,8 @@ def _float_rows(n: int, size: int, ids: list[int]) -> list[tuple[int, bytes, Non
 def _float_signals(names: list[str]) -> Signals:
     """The keys as ``serve --vss`` wires ``bench.kuksa``'s catalog (with a range):
     every key a float signal, its value check in the V-Store once installed."""
-    from vmw.server.signals import Signals
-    from vmw.vss import Signal
+    from vehicle_middleware.server.signals import Signals
+    from vehicle_middleware.vss import Signal
 
     return Signals(
         Signal(name=name, type="sensor", datatype="float", min=-1e6, max=1e6) for name in names
@@ -106,7 +106,7 @@ def own(
     """A publish of ``size`` floats to ``apps`` apps, as the own API's streams carry it.
 
     ``api``: from the ``PublishRequest``'s bytes, decoded as the servicer has them
-    decoded (protobuf, then :func:`vmw.server.rpc.convert.publish_rows`), to keys
+    decoded (protobuf, then :func:`vehicle_middleware.server.rpc.convert.publish_rows`), to keys
     of ``float`` signals with their value checks (``serve --vss``): the own API's
     way of what the ``kuksa`` scenario counts.
 
@@ -119,12 +119,12 @@ def own(
     ``other_keys``: that many keys added to the V-Store first, so that the
     benchmark's keys have the ids after them (ids 1-100 by default; a car's
     catalog has hundreds or thousands of keys)."""
-    from vmw.ess import EventSubSystem, QueueConfig, SubscriptionRequest, Trigger
-    from vmw.proto.vstore.v1 import vstore_pb2
-    from vmw.server.journal.taps import record_delivered
-    from vmw.server.rpc.batches import EventBytes
-    from vmw.server.rpc.convert import publish_rows
-    from vmw.vstore import VStore
+    from vehicle_middleware.ess import EventSubSystem, QueueConfig, SubscriptionRequest, Trigger
+    from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2
+    from vehicle_middleware.server.journal.taps import record_delivered
+    from vehicle_middleware.server.rpc.batches import EventBytes
+    from vehicle_middleware.server.rpc.convert import publish_rows
+    from vehicle_middleware.vstore import VStore
 
     store = VStore()
     ess = EventSubSystem(store, event_budget=100_000)
@@ -178,7 +178,7 @@ def own(
 
 
 class _Full(NamedTuple):
-    """The journal at ``full`` as the server wires it (``vmw.server.runtime``)."""
+    """The journal at ``full`` as the server wires it (``vehicle_middleware.server.runtime``)."""
 
     journal: Journal
     tap: PublishTap
@@ -187,9 +187,9 @@ class _Full(NamedTuple):
 def _full_journal(store: VStore, ess: EventSubSystem) -> _Full:
     """A journal at ``full`` in a temporary directory (removed at exit), its thread
     not started: the scenario runs the writer's step itself."""
-    from vmw.contract.journal.records import Level
-    from vmw.server.journal.taps import PublishTap
-    from vmw.server.journal.writer import Journal
+    from vehicle_middleware.contract.journal.records import Level
+    from vehicle_middleware.server.journal.taps import PublishTap
+    from vehicle_middleware.server.journal.writer import Journal
 
     directory = tempfile.mkdtemp(prefix="vmw-bench-instructions-")
     atexit.register(shutil.rmtree, directory, ignore_errors=True)
@@ -215,13 +215,13 @@ def ceiling(apps: int, size: int, rounds: int) -> tuple[Step, int]:
 
 def kuksa(rounds: int) -> tuple[Step, int]:
     """A KUKSA provider's publish of 84 floats to 1 subscriber on ``Subscribe``."""
-    from vmw.ess import EventSubSystem, QueueConfig
-    from vmw.proto.kuksa.val.v2 import val_pb2 as v2
-    from vmw.server.kuksa import ingest
-    from vmw.server.kuksa.cut import cut
-    from vmw.server.kuksa.entries import Entries
-    from vmw.server.kuksa.subscriptions import subscription_requests
-    from vmw.vstore import VStore
+    from vehicle_middleware.ess import EventSubSystem, QueueConfig
+    from vehicle_middleware.proto.kuksa.val.v2 import val_pb2 as v2
+    from vehicle_middleware.server.kuksa import ingest
+    from vehicle_middleware.server.kuksa.entries import Entries
+    from vehicle_middleware.server.kuksa.response_cuts import cut
+    from vehicle_middleware.server.kuksa.subscriptions import subscription_requests
+    from vehicle_middleware.vstore import VStore
 
     size = 84
     store = VStore()
@@ -340,7 +340,9 @@ def per_event(python: str, name: str, rounds: int, seen: dict[str, float]) -> fl
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=100, help="publishes counted")
-    parser.add_argument("--python", default=sys.executable, help="the Python whose vmw is counted")
+    parser.add_argument(
+        "--python", default=sys.executable, help="the Python whose vehicle_middleware is counted"
+    )
     parser.add_argument("--run", choices=sorted(SCENARIOS), help=argparse.SUPPRESS)
     parser.add_argument("--inputs", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -350,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
         print("bench.instructions needs valgrind (callgrind): not found on PATH")
         return 1
     compiled = subprocess.run(
-        [args.python, "-c", "import vmw.server.rpc.batches as b; print(b.__file__)"],
+        [args.python, "-c", "import vehicle_middleware.server.rpc.batches as b; print(b.__file__)"],
         capture_output=True,
         text=True,
         check=True,

@@ -13,7 +13,7 @@ in the same window (by its newest offset), beside:
    provider writes;
 3. Follow: the same with one Follow stream (groups of 1000, a window of 64,
    every group acknowledged);
-4. the collector: ``python -m vmw.fleet collect --once`` draining the
+4. the collector: ``python -m vehicle_middleware.telemetry_export collect --once`` draining the
    whole journal into a landing area (a temporary directory), records landed
    per second of its run (process start included).
 
@@ -35,9 +35,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import grpc
-from vmw.contract.journal.chain import distance, pred
-from vmw.proto.journal.v1 import journal_pb2 as pb
-from vmw.proto.journal.v1 import journal_pb2_grpc as pb_grpc
+from vehicle_middleware.contract.journal.chain import distance, pred
+from vehicle_middleware.proto.vehicle.journal.v1 import journal_pb2 as pb
+from vehicle_middleware.proto.vehicle.journal.v1 import journal_pb2_grpc as pb_grpc
 
 from bench.e2e import middleware, stop
 
@@ -158,7 +158,7 @@ def collect_once(address: str, landing: Path) -> tuple[int, float]:
         [
             sys.executable,
             "-m",
-            "vmw.fleet",
+            "vehicle_middleware.telemetry_export",
             "collect",
             "--from",
             address,

@@ -44,9 +44,9 @@ import time
 from pathlib import Path
 
 import grpc
-from vmw.proto.kuksa.val.v2 import types_pb2 as t2
-from vmw.proto.kuksa.val.v2 import val_pb2 as v2
-from vmw.proto.kuksa.val.v2 import val_pb2_grpc as v2_grpc
+from vehicle_middleware.proto.kuksa.val.v2 import types_pb2 as t2
+from vehicle_middleware.proto.kuksa.val.v2 import val_pb2 as v2
+from vehicle_middleware.proto.kuksa.val.v2 import val_pb2_grpc as v2_grpc
 
 from bench import loads
 from bench.loads import (

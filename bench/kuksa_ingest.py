@@ -13,7 +13,7 @@ sends them. Per value, the fastest of several repeats of a timed batch:
 * the general way: that decode, then each value read, checked and converted
   as the servicer's general code does (``convert.to_store``,
   ``convert.source_time``);
-* the reader: ``vmw.server.kuksa.ingest`` (``parse`` and ``FloatRows.rows``).
+* the reader: ``vehicle_middleware.server.kuksa.ingest`` (``parse`` and ``FloatRows.rows``).
 
 Nothing is written to the store: the write is the same either way, and with it
 the V-Store's value check of each signal, which judges the range (the general
@@ -28,10 +28,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from vmw.proto.kuksa.val.v2 import val_pb2 as v2
-from vmw.server.kuksa import convert, ingest
-from vmw.vss import Signal
-from vmw.vstore import UpdateRow, VStore
+from vehicle_middleware.proto.kuksa.val.v2 import val_pb2 as v2
+from vehicle_middleware.server.kuksa import convert, ingest
+from vehicle_middleware.vss import Signal
+from vehicle_middleware.vstore import UpdateRow, VStore
 
 
 def _best_ns(run: Callable[[], Any], per: int, repeats: int, rounds: int) -> float:
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     build = "compiled" if not ingest.__file__.endswith(".py") else "interpreted"
     print(
         f"{args.signals} floats in one request, one timestamp; {build} "
-        f"(vmw.server.kuksa.ingest from {ingest.__file__.rsplit('/', 1)[-1]})"
+        f"(vehicle_middleware.server.kuksa.ingest from {ingest.__file__.rsplit('/', 1)[-1]})"
     )
     figures = {
         "floor: protobuf's decode of the request alone": _best_ns(
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         "the general way: decode, then each value converted": _best_ns(
             general, args.signals, args.repeats, args.rounds
         ),
-        "the reader (vmw.server.kuksa.ingest)": _best_ns(
+        "the reader (vehicle_middleware.server.kuksa.ingest)": _best_ns(
             fast, args.signals, args.repeats, args.rounds
         ),
     }

@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
-from vmw.contract.values import FLOAT32_TAG
-from vmw.proto.ess.v1 import ess_pb2, ess_pb2_grpc
-from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+from vehicle_middleware.contract.values import FLOAT32_TAG
+from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2, ess_pb2_grpc
+from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
 KEYS = [f"Vehicle.Bench.Signal{i}" for i in range(100)]
 BATCH = 64
@@ -52,7 +52,7 @@ _FLOAT32 = struct.Struct("<Bf")
 
 SERVER_PYTHON: dict[str, str] = {}
 """The interpreter of a module's processes, by module (default: this one's): e.g.
-``{"vmw.server": ".venv-compiled/bin/python"}`` runs the middleware with the
+``{"vehicle_middleware.server": ".venv-compiled/bin/python"}`` runs the middleware with the
 compiled cores (``--compiled``)."""
 
 
@@ -72,19 +72,23 @@ def spawn(*args: str) -> tuple[subprocess.Popen[str], str]:
         proc.kill()
         proc.wait()
         raise RuntimeError(f"{args[0]} did not start: {line!r}")
-    if args[0] == "vmw.server" and "vmw.server" in SERVER_PYTHON and not _compiled(proc.pid):
+    if (
+        args[0] == "vehicle_middleware.server"
+        and "vehicle_middleware.server" in SERVER_PYTHON
+        and not _compiled(proc.pid)
+    ):
         stop(proc)
         raise RuntimeError(
             "the middleware runs without its compiled modules (a PYTHONPATH that names "
-            "packages/server puts the sources before the compiled install?)"
+            "middleware puts the sources before the compiled install?)"
         )
     return proc, line.split()[-1]
 
 
 def _compiled(pid: int) -> bool:
-    """Whether process ``pid`` has loaded vmw-server's compiled modules."""
+    """Whether process ``pid`` has loaded vehicle-middleware-server's compiled modules."""
     with open(f"/proc/{pid}/maps") as maps:
-        return any("vmw_server__mypyc" in line for line in maps)
+        return any("__mypyc" in line for line in maps)
 
 
 def stop(proc: subprocess.Popen[str]) -> None:
@@ -101,7 +105,7 @@ def stop(proc: subprocess.Popen[str]) -> None:
 def middleware(*extra: str) -> tuple[subprocess.Popen[str], str]:
     """A fresh middleware on ``127.0.0.1:0`` (event budget 100,000), with ``extra`` flags."""
     return spawn(
-        "vmw.server",
+        "vehicle_middleware.server",
         "serve",
         "--listen",
         "127.0.0.1:0",

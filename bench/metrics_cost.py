@@ -9,7 +9,7 @@ by run so the machine's drift spreads over all of them:
 * ``off``: no metrics endpoint, nobody reads the figures (the default);
 * ``scraped``: ``--metrics-listen`` on, a Prometheus-like scraper (its own
   process) fetching ``/metrics`` every ``--interval`` seconds;
-* ``top``: ``python -m vmw.tools top``'s refresh (``GetStats`` and the
+* ``top``: ``python -m vehicle_middleware.tools top``'s refresh (``GetStats`` and the
   rendering of a frame, its own process) every ``--interval`` seconds.
 
 It prints delivered events/s per run and mode, the median's cost against
@@ -31,8 +31,8 @@ import urllib.request
 from typing import Final
 
 import grpc
-from vmw.proto.admin.v1 import admin_pb2, admin_pb2_grpc
-from vmw.tools.top import render
+from vehicle_middleware.proto.vehicle.admin.v1 import admin_pb2, admin_pb2_grpc
+from vehicle_middleware.tools.top import render
 
 from bench.e2e import measure, middleware, stop
 

@@ -25,8 +25,8 @@ from pathlib import Path
 from types import TracebackType
 
 import grpc
-from vmw.contract.wire import APP_ID_HEADER
-from vmw.proto.cluster.v1 import cluster_pb2, cluster_pb2_grpc
+from vehicle_middleware.contract.wire import APP_ID_HEADER
+from vehicle_middleware.proto.vehicle.cluster.v1 import cluster_pb2, cluster_pb2_grpc
 
 __all__ = ["Node", "Nodes", "free_port", "free_ports", "status"]
 
@@ -72,7 +72,7 @@ class Node:
                 [
                     sys.executable,
                     "-m",
-                    "vmw.server",
+                    "vehicle_middleware.server",
                     "serve",
                     "--listen",
                     self.address,

@@ -21,10 +21,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from vmw.contract.values import encode
-from vmw.providers.catalog import default_catalog
-from vmw.providers.recording import read_recording
-from vmw.providers.simulation import Simulation
+from vehicle_middleware.contract.values import encode
+from vehicle_middleware.providers.catalog import default_catalog
+from vehicle_middleware.providers.recording import read_recording
+from vehicle_middleware.providers.simulation import Simulation
 
 
 def sim_ns(seconds: float, repeats: int) -> tuple[float, float, int]:

@@ -1,6 +1,6 @@
 """Spark benchmark of the telemetry analysis: ``make bench-spark``.
 
-For 1M and 10M synthetic journal records (``vmw.fleet synth``), prints
+For 1M and 10M synthetic journal records (``vehicle_middleware.telemetry_export synth``), prints
 rows/s of ``ingest`` beside its ceiling and floor from the same run: its
 first pass without the write (``parse/s``: every line parsed, its hash
 checked, its batch expanded, nothing written: no ingest that checks every
@@ -38,7 +38,7 @@ from statistics import median
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
-from vmw.fleet.transforms import ANALYSED as USED
+from vehicle_middleware.telemetry_export.transforms import ANALYSED as USED
 
 
 def timed(fn, repeat: int = 1, warmup: int = 0):  # type: ignore[no-untyped-def]
@@ -77,7 +77,7 @@ def scan_floor(spark, dataset: str, repeat: int, warmup: int) -> list[float]:  #
 
 def text_floor(spark, fleet: Path, repeat: int, warmup: int) -> list[float]:  # type: ignore[no-untyped-def]
     """The times of a bare read of the journal files ingest reads, and a count."""
-    from vmw.fleet import extract
+    from vehicle_middleware.telemetry_export import extract
 
     _, times = _runs(lambda: extract.read_lines(spark, [str(fleet)]).count(), repeat, warmup)
     return times
@@ -90,7 +90,7 @@ def parse_ceiling(spark, fleet: Path, repeat: int, warmup: int) -> list[float]: 
     sink. No ingest that checks every record can beat it on this machine:
     it is ingest's ceiling (and the write, the links and the commit come on
     top of it)."""
-    from vmw.fleet import extract, jvm, transforms
+    from vehicle_middleware.telemetry_export import extract, jvm, transforms
 
     def run() -> None:
         lines = extract.read_lines(spark, [str(fleet)])
@@ -106,7 +106,7 @@ def write_floor(spark, dataset: str, out: str, repeat: int, warmup: int) -> list
     written again as ingest writes them (its Parquet settings, partitioned by
     vehicle and date). With :func:`parse_ceiling`, what any ingest of this
     dataset costs at least: it parses every line and writes every row."""
-    from vmw.fleet.ingest import WRITE_OPTIONS
+    from vehicle_middleware.telemetry_export.ingest import WRITE_OPTIONS
 
     def run() -> None:
         records = spark.read.parquet(f"{dataset}/records")
@@ -123,8 +123,8 @@ INGEST_TARGET = 500_000
 
 
 def run(n: int, work: Path, spark, repeat: int, warmup: int, ingest_repeat: int) -> None:  # type: ignore[no-untyped-def]
-    from vmw.fleet import job
-    from vmw.fleet.synth import write_fleet
+    from vehicle_middleware.telemetry_export import job
+    from vehicle_middleware.telemetry_export.synth import write_fleet
 
     from bench import spark_pandas
 
@@ -211,13 +211,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     work = Path(args.work or tempfile.mkdtemp(prefix="vmw-bench-spark-"))
-    from vmw.fleet.session import build_session
+    from vehicle_middleware.telemetry_export.session import build_session
 
     spark = build_session("local[*]", shuffle_partitions=16, extra={"spark.driver.memory": "6g"})
     spark.sparkContext.setLogLevel("ERROR")
     # The ingest's own line per batch: how long its passes took.
     logging.basicConfig(format="  %(message)s")
-    logging.getLogger("vmw.fleet.ingest").setLevel(logging.INFO)
+    logging.getLogger("vehicle_middleware.telemetry_export.ingest").setLevel(logging.INFO)
     print(
         f"{'records':>12} {'ingest/s':>12} {'parse/s':>12} {'text/s':>12} {'vs text':>10} "
         f"{'analyze/s':>12} {'1st/s':>12} {'scan/s':>12} "

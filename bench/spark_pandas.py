@@ -1,7 +1,7 @@
 """The telemetry analysis written plainly in pandas: the single-machine
 alternative ``bench.spark`` times beside the Spark job.
 
-It does what ``vmw.fleet analyze`` does, on the same dataset and the
+It does what ``vehicle_middleware.telemetry_export analyze`` does, on the same dataset and the
 same columns, the way a pandas user would write it: sort, shift, group, merge.
 Like the Spark job, it reads what ``ingest`` stored (the records, and the runs
 of the hash chain in ``links``, linked here in position order), writes the
@@ -16,9 +16,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vmw.contract.journal.chain import OFFSET_MOD
-from vmw.fleet import job, plots, report, transforms
-from vmw.fleet.transforms import ANALYSED, DROP_KINDS
+from vehicle_middleware.contract.journal.chain import OFFSET_MOD
+from vehicle_middleware.telemetry_export import job, plots, report, transforms
+from vehicle_middleware.telemetry_export.transforms import ANALYSED, DROP_KINDS
 
 BOOT = ["vehicle_id", "boot_id"]
 KEY = [*BOOT, "app", "key_id"]

@@ -22,10 +22,10 @@ import time
 from pathlib import Path
 
 import grpc
-from vmw.proto.kuksa.val.v1 import types_pb2 as t1
-from vmw.proto.kuksa.val.v1 import val_pb2 as v1
-from vmw.proto.kuksa.val.v1 import val_pb2_grpc as v1_grpc
-from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+from vehicle_middleware.proto.kuksa.val.v1 import types_pb2 as t1
+from vehicle_middleware.proto.kuksa.val.v1 import val_pb2 as v1
+from vehicle_middleware.proto.kuksa.val.v1 import val_pb2_grpc as v1_grpc
+from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
 from bench.e2e import middleware, stop
 

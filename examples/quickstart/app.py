@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from vmw.contract.values import decode
-from vmw.sdk import AppClient, DataEvent, KeyAddedEvent, Sub
+from vehicle_middleware.contract.values import decode
+from vehicle_middleware.sdk import AppClient, DataEvent, KeyAddedEvent, Sub
 
 KEY = "Vehicle.Speed"
 COUNT = 5

@@ -3,7 +3,7 @@
     .venv/bin/python examples/quickstart/provider.py [ADDRESS]
 
 ADDRESS is the middleware's (default 127.0.0.1:50051). Values are written in
-the project's value encoding (``vmw.contract.values``), which every sample
+the project's value encoding (``vehicle_middleware.contract.values``), which every sample
 app and the KUKSA API read.
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from vmw.contract.values import encode
-from vmw.sdk import ProviderClient
+from vehicle_middleware.contract.values import encode
+from vehicle_middleware.sdk import ProviderClient
 
 KEY = "Vehicle.Speed"
 

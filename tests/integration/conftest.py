@@ -8,11 +8,11 @@ from typing import Any
 
 import grpc
 import pytest
-from vmw.proto.ess.v1 import ess_pb2_grpc
-from vmw.proto.vstore.v1 import vstore_pb2_grpc
-from vmw.server.config import Settings
-from vmw.server.kuksa import v2 as kuksa_v2
-from vmw.server.server import RunningServer, start_server
+from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2_grpc
+from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2_grpc
+from vehicle_middleware.server.config import Settings
+from vehicle_middleware.server.kuksa import v2 as kuksa_v2
+from vehicle_middleware.server.server import RunningServer, start_server
 
 TEST_SETTINGS = Settings(listen="127.0.0.1:0", keepalive_time_s=1.0, keepalive_timeout_s=1.0)
 NewServer = Callable[..., Awaitable[RunningServer]]
@@ -62,7 +62,7 @@ def publish_reader(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> PublishReader:
     """Both ways a KUKSA provider's publishes are read, for the servers a test starts:
-    without a message per value (``vmw.server.kuksa.ingest``, the servicer's way),
+    without a message per value (``vehicle_middleware.server.kuksa.ingest``, the servicer's way),
     and every request through ``PublishValuesRequest`` and the general code (the
     way the first leaves to it whatever needs judging)."""
     reader = PublishReader(str(request.param))

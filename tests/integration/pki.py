@@ -23,7 +23,7 @@ _DAY = datetime.timedelta(days=1)
 
 
 def _name(cn: str | None) -> x509.Name:
-    attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, "vmw tests")]
+    attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, "vehicle_middleware tests")]
     if cn is not None:
         attributes.append(x509.NameAttribute(NameOID.COMMON_NAME, cn))
     return x509.Name(attributes)

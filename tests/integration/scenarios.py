@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vmw.sdk import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
+from vehicle_middleware.sdk import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
 
 SPEED = "Vehicle.Speed"
 

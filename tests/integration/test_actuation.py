@@ -14,18 +14,18 @@ from pathlib import Path
 
 import grpc
 import pytest
-from vmw.contract.values import decode_value, encode
-from vmw.proto.kuksa.val.v2 import types_pb2 as t2
-from vmw.proto.kuksa.val.v2 import val_pb2 as v2
-from vmw.proto.kuksa.val.v2 import val_pb2_grpc as v2_grpc
-from vmw.sdk import (
+from vehicle_middleware.contract.values import decode_value, encode
+from vehicle_middleware.proto.kuksa.val.v2 import types_pb2 as t2
+from vehicle_middleware.proto.kuksa.val.v2 import val_pb2 as v2
+from vehicle_middleware.proto.kuksa.val.v2 import val_pb2_grpc as v2_grpc
+from vehicle_middleware.sdk import (
     ActuationRefusedError,
     ActuationRequest,
     AppClient,
     ProviderClient,
 )
-from vmw.server.auth.tokens import generate_key_pair, mint
-from vmw.server.server import RunningServer
+from vehicle_middleware.server.auth.tokens import generate_key_pair, mint
+from vehicle_middleware.server.server import RunningServer
 
 from tests.conftest import eventually, fails
 from tests.integration.conftest import NewServer
@@ -272,7 +272,7 @@ def keys() -> tuple[bytes, bytes]:
 
 @pytest.fixture
 async def secure(new_server: NewServer, keys: tuple[bytes, bytes], tmp_path: Path) -> RunningServer:
-    pub = tmp_path / "vmw.pub"
+    pub = tmp_path / "vehicle_middleware.pub"
     pub.write_bytes(keys[1])
     return await new_server(auth_mode="token", token_public_key=str(pub), token_audience=AUD)
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import grpc
 import pytest
-from vmw.proto.ess.v1 import ess_pb2
-from vmw.proto.vstore.v1 import vstore_pb2
-from vmw.server.server import RunningServer
+from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2
+from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2
+from vehicle_middleware.server.server import RunningServer
 
 from tests.conftest import fails
 

@@ -1,6 +1,6 @@
 """Several middleware nodes as real processes on loopback ports.
 
-Each test starts its nodes with ``python -m vmw.server serve --node-id ...
+Each test starts its nodes with ``python -m vehicle_middleware.server serve --node-id ...
 --peer ...`` (bench.nodes), bounded in time and always stopped; partitions
 are real TCP relays (bench.relay) cut and healed, a killed node is SIGKILLed,
 a node that stops reading is SIGSTOPped. What they check is what an
@@ -25,12 +25,12 @@ from typing import Any
 
 import grpc
 import pytest
-from vmw.proto.cluster.v1 import cluster_pb2
-from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
-from vmw.replica import Event, Kind, Outgoing, Write, make_event
-from vmw.sdk import AppClient, ProviderClient, QueueSpec, Sub
-from vmw.sdk.events import DataEvent
-from vmw.server.cluster.convert import EventBytes
+from vehicle_middleware.proto.vehicle.cluster.v1 import cluster_pb2
+from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+from vehicle_middleware.replica import Event, Kind, Outgoing, Write, make_event
+from vehicle_middleware.sdk import AppClient, ProviderClient, QueueSpec, Sub
+from vehicle_middleware.sdk.events import DataEvent
+from vehicle_middleware.server.cluster.convert import EventBytes
 
 from bench.nodes import Node, Nodes, free_port, status
 from bench.relay import Relay
@@ -219,7 +219,7 @@ async def test_cluster_status_shows_links_and_equal_digests(three: Nodes) -> Non
             [
                 sys.executable,
                 "-m",
-                "vmw.tools",
+                "vehicle_middleware.tools",
                 "cluster-status",
                 "--target",
                 three["b"].address,

@@ -8,14 +8,14 @@ import signal
 import sys
 import textwrap
 
-from vmw.sdk import ProviderClient
-from vmw.server.server import RunningServer
+from vehicle_middleware.sdk import ProviderClient
+from vehicle_middleware.server.server import RunningServer
 
 from tests.conftest import eventually
 
 FROZEN_APP = textwrap.dedent("""
     import asyncio, sys
-    from vmw.sdk import AppClient, Sub
+    from vehicle_middleware.sdk import AppClient, Sub
 
     async def main():
         app = AppClient(sys.argv[1], "frozen")

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from vmw.contract.journal.segments import lines, segment_files
+from vehicle_middleware.contract.journal.segments import lines, segment_files
 
 
 def test_the_demo_slow_app_loses_events_the_logger_none_and_the_journal_explains_every_gap(
@@ -16,7 +16,7 @@ def test_the_demo_slow_app_loses_events_the_logger_none_and_the_journal_explains
 ) -> None:
     out = tmp_path / "demo-out"
     demo = subprocess.Popen(
-        [sys.executable, "-m", "vmw.demo", "--duration", "5", "--out", str(out)],
+        [sys.executable, "-m", "vehicle_middleware.demo", "--duration", "5", "--out", str(out)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

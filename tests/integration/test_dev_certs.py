@@ -1,8 +1,8 @@
-"""``python -m vmw.server tls dev-certs``: the certificates it writes serve real TLS.
+"""``python -m vehicle_middleware.server tls dev-certs``: the certificates it writes serve real TLS.
 
 The command runs as a process; a real middleware process serves with what it
 wrote (``serve --tls-cert/--tls-key``, and ``--tls-client-ca`` for mutual
-TLS), and real SDK clients dial it with :class:`vmw.sdk.Tls`. With mutual TLS
+TLS), and real SDK clients dial it with :class:`vehicle_middleware.sdk.Tls`. With mutual TLS
 the app is the one the client certificate names. Existing files are never
 replaced without ``--force``, and a refused run writes nothing.
 """
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import grpc
 import pytest
-from vmw.contract import values
-from vmw.sdk import AppClient, DataEvent, ProviderClient, Sub, Tls
+from vehicle_middleware.contract import values
+from vehicle_middleware.sdk import AppClient, DataEvent, ProviderClient, Sub, Tls
 
 from tests.integration.test_process import start, stop
 
@@ -27,7 +27,16 @@ SET: tuple[str, ...] = ("ca.pem", "ca.key", "server.pem", "server.key")
 
 def dev_certs(out: Path, *options: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "vmw.server", "tls", "dev-certs", "--out", str(out), *options],
+        [
+            sys.executable,
+            "-m",
+            "vehicle_middleware.server",
+            "tls",
+            "dev-certs",
+            "--out",
+            str(out),
+            *options,
+        ],
         capture_output=True,
         text=True,
         timeout=60,
@@ -147,9 +156,9 @@ async def test_with_client_certificates_the_app_is_the_name_its_certificate_was_
 
 async def test_the_server_certificate_names_the_hosts_given(tmp_path: Path) -> None:
     out = tmp_path / "certs"
-    made = dev_certs(out, "--host", "vmw.test", "--host", "::1")
+    made = dev_certs(out, "--host", "vehicle_middleware.test", "--host", "::1")
     assert made.returncode == 0, made.stderr
-    assert "server certificate for vmw.test, ::1" in made.stdout
+    assert "server certificate for vehicle_middleware.test, ::1" in made.stdout
     proc, address = start(
         "--listen", "127.0.0.1:0",
         "--tls-cert", str(out / "server.pem"), "--tls-key", str(out / "server.key"),
@@ -161,8 +170,8 @@ async def test_the_server_certificate_names_the_hosts_given(tmp_path: Path) -> N
             async with ProviderClient(address, "sensor", tls=Tls(ca=ca), reconnect=False) as p:
                 await asyncio.wait_for(p.get(["Vehicle.Speed"]), 10)
         assert refused.value.code() is grpc.StatusCode.UNAVAILABLE
-        # ... vmw.test is.
-        named = Tls(ca=ca, server_name="vmw.test")
+        # ... vehicle_middleware.test is.
+        named = Tls(ca=ca, server_name="vehicle_middleware.test")
         await round_trip(address, named, named)
     finally:
         code, err = stop(proc)

@@ -8,9 +8,16 @@ from typing import Any
 
 import grpc
 import pytest
-from vmw.proto.ess.v1 import ess_pb2
-from vmw.sdk import AppClient, DataEvent, KeyAddedEvent, ProviderClient, QueueSpec, Sub
-from vmw.server.server import RunningServer
+from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2
+from vehicle_middleware.sdk import (
+    AppClient,
+    DataEvent,
+    KeyAddedEvent,
+    ProviderClient,
+    QueueSpec,
+    Sub,
+)
+from vehicle_middleware.server.server import RunningServer
 
 from tests.conftest import eventually, fails
 

@@ -4,7 +4,7 @@
 Most tests run the server in the test's process, on pytest's asyncio loop; the
 processes that tests start run on ``auto``'s choice. Here the same delivery on
 both, chosen by name, through the write budget, whose sub-millisecond waits
-uvloop's whole-millisecond timers round (:mod:`vmw.server.loop`).
+uvloop's whole-millisecond timers round (:mod:`vehicle_middleware.server.loop`).
 """
 
 from __future__ import annotations

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import grpc
 import pytest
-from vmw.sdk import AppClient, DataEvent, QueueSpec, Sub
-from vmw.sdk.status_file import read_status
-from vmw.server.auth.tokens import generate_key_pair, mint
+from vehicle_middleware.sdk import AppClient, DataEvent, QueueSpec, Sub
+from vehicle_middleware.sdk.status_file import read_status
+from vehicle_middleware.server.auth.tokens import generate_key_pair, mint
 
 from tests.conftest import eventually
 from tests.integration.test_providers import free_port
@@ -33,13 +33,13 @@ PY = sys.executable
 
 
 def serve_expecting_failure(*args: str, timeout: float = 30.0) -> tuple[int, str, str]:
-    """Run ``python -m vmw.server serve ARGS``, which must exit on its own.
+    """Run ``python -m vehicle_middleware.server serve ARGS``, which must exit on its own.
 
     A middleware that starts instead (prints its ``listening on`` line) is
     stopped and the test fails at once, rather than after a timeout.
     """
     proc = subprocess.Popen(
-        [PY, "-m", "vmw.server", "serve", *args],
+        [PY, "-m", "vehicle_middleware.server", "serve", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -64,7 +64,7 @@ class Middleware:
     def __init__(self, *args: str, cwd: Path | None = None) -> None:
         # Unbuffered, so reading the first line leaves the rest for communicate().
         self.proc = subprocess.Popen(
-            [PY, "-m", "vmw.server", "serve", *args],
+            [PY, "-m", "vehicle_middleware.server", "serve", *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             bufsize=0,
@@ -144,7 +144,7 @@ def test_a_second_middleware_on_a_busy_tcp_port_exits_naming_the_address() -> No
 
 
 def test_a_second_middleware_on_a_live_unix_socket_exits_naming_the_path(tmp_path: Path) -> None:
-    sock = tmp_path / "vmw.sock"
+    sock = tmp_path / "vehicle_middleware.sock"
     with middleware("--listen", "", "--unix-socket", str(sock)) as first:
         assert first.address == f"unix:{sock}"
         code, _, err = serve_expecting_failure("--listen", "", "--unix-socket", str(sock))
@@ -153,7 +153,16 @@ def test_a_second_middleware_on_a_live_unix_socket_exits_naming_the_path(tmp_pat
         assert "another server is listening" in err
         # The first one still serves on it: the second did not take the path over.
         again = subprocess.run(
-            [PY, "-m", "vmw.server", "serve", "--listen", "", "--unix-socket", str(sock)],
+            [
+                PY,
+                "-m",
+                "vehicle_middleware.server",
+                "serve",
+                "--listen",
+                "",
+                "--unix-socket",
+                str(sock),
+            ],
             capture_output=True,
             text=True,
             timeout=30,
@@ -172,7 +181,7 @@ def test_a_second_middleware_on_a_live_unix_socket_exits_naming_the_path(tmp_pat
 
 
 def test_a_unix_socket_left_by_a_killed_middleware_is_reused(tmp_path: Path) -> None:
-    sock = tmp_path / "vmw.sock"
+    sock = tmp_path / "vehicle_middleware.sock"
     with middleware("--listen", "", "--unix-socket", str(sock)) as first:
         first.proc.kill()  # kill -9: the socket file stays behind
         first.proc.wait(timeout=10)
@@ -184,7 +193,7 @@ def test_a_unix_socket_left_by_a_killed_middleware_is_reused(tmp_path: Path) -> 
 def test_every_listening_address_and_the_masked_settings_are_printed_at_start(
     tmp_path: Path,
 ) -> None:
-    sock = tmp_path / "vmw.sock"
+    sock = tmp_path / "vehicle_middleware.sock"
     pub = tmp_path / "secret-name.pub"
     pub.write_bytes(generate_key_pair("ES256")[1])
     with middleware(
@@ -254,7 +263,7 @@ async def test_a_provider_stopped_for_2_s_then_continued_keeps_its_signals_sprea
     with (
         middleware("--listen", "127.0.0.1:0") as m,
         process(
-            "vmw.providers", "sim", "--target", m.address, "--status", str(status),
+            "vehicle_middleware.providers", "sim", "--target", m.address, "--status", str(status),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         ) as provider,
     ):  # fmt: skip
@@ -316,7 +325,7 @@ async def test_an_app_that_stops_reading_is_reported_while_stuck_every_period_an
     with (
         middleware("--listen", "127.0.0.1:0", "--slow-app-report-s", "1") as m,
         process(
-            "vmw.providers", "sim", "--target", m.address, "--rate-scale", "3",
+            "vehicle_middleware.providers", "sim", "--target", m.address, "--rate-scale", "3",
             "--status", str(tmp_path / "sim.json"),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         ),
@@ -351,7 +360,8 @@ async def test_an_app_that_stops_reading_is_reported_while_stuck_every_period_an
                 await eventually(lambda: received > 0, timeout=10, what="a first batch")
                 started = await asyncio.to_thread(
                     m.wait_for_log,
-                    r"WARNING vmw\.server\.slow_apps: app stuck is not keeping up: its queues are "
+                    r"WARNING vehicle_middleware\.server\.slow_apps: app stuck is not keeping up: "
+                    r"its queues are "
                     r"dropping events \((\d+) dropped",
                     timeout=15,
                 )
@@ -374,7 +384,8 @@ async def test_an_app_that_stops_reading_is_reported_while_stuck_every_period_an
                 reading.set()
                 await asyncio.to_thread(
                     m.wait_for_log,
-                    r"INFO vmw\.server\.slow_apps: app stuck caught up; (\d+) events dropped in "
+                    r"INFO vehicle_middleware\.server\.slow_apps: app stuck caught up; "
+                    r"(\d+) events dropped in "
                     r"this episode of [\d.]+ s",
                     timeout=20,
                 )
@@ -401,7 +412,7 @@ async def test_an_app_stops_within_its_drain_bound_while_a_provider_floods(
     with (
         middleware("--listen", "127.0.0.1:0") as m,
         process(
-            "vmw.providers", "sim", "--target", m.address, "--rate-scale", "3",
+            "vehicle_middleware.providers", "sim", "--target", m.address, "--rate-scale", "3",
             "--status", str(sim_status),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         ),
@@ -413,7 +424,8 @@ async def test_an_app_stops_within_its_drain_bound_while_a_provider_floods(
         )
         duration = ["--duration", "2"] if how == "duration" else []
         with process(
-            "vmw.apps", "logger", "--target", m.address, "--out", str(tmp_path / "x.jsonl"),
+            "vehicle_middleware.apps", "logger", "--target", m.address,
+            "--out", str(tmp_path / "x.jsonl"),
             "--status", str(app_status), *duration,
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         ) as app:  # fmt: skip
@@ -469,12 +481,12 @@ async def test_the_readme_token_example_works_as_written(tmp_path: Path) -> None
     --status file to wait on, and a --duration for the logger."""
     commands = readme_token_commands()
     assert [w[1:4] for _, w in commands] == [
-        ["-m", "vmw.server", "token"],
-        ["-m", "vmw.server", "serve"],
-        ["-m", "vmw.server", "token"],
-        ["-m", "vmw.providers", "sim"],
-        ["-m", "vmw.server", "token"],
-        ["-m", "vmw.apps", "logger"],
+        ["-m", "vehicle_middleware.server", "token"],
+        ["-m", "vehicle_middleware.server", "serve"],
+        ["-m", "vehicle_middleware.server", "token"],
+        ["-m", "vehicle_middleware.providers", "sim"],
+        ["-m", "vehicle_middleware.server", "token"],
+        ["-m", "vehicle_middleware.apps", "logger"],
     ]
     variables: dict[str, str] = {}
 
@@ -532,28 +544,34 @@ async def test_a_refused_token_ends_an_app_and_a_provider_with_one_line(tmp_path
     ) as m:  # fmt: skip
         cases = {
             # the README's original mistake: a token for 'dashboard' used by the logger
-            ("vmw.apps", "logger", "--app-id", "logger", "--token", reader): (
-                "python -m vmw.apps logger: app 'logger': the middleware refused it "
+            ("vehicle_middleware.apps", "logger", "--app-id", "logger", "--token", reader): (
+                "python -m vehicle_middleware.apps logger: app 'logger': the middleware refused it "
                 "(UNAUTHENTICATED): 'app-id' 'logger' does not match the token's subject "
                 "'dashboard'"
             ),
-            ("vmw.apps", "slow", "--token", expired): (
-                "python -m vmw.apps slow: app 'dashboard': the middleware refused it "
+            ("vehicle_middleware.apps", "slow", "--token", expired): (
+                "python -m vehicle_middleware.apps slow: app 'dashboard': "
+                "the middleware refused it "
                 "(UNAUTHENTICATED): token refused: token expired"
             ),
-            ("vmw.apps", "dashboard", "--token", "not-a-token"): (
-                "python -m vmw.apps dashboard: --token: not a JWT"
+            ("vehicle_middleware.apps", "dashboard", "--token", "not-a-token"): (
+                "python -m vehicle_middleware.apps dashboard: --token: not a JWT"
             ),
-            ("vmw.providers", "sim", "--token", reader): (
-                "python -m vmw.providers sim: provider 'dashboard': the middleware refused it "
+            ("vehicle_middleware.providers", "sim", "--token", reader): (
+                "python -m vehicle_middleware.providers sim: provider 'dashboard': "
+                "the middleware refused it "
                 "(PERMISSION_DENIED): names[0]: app 'dashboard' may not add or remove key"
             ),
             (
-                "vmw.providers",
+                "vehicle_middleware.providers",
                 "replay",
-                str(README.parent / "packages/samples/vmw/providers/recordings/short-drive.jsonl"),
+                str(
+                    README.parent
+                    / "providers/vehicle_middleware/providers/recordings/short-drive.jsonl"
+                ),
             ): (
-                "python -m vmw.providers replay: provider 'replay': the middleware refused it "
+                "python -m vehicle_middleware.providers replay: provider 'replay': "
+                "the middleware refused it "
                 "(UNAUTHENTICATED): missing 'authorization' metadata"
             ),
         }
@@ -606,7 +624,7 @@ def test_an_app_with_no_middleware_at_its_target_says_so_in_one_line(tmp_path: P
         port = s.getsockname()[1]
     started = time.monotonic()
     result = subprocess.run(
-        [PY, "-m", "vmw.apps", "logger", "--target", f"127.0.0.1:{port}",
+        [PY, "-m", "vehicle_middleware.apps", "logger", "--target", f"127.0.0.1:{port}",
          "--duration", "2", "--out", str(tmp_path / "x.jsonl")],
         capture_output=True, text=True, timeout=60, cwd=tmp_path,
     )  # fmt: skip
@@ -623,7 +641,7 @@ def test_a_host_name_whose_first_address_is_taken_is_refused(tmp_path: Path) -> 
         holder.listen()
         port = holder.getsockname()[1]
         result = subprocess.run(
-            [PY, "-m", "vmw.server", "serve", "--listen", f"localhost:{port}"],
+            [PY, "-m", "vehicle_middleware.server", "serve", "--listen", f"localhost:{port}"],
             capture_output=True, text=True, timeout=60, cwd=tmp_path,
         )  # fmt: skip
     assert result.returncode == 1, result.stderr

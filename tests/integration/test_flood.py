@@ -21,15 +21,15 @@ import time
 from pathlib import Path
 
 import grpc
-from vmw.proto.ess.v1 import ess_pb2, ess_pb2_grpc
-from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2, ess_pb2_grpc
+from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
 from tests.conftest import eventually
 from tests.integration.conftest import NewServer
 
 FLOODER = textwrap.dedent("""
     import asyncio, sys, time, grpc
-    from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+    from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
     async def main(address, seconds):
         ok = refused = 0
@@ -60,7 +60,7 @@ def start_middleware() -> tuple[subprocess.Popen[str], str]:
         [
             sys.executable,
             "-m",
-            "vmw.server",
+            "vehicle_middleware.server",
             "serve",
             "--listen",
             "127.0.0.1:0",
@@ -145,10 +145,10 @@ async def test_a_flood_of_streams_on_the_unix_socket_gives_its_memory_back_when_
 ) -> None:
     """200 apps open a stream each on the Unix socket, then all leave: the streams'
     state is gone, and the allocator's share of the memory they used is handed back
-    (:mod:`vmw.server.memory`: it kept 30 MB of a 1,000-app flood before)."""
-    running = await new_server(unix_socket=str(tmp_path / "vmw.sock"))
+    (:mod:`vehicle_middleware.server.memory_trim`: it kept 30 MB of a 1,000-app flood before)."""
+    running = await new_server(unix_socket=str(tmp_path / "vehicle_middleware.sock"))
     assert running.memory is not None
-    address = f"unix:{tmp_path / 'vmw.sock'}"
+    address = f"unix:{tmp_path / 'vehicle_middleware.sock'}"
     channels = [grpc.aio.insecure_channel(address) for _ in range(200)]
     try:
         calls = [

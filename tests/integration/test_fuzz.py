@@ -20,10 +20,10 @@ import pytest
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 from hypothesis import HealthCheck, given, settings
-from vmw.proto.ess.v1 import ess_pb2
-from vmw.proto.vstore.v1 import vstore_pb2
-from vmw.server.config import Settings
-from vmw.server.server import RunningServer, start_server
+from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2
+from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2
+from vehicle_middleware.server.config import Settings
+from vehicle_middleware.server.server import RunningServer, start_server
 
 KEYS = ["Vehicle.Speed", "Vehicle.Cabin.Temperature", "Vehicle.Body.Windows.Row2.Right.Level"]
 UNARY = {

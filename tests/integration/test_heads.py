@@ -14,12 +14,12 @@ from typing import Any
 
 import grpc
 import pytest
-from vmw.proto.cluster.v1 import cluster_pb2, cluster_pb2_grpc
-from vmw.proto.ess.v1 import ess_pb2
-from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
-from vmw.sdk import HeadConflictError, ProviderClient
-from vmw.server.auth.tokens import generate_key_pair, mint
-from vmw.server.server import RunningServer
+from vehicle_middleware.proto.vehicle.cluster.v1 import cluster_pb2, cluster_pb2_grpc
+from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2
+from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+from vehicle_middleware.sdk import HeadConflictError, ProviderClient
+from vehicle_middleware.server.auth.tokens import generate_key_pair, mint
+from vehicle_middleware.server.server import RunningServer
 
 from bench.nodes import Nodes
 from tests.conftest import eventually_async, fails
@@ -101,11 +101,16 @@ async def test_in_token_mode_a_peer_link_needs_the_peer_scope_and_its_own_name(
     tmp_path: Path,
 ) -> None:
     private, public = generate_key_pair("ES256")
-    (tmp_path / "vmw.pub").write_bytes(public)
+    (tmp_path / "vehicle_middleware.pub").write_bytes(public)
     for node in ("a", "b"):
         token = mint(private, subject=node, scope="peer", ttl_s=600)
         (tmp_path / f"{node}.token").write_text(token)
-    common = ("--auth-mode", "token", "--token-public-key", str(tmp_path / "vmw.pub"))
+    common = (
+        "--auth-mode",
+        "token",
+        "--token-public-key",
+        str(tmp_path / "vehicle_middleware.pub"),
+    )
     extra = {n: ("--peer-token-file", str(tmp_path / f"{n}.token")) for n in ("a", "b")}
     with Nodes(["a", "b"], tmp_path, *common, "--sync-interval-s", "0.5", extra=extra) as nodes:
         admin = mint(private, subject="ops", scope="admin", ttl_s=600)
@@ -145,11 +150,16 @@ async def test_a_link_refused_for_its_token_says_why_in_cluster_status(tmp_path:
     connection, UNAVAILABLE), then ``b`` starts and refuses the link. (The status
     kept the first reason of a link that stayed down: a CI run failed so.)"""
     private, public = generate_key_pair("ES256")
-    (tmp_path / "vmw.pub").write_bytes(public)
+    (tmp_path / "vehicle_middleware.pub").write_bytes(public)
     scopes = {"a": "read:**", "b": "peer"}  # a's token may not speak for a node
     for node, scope in scopes.items():
         (tmp_path / f"{node}.token").write_text(mint(private, subject=node, scope=scope, ttl_s=600))
-    common = ("--auth-mode", "token", "--token-public-key", str(tmp_path / "vmw.pub"))
+    common = (
+        "--auth-mode",
+        "token",
+        "--token-public-key",
+        str(tmp_path / "vehicle_middleware.pub"),
+    )
     extra = {n: ("--peer-token-file", str(tmp_path / f"{n}.token")) for n in scopes}
     admin = mint(private, subject="ops", scope="admin", ttl_s=600)
     nodes = Nodes(["a", "b"], tmp_path, *common, "--sync-interval-s", "0.5", extra=extra)

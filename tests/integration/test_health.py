@@ -23,11 +23,11 @@ from typing import Any
 
 import grpc
 import pytest
-from vmw.contract.values import encode
-from vmw.proto.kuksa.val.v2 import val_pb2 as v2
-from vmw.proto.kuksa.val.v2 import val_pb2_grpc as v2_grpc
-from vmw.proto.vstore.v1 import vstore_pb2
-from vmw.sdk import (
+from vehicle_middleware.contract.values import encode
+from vehicle_middleware.proto.kuksa.val.v2 import val_pb2 as v2
+from vehicle_middleware.proto.kuksa.val.v2 import val_pb2_grpc as v2_grpc
+from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2
+from vehicle_middleware.sdk import (
     AppClient,
     ClientEvent,
     DataEvent,
@@ -39,9 +39,9 @@ from vmw.sdk import (
     QueueSpec,
     Sub,
 )
-from vmw.server.health import TICK_S
-from vmw.server.journal import read_journal
-from vmw.server.server import RunningServer, start_server
+from vehicle_middleware.server.health import TICK_S
+from vehicle_middleware.server.journal import read_journal
+from vehicle_middleware.server.server import RunningServer, start_server
 
 from tests.conftest import eventually, fails
 from tests.integration.conftest import TEST_SETTINGS
@@ -252,7 +252,7 @@ async def test_a_stale_key_is_told_to_an_app_that_subscribes_later(tmp_path: Pat
 
 PROVIDER = textwrap.dedent("""
     import asyncio, sys
-    from vmw.sdk import ProviderClient
+    from vehicle_middleware.sdk import ProviderClient
 
     async def main():
         provider = ProviderClient(sys.argv[1], "claimer")

@@ -10,7 +10,8 @@ What the limit rows promise, over TCP and over the Unix socket:
   :func:`test_every_repeated_field_of_every_request_is_a_batch_row_or_exempt` until it is
   classified. A batch one item over ``max_keys_per_request`` is refused
   INVALID_ARGUMENT (the project's error table: :class:`InvalidRequestError`, as
-  :func:`vmw.server.rpc.convert.check_count` says it) with ``<field>: at most <limit> per
+  :func:`vehicle_middleware.server.rpc.convert.check_count` says it) with ``<field>: at most <limit>
+  per
   request, got <n>``, and nothing changes: the store's keys and values, the ESS's apps
   (KUKSA subscriptions included) and their subscriptions, and the actuators' providers.
 * Oversized messages: a request over ``max_message_bytes`` (a valid message of the
@@ -48,19 +49,19 @@ from typing import Any, Final
 import grpc
 import pytest
 from google.protobuf.message import Message
-from vmw.contract.values import encode
-from vmw.proto.actuation.v1 import actuation_pb2 as act
-from vmw.proto.admin.v1 import admin_pb2 as adm
-from vmw.proto.cluster.v1 import cluster_pb2 as peer
-from vmw.proto.ess.v1 import ess_pb2 as ess
-from vmw.proto.journal.v1 import journal_pb2 as jnl
-from vmw.proto.kuksa.val.v1 import types_pb2 as t1
-from vmw.proto.kuksa.val.v1 import val_pb2 as v1
-from vmw.proto.kuksa.val.v2 import types_pb2 as t2
-from vmw.proto.kuksa.val.v2 import val_pb2 as v2
-from vmw.proto.vstore.v1 import vstore_pb2 as vs
-from vmw.server.auth.tokens import generate_key_pair, mint
-from vmw.server.server import RunningServer
+from vehicle_middleware.contract.values import encode
+from vehicle_middleware.proto.kuksa.val.v1 import types_pb2 as t1
+from vehicle_middleware.proto.kuksa.val.v1 import val_pb2 as v1
+from vehicle_middleware.proto.kuksa.val.v2 import types_pb2 as t2
+from vehicle_middleware.proto.kuksa.val.v2 import val_pb2 as v2
+from vehicle_middleware.proto.vehicle.actuation.v1 import actuation_pb2 as act
+from vehicle_middleware.proto.vehicle.admin.v1 import admin_pb2 as adm
+from vehicle_middleware.proto.vehicle.cluster.v1 import cluster_pb2 as peer
+from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2 as ess
+from vehicle_middleware.proto.vehicle.journal.v1 import journal_pb2 as jnl
+from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2 as vs
+from vehicle_middleware.server.auth.tokens import generate_key_pair, mint
+from vehicle_middleware.server.server import RunningServer
 
 from tests.conftest import eventually
 from tests.integration.conftest import NewServer
@@ -241,7 +242,7 @@ _PEER_PROTOCOL: Final = (
 )
 _QUEUES: Final = (
     "queue configurations: one per queue 0..2, a queue given twice or one outside 0..2 "
-    "is refused (vmw.ess.config)"
+    "is refused (vehicle_middleware.ess.config)"
 )
 _KINDS: Final = (
     "record kinds the answer is filtered by: each checked against the journal's kinds, "
@@ -331,7 +332,7 @@ async def batching(new_server: NewServer, tmp_path: Path) -> AsyncIterator[Batch
     running = await new_server(
         max_keys_per_request=LIMIT,
         journal_dir=str(tmp_path / "journal"),
-        unix_socket=str(tmp_path / "vmw.sock"),
+        unix_socket=str(tmp_path / "vehicle_middleware.sock"),
     )
     subscribed = [f"Vehicle.Batch.S{i}" for i in range(OVER)]
     others = [f"Vehicle.Batch.O{i}" for i in range(OVER)]
@@ -487,7 +488,7 @@ async def test_a_message_over_max_message_bytes_is_refused_by_grpc_on_each_servi
         max_message_bytes=MAX_MESSAGE,
         max_value_size=16 * 1024,
         journal_dir=str(tmp_path / "journal"),
-        unix_socket=str(tmp_path / "vmw.sock"),
+        unix_socket=str(tmp_path / "vehicle_middleware.sock"),
     )
     md = _app("big")
     async with (
@@ -577,7 +578,7 @@ async def test_each_app_has_its_own_request_rate_on_every_service(
         rate_limit_rps=RATE,
         rate_limit_burst=BURST,
         journal_dir=str(tmp_path / "journal"),
-        unix_socket=str(tmp_path / "vmw.sock"),
+        unix_socket=str(tmp_path / "vehicle_middleware.sock"),
     )
     address = _address(server, transport)
     async with grpc.aio.insecure_channel(address) as listing:
@@ -620,7 +621,7 @@ async def test_each_app_has_its_own_request_rate_on_every_service(
 
 WIDE: Final = 20_000
 """Keys under ``Vehicle.X``: a wildcard over them is legal (its answer, about 0.5 MB,
-fits) and large: about 20 pauses (every BREATHE_EVERY keys), where the bystander's two
+fits) and large: about 20 pauses (every PAUSE_EVERY keys), where the bystander's two
 calls need one or two (5,000 keys left about 3 spare pauses on a 2-core machine; 20,000
 leave about 20, for about 0.3 s of test)."""
 
@@ -707,7 +708,7 @@ async def test_a_bystander_is_served_while_a_listing_scans_keys_its_caller_may_n
     (the scan had not reached it yet): the bystander was served in the middle of it."""
     private, public = generate_key_pair("ES256")
     tokens = TokenKeys(private, public)
-    pub = tmp_path / "vmw.pub"
+    pub = tmp_path / "vehicle_middleware.pub"
     pub.write_bytes(public)
     server = await new_server(auth_mode="token", token_public_key=str(pub), token_audience=AUD)
     calls = server.calls

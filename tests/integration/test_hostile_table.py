@@ -43,25 +43,25 @@ from typing import Any, Final, Literal
 
 import grpc
 import pytest
-import vmw.proto
+import vehicle_middleware.proto
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
 from google.protobuf.message import Message
 from grpc_health.v1 import health_pb2
 from grpc_reflection.v1alpha import reflection_pb2
-from vmw.contract.values import encode
-from vmw.proto.actuation.v1 import actuation_pb2 as act
-from vmw.proto.admin.v1 import admin_pb2 as adm
-from vmw.proto.cluster.v1 import cluster_pb2 as peer
-from vmw.proto.ess.v1 import ess_pb2 as ess
-from vmw.proto.journal.v1 import journal_pb2 as jnl
-from vmw.proto.kuksa.val.v1 import types_pb2 as t1
-from vmw.proto.kuksa.val.v1 import val_pb2 as v1
-from vmw.proto.kuksa.val.v2 import types_pb2 as t2
-from vmw.proto.kuksa.val.v2 import val_pb2 as v2
-from vmw.proto.vstore.v1 import vstore_pb2 as vs
-from vmw.sdk.raced import ATTEMPTS, write_raced_end
-from vmw.server.auth.tokens import generate_key_pair, mint
-from vmw.server.server import RunningServer
+from vehicle_middleware.contract.values import encode
+from vehicle_middleware.proto.kuksa.val.v1 import types_pb2 as t1
+from vehicle_middleware.proto.kuksa.val.v1 import val_pb2 as v1
+from vehicle_middleware.proto.kuksa.val.v2 import types_pb2 as t2
+from vehicle_middleware.proto.kuksa.val.v2 import val_pb2 as v2
+from vehicle_middleware.proto.vehicle.actuation.v1 import actuation_pb2 as act
+from vehicle_middleware.proto.vehicle.admin.v1 import admin_pb2 as adm
+from vehicle_middleware.proto.vehicle.cluster.v1 import cluster_pb2 as peer
+from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2 as ess
+from vehicle_middleware.proto.vehicle.journal.v1 import journal_pb2 as jnl
+from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2 as vs
+from vehicle_middleware.sdk.write_races import ATTEMPTS, write_raced_end
+from vehicle_middleware.server.auth.tokens import generate_key_pair, mint
+from vehicle_middleware.server.server import RunningServer
 
 from tests.integration.conftest import NewServer
 
@@ -552,7 +552,8 @@ async def answered(
     no first answer within :data:`TIMEOUT_S` raises TimeoutError.
 
     A stream whose first write races the middleware ending the call gets grpc's own
-    INTERNAL in place of the middleware's answer (:mod:`vmw.sdk.raced`: a few calls in
+    INTERNAL in place of the middleware's answer (:mod:`vehicle_middleware.sdk.write_races`: a few
+    calls in
     a thousand); the call is then made again, up to ``ATTEMPTS`` times, as the SDK does
     and as the app developers' guide tells a client of its own to, so that the answer
     judged is always the middleware's."""
@@ -646,14 +647,14 @@ def keys() -> Keys:
 async def secure(new_server: NewServer, keys: Keys, tmp_path: Path) -> RunningServer:
     """A token-mode middleware with its journal on (every service live), on TCP and a
     Unix socket, holding :data:`SECRET` (with a value) and its siblings."""
-    pub = tmp_path / "vmw.pub"
+    pub = tmp_path / "vehicle_middleware.pub"
     pub.write_bytes(keys.public)
     running = await new_server(
         auth_mode="token",
         token_public_key=str(pub),
         token_audience=AUD,
         journal_dir=str(tmp_path / "journal"),
-        unix_socket=str(tmp_path / "vmw.sock"),
+        unix_socket=str(tmp_path / "vehicle_middleware.sock"),
     )
     async with grpc.aio.insecure_channel(running.address) as channel:
         admin = _bearer(keys.token("admin", EVERY_SCOPE))
@@ -716,7 +717,9 @@ def _proto_services() -> dict[str, tuple[str, type[Message]]]:
     """Every service of the project's compiled protos (its own and KUKSA's): full name ->
     (its first method, that method's input type)."""
     found: dict[str, tuple[str, type[Message]]] = {}
-    for module in pkgutil.walk_packages(vmw.proto.__path__, "vmw.proto."):
+    for module in pkgutil.walk_packages(
+        vehicle_middleware.proto.__path__, "vehicle_middleware.proto."
+    ):
         if module.name.endswith("_pb2"):
             file = importlib.import_module(module.name).DESCRIPTOR
             for service in file.services_by_name.values():

@@ -10,18 +10,18 @@ from typing import Any
 
 import grpc
 import pytest
-from vmw.contract.wire import APP_ID_HEADER
-from vmw.proto.actuation.v1 import actuation_pb2
-from vmw.proto.admin.v1 import admin_pb2
-from vmw.proto.ess.v1 import ess_pb2
-from vmw.proto.journal.v1 import journal_pb2
-from vmw.proto.vstore.v1 import vstore_pb2
-from vmw.sdk.raced import ATTEMPTS, write_raced_end
-from vmw.server.auth.authentication import Authenticator
-from vmw.server.auth.rate_limits import RateLimits
-from vmw.server.config import AccessSettings, Settings
-from vmw.server.rpc.identity import Identify, caller
-from vmw.server.server import RunningServer
+from vehicle_middleware.contract.wire import APP_ID_HEADER
+from vehicle_middleware.proto.vehicle.actuation.v1 import actuation_pb2
+from vehicle_middleware.proto.vehicle.admin.v1 import admin_pb2
+from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2
+from vehicle_middleware.proto.vehicle.journal.v1 import journal_pb2
+from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2
+from vehicle_middleware.sdk.write_races import ATTEMPTS, write_raced_end
+from vehicle_middleware.server.auth.authentication import Authenticator
+from vehicle_middleware.server.auth.rate_limits import RateLimits
+from vehicle_middleware.server.config import AccessSettings, Settings
+from vehicle_middleware.server.rpc.identity import Identify, caller
+from vehicle_middleware.server.server import RunningServer
 
 from tests.conftest import fails
 
@@ -38,7 +38,8 @@ METHODS = [(s.full_name, m) for s in SERVICES for m in s.methods]
 async def _call(channel: grpc.aio.Channel, service: str, method: Any) -> grpc.StatusCode:
     """Call ``method`` with an empty request and no metadata; its status code. Made
     again where a stream's write raced the middleware ending the call and grpc answered
-    its own INTERNAL in place of the middleware's status (:mod:`vmw.sdk.raced`)."""
+    its own INTERNAL in place of the middleware's status
+    (:mod:`vehicle_middleware.sdk.write_races`)."""
     for attempt in range(1, ATTEMPTS + 1):
         try:
             await _call_once(channel, service, method)

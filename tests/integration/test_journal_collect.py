@@ -1,4 +1,5 @@
-"""``python -m vmw.fleet collect`` against real middleware processes, killed.
+"""``python -m vehicle_middleware.telemetry_export collect`` against real middleware processes,
+killed.
 
 - the middleware is killed (SIGKILL) while the collector follows it, and
   restarted on the same journal: the collector records exactly one restart,
@@ -25,12 +26,12 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from vmw.contract.journal.chain import succ, verify_line
-from vmw.contract.journal.segments import lines, segment_files
-from vmw.fleet.collector import Collector, Options
-from vmw.fleet.landing_area import Landing
-from vmw.sdk import ProviderClient
-from vmw.server.server import start_server
+from vehicle_middleware.contract.journal.chain import succ, verify_line
+from vehicle_middleware.contract.journal.segments import lines, segment_files
+from vehicle_middleware.sdk import ProviderClient
+from vehicle_middleware.server.server import start_server
+from vehicle_middleware.telemetry_export.collector import Collector, Options
+from vehicle_middleware.telemetry_export.landing_area import Landing
 
 from tests.conftest import eventually, wait_until
 from tests.integration.conftest import TEST_SETTINGS
@@ -55,7 +56,7 @@ def collector(
         [
             sys.executable,
             "-m",
-            "vmw.fleet",
+            "vehicle_middleware.telemetry_export",
             "collect",
             "--from",
             address,

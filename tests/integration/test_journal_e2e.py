@@ -6,10 +6,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from vmw.contract.journal.records import expand
-from vmw.sdk import ProviderClient
-from vmw.server.journal import JournalReport, read_journal, verify
-from vmw.server.server import start_server
+from vehicle_middleware.contract.journal.records import expand
+from vehicle_middleware.sdk import ProviderClient
+from vehicle_middleware.server.journal import JournalReport, read_journal, verify
+from vehicle_middleware.server.server import start_server
 
 from tests.integration.conftest import TEST_SETTINGS
 from tests.integration.scenarios import slow_app

@@ -1,7 +1,7 @@
 """The journal of a real middleware process under faults: retention, kill -9, a full disk.
 
-Each case runs ``python -m vmw.server serve`` as a process and checks what
-``python -m vmw.server journal verify`` then says. The full-disk cases mount a
+Each case runs ``python -m vehicle_middleware.server serve`` as a process and checks what
+``python -m vehicle_middleware.server journal verify`` then says. The full-disk cases mount a
 small tmpfs (root only; skipped where mounting is not allowed: the same
 losses are covered by the unit tests' injected write errors).
 """
@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from vmw.sdk import ProviderClient
-from vmw.server.journal import JournalReport, read_journal, verify
-from vmw.server.journal.reserve import LossMarker
+from vehicle_middleware.sdk import ProviderClient
+from vehicle_middleware.server.journal import JournalReport, read_journal, verify
+from vehicle_middleware.server.journal.reserve import LossMarker
 
 from tests.conftest import eventually, eventually_async
 from tests.integration.test_process import start, stop
@@ -30,7 +30,7 @@ SPEED = "Vehicle.Speed"
 
 def verify_cli(directory: Path) -> tuple[int, str]:
     done = subprocess.run(
-        [sys.executable, "-m", "vmw.server", "journal", "verify", str(directory)],
+        [sys.executable, "-m", "vehicle_middleware.server", "journal", "verify", str(directory)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -216,7 +216,7 @@ async def test_a_second_middleware_on_the_same_journal_directory_is_refused(
     proc, _ = serve(journal)
     try:
         second = subprocess.run(
-            [sys.executable, "-m", "vmw.server", "serve", "--listen", "127.0.0.1:0",
+            [sys.executable, "-m", "vehicle_middleware.server", "serve", "--listen", "127.0.0.1:0",
              "--journal-dir", str(journal)],
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip

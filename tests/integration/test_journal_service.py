@@ -15,15 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from vmw.contract.journal.chain import OFFSET_MOD, pred, succ, verify_line
-from vmw.contract.journal.segments import segment_files
-from vmw.proto.journal.v1 import journal_pb2 as pb
-from vmw.proto.journal.v1 import journal_pb2_grpc as pb_grpc
-from vmw.sdk import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
-from vmw.server.auth.tokens import generate_key_pair, mint
-from vmw.server.config import Settings
-from vmw.server.journal.consumers import CONSUMERS_NAME
-from vmw.server.server import RunningServer, start_server
+from vehicle_middleware.contract.journal.chain import OFFSET_MOD, pred, succ, verify_line
+from vehicle_middleware.contract.journal.segments import segment_files
+from vehicle_middleware.proto.vehicle.journal.v1 import journal_pb2 as pb
+from vehicle_middleware.proto.vehicle.journal.v1 import journal_pb2_grpc as pb_grpc
+from vehicle_middleware.sdk import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
+from vehicle_middleware.server.auth.tokens import generate_key_pair, mint
+from vehicle_middleware.server.config import Settings
+from vehicle_middleware.server.journal.consumers import CONSUMERS_NAME
+from vehicle_middleware.server.server import RunningServer, start_server
 
 from tests.conftest import eventually, fails
 from tests.integration.conftest import TEST_SETTINGS
@@ -276,8 +276,10 @@ async def test_bad_input_gets_a_status_and_a_message_naming_the_field(tmp_path: 
 
 async def test_in_token_mode_only_the_journal_read_scope_reads_the_journal(tmp_path: Path) -> None:
     private, public = generate_key_pair("ES256")
-    (tmp_path / "vmw.pub").write_bytes(public)
-    s = settings(tmp_path, auth_mode="token", token_public_key=str(tmp_path / "vmw.pub"))
+    (tmp_path / "vehicle_middleware.pub").write_bytes(public)
+    s = settings(
+        tmp_path, auth_mode="token", token_public_key=str(tmp_path / "vehicle_middleware.pub")
+    )
     async with running(s) as (server, stub):
         reader = mint(private, subject="reader", scope="read:**", ttl_s=60)
         collector = mint(private, subject="coll", scope="journal:read", ttl_s=60)

@@ -13,16 +13,16 @@ from pathlib import Path
 import grpc
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
-from vmw.contract.values import decode, encode
-from vmw.proto.kuksa.val.v1 import types_pb2 as t1
-from vmw.proto.kuksa.val.v1 import val_pb2 as v1
-from vmw.proto.kuksa.val.v1 import val_pb2_grpc as v1_grpc
-from vmw.proto.kuksa.val.v2 import types_pb2 as t2
-from vmw.proto.kuksa.val.v2 import val_pb2 as v2
-from vmw.proto.kuksa.val.v2 import val_pb2_grpc as v2_grpc
-from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
-from vmw.sdk import ProviderClient
-from vmw.server.server import RunningServer
+from vehicle_middleware.contract.values import decode, encode
+from vehicle_middleware.proto.kuksa.val.v1 import types_pb2 as t1
+from vehicle_middleware.proto.kuksa.val.v1 import val_pb2 as v1
+from vehicle_middleware.proto.kuksa.val.v1 import val_pb2_grpc as v1_grpc
+from vehicle_middleware.proto.kuksa.val.v2 import types_pb2 as t2
+from vehicle_middleware.proto.kuksa.val.v2 import val_pb2 as v2
+from vehicle_middleware.proto.kuksa.val.v2 import val_pb2_grpc as v2_grpc
+from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+from vehicle_middleware.sdk import ProviderClient
+from vehicle_middleware.server.server import RunningServer
 
 from tests.conftest import fails
 from tests.integration.conftest import PublishReader

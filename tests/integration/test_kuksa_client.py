@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from vmw.contract.values import decode_value, encode
-from vmw.sdk import ProviderClient
-from vmw.server.auth.tokens import generate_key_pair, mint
-from vmw.server.server import RunningServer
+from vehicle_middleware.contract.values import decode_value, encode
+from vehicle_middleware.sdk import ProviderClient
+from vehicle_middleware.server.auth.tokens import generate_key_pair, mint
+from vehicle_middleware.server.server import RunningServer
 
 from tests.conftest import eventually_async
 from tests.integration.conftest import NewServer

@@ -8,12 +8,12 @@ from typing import Any
 
 import grpc
 import pytest
-from vmw.proto.ess.v1 import ess_pb2
-from vmw.proto.kuksa.val.v2 import types_pb2 as types_v2
-from vmw.proto.kuksa.val.v2 import val_pb2 as val_v2
-from vmw.proto.kuksa.val.v2 import val_pb2_grpc as val_v2_grpc
-from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
-from vmw.server.server import RunningServer
+from vehicle_middleware.proto.kuksa.val.v2 import types_pb2 as types_v2
+from vehicle_middleware.proto.kuksa.val.v2 import val_pb2 as val_v2
+from vehicle_middleware.proto.kuksa.val.v2 import val_pb2_grpc as val_v2_grpc
+from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2
+from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+from vehicle_middleware.server.server import RunningServer
 
 from tests.conftest import eventually, fails
 from tests.integration.conftest import NewServer
@@ -212,7 +212,9 @@ async def test_apps_on_the_unix_socket_each_have_their_own_rate(
     apps well under their own limit refuse each other. (1 request/s: no refill to
     speak of while the test runs.)"""
     server = await new_server(
-        unix_socket=str(tmp_path / "vmw.sock"), rate_limit_rps=1.0, rate_limit_burst=5
+        unix_socket=str(tmp_path / "vehicle_middleware.sock"),
+        rate_limit_rps=1.0,
+        rate_limit_burst=5,
     )
     unix = next(a for a in server.addresses if a.startswith("unix:"))
     async with grpc.aio.insecure_channel(unix) as channel:

@@ -18,13 +18,13 @@ from pathlib import Path
 import grpc
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from vmw.ess import DEFAULT_MIN_LENGTH
-from vmw.proto.admin.v1 import admin_pb2, admin_pb2_grpc
-from vmw.sdk import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
-from vmw.server.auth.tokens import generate_key_pair, mint
-from vmw.server.config import Settings
-from vmw.server.metrics import SERIES, Figure, MetricsListenError
-from vmw.server.server import RunningServer, start_server
+from vehicle_middleware.ess import DEFAULT_MIN_LENGTH
+from vehicle_middleware.proto.vehicle.admin.v1 import admin_pb2, admin_pb2_grpc
+from vehicle_middleware.sdk import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
+from vehicle_middleware.server.auth.tokens import generate_key_pair, mint
+from vehicle_middleware.server.config import Settings
+from vehicle_middleware.server.metrics import SERIES, Figure, MetricsListenError
+from vehicle_middleware.server.server import RunningServer, start_server
 
 from tests.conftest import eventually, fails
 
@@ -157,7 +157,8 @@ async def test_an_app_that_does_not_read_shows_a_full_queue_and_evictions(
 
         # top prints the app with its full queue, beside the busiest keys.
         top = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "vmw.tools", "top", "--target", server.address, "--once",
+            sys.executable, "-m", "vehicle_middleware.tools", "top", "--target", server.address,
+            "--once",
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )  # fmt: skip
         out, err = await asyncio.wait_for(top.communicate(), 30)
@@ -179,11 +180,13 @@ async def test_an_app_that_does_not_read_shows_a_full_queue_and_evictions(
 
 async def test_getstats_needs_the_admin_scope_and_checks_its_request(tmp_path: Path) -> None:
     private, public = generate_key_pair("ES256")
-    (tmp_path / "vmw.pub").write_bytes(public)
+    (tmp_path / "vehicle_middleware.pub").write_bytes(public)
     reader = mint(private, subject="dash", scope="read", ttl_s=60)
     admin = mint(private, subject="ops", scope="admin", ttl_s=60)
     async with (
-        serving(auth_mode="token", token_public_key=str(tmp_path / "vmw.pub")) as server,
+        serving(
+            auth_mode="token", token_public_key=str(tmp_path / "vehicle_middleware.pub")
+        ) as server,
         grpc.aio.insecure_channel(server.address) as channel,
     ):
         stub = admin_pb2_grpc.AdminStub(channel)
@@ -262,7 +265,7 @@ def test_every_series_is_in_the_readme() -> None:
 
 def test_serve_prints_the_metrics_address_and_serves_there() -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "vmw.server", "serve", "--listen", "127.0.0.1:0",
+        [sys.executable, "-m", "vehicle_middleware.server", "serve", "--listen", "127.0.0.1:0",
          "--metrics-listen", "127.0.0.1:0"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )  # fmt: skip

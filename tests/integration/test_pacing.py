@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from vmw.proto.ess.v1 import ess_pb2
-from vmw.proto.vstore.v1 import vstore_pb2
-from vmw.server.server import RunningServer
+from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2
+from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2
+from vehicle_middleware.server.server import RunningServer
 
 KEY = "Vehicle.Paced.Level"
 WRITES = 100

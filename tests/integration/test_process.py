@@ -1,4 +1,5 @@
-"""`python -m vmw.server serve` as a real process: flags, env, TOML, signals, Unix socket."""
+"""`python -m vehicle_middleware.server serve` as a real process: flags, env, TOML, signals, Unix
+socket."""
 
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ from pathlib import Path
 
 import grpc
 import pytest
-from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
 
 def start(*args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "vmw.server", "serve", *args],
+        [sys.executable, "-m", "vehicle_middleware.server", "serve", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -51,8 +52,8 @@ async def add_key(address: str, name: str) -> int:
 
 
 async def test_serve_on_tcp_and_unix_socket_and_stop_on_sigterm(tmp_path: Path) -> None:
-    sock = tmp_path / "vmw.sock"
-    config = tmp_path / "vmw.toml"
+    sock = tmp_path / "vehicle_middleware.sock"
+    config = tmp_path / "vehicle_middleware.toml"
     config.write_text('[middleware]\nmax_value_size = 1024\nlog_level = "DEBUG"\n')
     proc, address = start(
         "--listen",
@@ -97,7 +98,7 @@ def test_bad_settings_exit_with_a_message_naming_the_setting(tmp_path: Path) -> 
         (["--event-loop", "tokio"], "event_loop must be one of auto, uvloop, asyncio, got 'tokio'"),
     ):
         result = subprocess.run(
-            [sys.executable, "-m", "vmw.server", "serve", *flags],
+            [sys.executable, "-m", "vehicle_middleware.server", "serve", *flags],
             capture_output=True,
             text=True,
             timeout=30,

@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from vmw.contract.values import decode
-from vmw.sdk import AppClient, DataEvent, ReconnectedEvent, Sub
-from vmw.sdk.status_file import read_status
+from vehicle_middleware.contract.values import decode
+from vehicle_middleware.sdk import AppClient, DataEvent, ReconnectedEvent, Sub
+from vehicle_middleware.sdk.status_file import read_status
 
 from tests.conftest import eventually
 from tests.integration.test_process import start, stop
@@ -46,7 +46,7 @@ async def test_the_simulated_car_survives_a_middleware_restart(tmp_path: Path) -
         [
             sys.executable,
             "-m",
-            "vmw.providers",
+            "vehicle_middleware.providers",
             "sim",
             "--target",
             address,

@@ -8,7 +8,7 @@ import re
 import sys
 from pathlib import Path
 
-from vmw.server.server import RunningServer
+from vehicle_middleware.server.server import RunningServer
 
 ROOT = Path(__file__).parents[2]
 EXAMPLES = ROOT / "examples" / "quickstart"

@@ -13,11 +13,11 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from vmw.apps.harness import AppOptions, run_app
-from vmw.apps.logger import EventLogger
-from vmw.providers.recording import read_recording
-from vmw.sdk import ProviderClient
-from vmw.server.server import RunningServer
+from vehicle_middleware.apps.harness import AppOptions, run_app
+from vehicle_middleware.apps.logger import EventLogger
+from vehicle_middleware.providers.recording import read_recording
+from vehicle_middleware.sdk import ProviderClient
+from vehicle_middleware.server.server import RunningServer
 
 from tests.conftest import eventually
 
@@ -72,7 +72,7 @@ async def test_replaying_a_recording_reproduces_each_keys_values_in_order(
     )
     await eventually(lambda: bool(subscribed) or app.done(), timeout=10, what="the logger")
     replay = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "vmw.providers", "replay", str(rec),
+        sys.executable, "-m", "vehicle_middleware.providers", "replay", str(rec),
         "--target", server.address, "--speed", "1",
         stderr=subprocess.PIPE,
     )  # fmt: skip

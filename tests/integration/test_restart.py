@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from vmw.sdk import AppClient, DataEvent, ProviderClient, ReconnectedEvent, Sub
-from vmw.sdk.events import ClientEvent
-from vmw.server.server import start_server
+from vehicle_middleware.sdk import AppClient, DataEvent, ProviderClient, ReconnectedEvent, Sub
+from vehicle_middleware.sdk.events import ClientEvent
+from vehicle_middleware.server.server import start_server
 
 from tests.conftest import eventually
 from tests.integration.conftest import TEST_SETTINGS

@@ -10,9 +10,9 @@ from typing import Any
 
 import grpc
 import pytest
-from vmw.proto.ess.v1 import ess_pb2
-from vmw.proto.vstore.v1 import vstore_pb2
-from vmw.sdk import (
+from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2
+from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2
+from vehicle_middleware.sdk import (
     AppClient,
     DataEvent,
     ProviderClient,
@@ -20,7 +20,7 @@ from vmw.sdk import (
     StreamReplacedError,
     Sub,
 )
-from vmw.server.server import RunningServer, start_server
+from vehicle_middleware.server.server import RunningServer, start_server
 
 from tests.conftest import fails
 from tests.integration.conftest import TEST_SETTINGS
@@ -158,7 +158,7 @@ async def test_a_resumed_subscription_reports_no_false_gap(server: RunningServer
 async def test_shutdown_ends_open_streams_at_once_with_unavailable() -> None:
     running = await start_server(dataclasses.replace(TEST_SETTINGS, grace_period_s=30.0))
     async with grpc.aio.insecure_channel(running.address) as channel:
-        from vmw.proto.ess.v1 import ess_pb2_grpc
+        from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2_grpc
 
         call = ess_pb2_grpc.EventServiceStub(channel).GetEvents(
             ess_pb2.GetEventsRequest(), metadata=(("app-id", "dash"),)

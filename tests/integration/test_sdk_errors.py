@@ -9,8 +9,8 @@ import socket
 
 import grpc
 import pytest
-from vmw.contract.values import encode
-from vmw.sdk import (
+from vehicle_middleware.contract.values import encode
+from vehicle_middleware.sdk import (
     AppClient,
     DataEvent,
     KeyAddedEvent,
@@ -19,7 +19,7 @@ from vmw.sdk import (
     PublishRefusedError,
     Sub,
 )
-from vmw.server.server import RunningServer
+from vehicle_middleware.server.server import RunningServer
 
 from tests.conftest import eventually
 

@@ -1,12 +1,12 @@
 """The SDK installs alone: an in-car app gets the contract and grpcio, nothing of the server.
 
-The wheels of ``packages/contract`` and ``packages/sdk`` are built from copies
+The wheels of ``proto`` and ``sdk`` are built from copies
 of their source trees (once per module) and installed, not editable, with
 pip into a fresh virtualenv of this interpreter; their dependencies come from
 the index (pip's cache makes a second run quick). The test then says what
 that virtualenv holds (exactly the two and what they declare, transitively;
-none of the server's dependencies; no ``vmw.server``, ``vmw.ess``,
-``vmw.vstore``) and runs a provider and an app from it against a real
+none of the server's dependencies; no ``vehicle_middleware.server``, ``vehicle_middleware.ess``,
+``vehicle_middleware.vstore``) and runs a provider and an app from it against a real
 middleware process.
 """
 
@@ -41,10 +41,14 @@ SERVER_ONLY = frozenset(
         "pyspark",
         "matplotlib",
         "pyarrow",
-        "vmw-server",
-        "vmw-fleet",
-        "vmw-tools",
-        "vmw-samples",
+        "vehicle-middleware-server",
+        "vehicle-middleware-vstore",
+        "vehicle-middleware-ess",
+        "vehicle-middleware-replica",
+        "vehicle-middleware-providers",
+        "vehicle-middleware-telemetry-export",
+        "vehicle-middleware-tools",
+        "vehicle-middleware-samples",
     }
 )
 """Distributions of the server and the data centre: never in an app's install."""
@@ -57,7 +61,7 @@ import importlib.metadata, importlib.util, json
 def found(module):
     try:
         return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:  # its parent, vmw, is not there at all
+    except ModuleNotFoundError:  # its parent, vehicle_middleware, is not there at all
         return False
 
 print(json.dumps({
@@ -66,16 +70,19 @@ print(json.dumps({
     },
     "modules": {
         m: found(m)
-        for m in ("vmw.sdk", "vmw.contract", "vmw.proto", "vmw.vss", "vmw.server", "vmw.ess",
-                  "vmw.vstore", "vmw.replica", "vmw.fleet")
+        for m in ("vehicle_middleware.sdk", "vehicle_middleware.contract",
+                  "vehicle_middleware.proto", "vehicle_middleware.vss",
+                  "vehicle_middleware.server", "vehicle_middleware.ess",
+                  "vehicle_middleware.vstore", "vehicle_middleware.replica",
+                  "vehicle_middleware.telemetry_export")
     },
 }))
 """
 
 _CAR = """
 import asyncio, sys
-from vmw.contract import values
-from vmw.sdk import AppClient, DataEvent, ProviderClient, Sub
+from vehicle_middleware.contract import values
+from vehicle_middleware.sdk import AppClient, DataEvent, ProviderClient, Sub
 
 async def main(address: str) -> None:
     async with (
@@ -127,10 +134,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     t = time.monotonic()
     # Copies: a build writes build/ and *.egg-info beside the sources it reads.
     sources = []
-    for dist in ("contract", "sdk"):
+    for dist in ("proto", "sdk"):
         src = base / "src" / dist
         shutil.copytree(
-            ROOT / "packages" / dist,
+            ROOT / dist,
             src,
             ignore=shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__"),
         )
@@ -184,23 +191,29 @@ def test_the_sdk_installs_with_the_contract_and_its_declared_dependencies_only(
     requires: dict[str, list[str]] = {canonicalize_name(n): r for n, r in found["dists"].items()}
     added = set(requires) - installed.baseline
     # What the SDK declares, and what that declares, and nothing else.
-    assert added == _closure(requires, "vmw-sdk")
-    assert {"vmw-sdk", "vmw-contract", "grpcio", "protobuf", "orjson"} <= added
+    assert added == _closure(requires, "vehicle-middleware-sdk")
+    assert {
+        "vehicle-middleware-sdk",
+        "vehicle-middleware-contract",
+        "grpcio",
+        "protobuf",
+        "orjson",
+    } <= added
     assert not added & SERVER_ONLY, added & SERVER_ONLY
     # The third-party ones are grpcio's, protobuf's and orjson's own.
-    third_party = added - {"vmw-sdk", "vmw-contract"}
+    third_party = added - {"vehicle-middleware-sdk", "vehicle-middleware-contract"}
     pulled = set().union(*(_closure(requires, d) for d in ("grpcio", "protobuf", "orjson")))
     assert third_party == pulled
     assert found["modules"] == {
-        "vmw.sdk": True,
-        "vmw.contract": True,
-        "vmw.proto": True,
-        "vmw.vss": True,
-        "vmw.server": False,
-        "vmw.ess": False,
-        "vmw.vstore": False,
-        "vmw.replica": False,
-        "vmw.fleet": False,
+        "vehicle_middleware.sdk": True,
+        "vehicle_middleware.contract": True,
+        "vehicle_middleware.proto": True,
+        "vehicle_middleware.vss": True,
+        "vehicle_middleware.server": False,
+        "vehicle_middleware.ess": False,
+        "vehicle_middleware.vstore": False,
+        "vehicle_middleware.replica": False,
+        "vehicle_middleware.telemetry_export": False,
     }
 
 

@@ -13,18 +13,18 @@ from typing import Any
 
 import grpc
 import pytest
-from vmw.proto.actuation.v1 import actuation_pb2, actuation_pb2_grpc
-from vmw.proto.ess.v1 import ess_pb2, ess_pb2_grpc
-from vmw.proto.journal.v1 import journal_pb2, journal_pb2_grpc
-from vmw.proto.kuksa.val.v1 import types_pb2 as types_v1
-from vmw.proto.kuksa.val.v1 import val_pb2 as val_v1
-from vmw.proto.kuksa.val.v1 import val_pb2_grpc as val_v1_grpc
-from vmw.proto.kuksa.val.v2 import types_pb2 as types_v2
-from vmw.proto.kuksa.val.v2 import val_pb2 as val_v2
-from vmw.proto.kuksa.val.v2 import val_pb2_grpc as val_v2_grpc
-from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
-from vmw.server.auth.tokens import generate_key_pair, mint
-from vmw.server.server import RunningServer
+from vehicle_middleware.proto.kuksa.val.v1 import types_pb2 as types_v1
+from vehicle_middleware.proto.kuksa.val.v1 import val_pb2 as val_v1
+from vehicle_middleware.proto.kuksa.val.v1 import val_pb2_grpc as val_v1_grpc
+from vehicle_middleware.proto.kuksa.val.v2 import types_pb2 as types_v2
+from vehicle_middleware.proto.kuksa.val.v2 import val_pb2 as val_v2
+from vehicle_middleware.proto.kuksa.val.v2 import val_pb2_grpc as val_v2_grpc
+from vehicle_middleware.proto.vehicle.actuation.v1 import actuation_pb2, actuation_pb2_grpc
+from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2, ess_pb2_grpc
+from vehicle_middleware.proto.vehicle.journal.v1 import journal_pb2, journal_pb2_grpc
+from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+from vehicle_middleware.server.auth.tokens import generate_key_pair, mint
+from vehicle_middleware.server.server import RunningServer
 
 from tests.conftest import eventually, fails
 from tests.integration.conftest import NewServer
@@ -50,7 +50,7 @@ def keys() -> dict[str, bytes]:
 
 @pytest.fixture
 async def secure(new_server: NewServer, keys: dict[str, bytes], tmp_path: Path) -> RunningServer:
-    pub = tmp_path / "vmw.pub"
+    pub = tmp_path / "vehicle_middleware.pub"
     pub.write_bytes(keys["public"])
     return await new_server(
         auth_mode="token", token_public_key=str(pub), token_audience=AUD, claim_grace_s=0.5
@@ -592,7 +592,7 @@ async def test_every_stream_ends_when_its_token_expires(
 ) -> None:
     """Not only the event streams: a journal follower, a KUKSA provider and an actuator
     provider whose token expired are cut off then, and told why."""
-    pub = tmp_path / "vmw.pub"
+    pub = tmp_path / "vehicle_middleware.pub"
     pub.write_bytes(keys["public"])
     server = await new_server(
         auth_mode="token",

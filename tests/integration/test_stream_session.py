@@ -8,15 +8,20 @@ import dataclasses
 from pathlib import Path
 
 import grpc
-from vmw.contract.journal.records import Kind
-from vmw.contract.values import encode
-from vmw.contract.wire import APP_ID_HEADER, REASON_HEADER, REASON_REPLACED, REASON_SHUTDOWN
-from vmw.proto.ess.v1 import ess_pb2, ess_pb2_grpc
-from vmw.proto.kuksa.val.v2 import val_pb2 as v2
-from vmw.proto.kuksa.val.v2 import val_pb2_grpc as v2_grpc
-from vmw.sdk import ProviderClient
-from vmw.server.journal import JournalReport, read_journal
-from vmw.server.server import start_server
+from vehicle_middleware.contract.journal.records import Kind
+from vehicle_middleware.contract.values import encode
+from vehicle_middleware.contract.wire import (
+    APP_ID_HEADER,
+    REASON_HEADER,
+    REASON_REPLACED,
+    REASON_SHUTDOWN,
+)
+from vehicle_middleware.proto.kuksa.val.v2 import val_pb2 as v2
+from vehicle_middleware.proto.kuksa.val.v2 import val_pb2_grpc as v2_grpc
+from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2, ess_pb2_grpc
+from vehicle_middleware.sdk import ProviderClient
+from vehicle_middleware.server.journal import JournalReport, read_journal
+from vehicle_middleware.server.server import start_server
 
 from tests.conftest import eventually
 from tests.integration.conftest import TEST_SETTINGS

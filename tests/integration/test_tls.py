@@ -22,12 +22,12 @@ from pathlib import Path
 
 import grpc
 import pytest
-from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
-from vmw.sdk import AppClient, DataEvent, ProviderClient, Sub, Tls
-from vmw.server.auth.tokens import generate_key_pair, mint
-from vmw.server.config import Settings
-from vmw.server.server import RunningServer, start_server
-from vmw.server.tls import TlsConfigError
+from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+from vehicle_middleware.sdk import AppClient, DataEvent, ProviderClient, Sub, Tls
+from vehicle_middleware.server.auth.tokens import generate_key_pair, mint
+from vehicle_middleware.server.config import Settings
+from vehicle_middleware.server.server import RunningServer, start_server
+from vehicle_middleware.server.tls import TlsConfigError
 
 from tests.conftest import eventually, fails
 from tests.integration.pki import Authority
@@ -152,14 +152,17 @@ async def test_with_tokens_and_mutual_tls_the_token_subject_must_be_the_certific
     pki: Pki, tmp_path: Path
 ) -> None:
     private, public = generate_key_pair("ES256")
-    (tmp_path / "vmw.pub").write_bytes(public)
+    (tmp_path / "vehicle_middleware.pub").write_bytes(public)
     cabin = pki.car.issue("cabin", "cabin-app")
     tls = Tls(ca=pki.car.cert, cert=cabin.cert, key=cabin.key)
     good = mint(private, subject="cabin-app", scope="create:Vehicle.Cabin.**", ttl_s=60)
     other = mint(private, subject="powertrain", scope="create:**", ttl_s=60)
     async with (
         serving(
-            pki, mutual=True, auth_mode="token", token_public_key=str(tmp_path / "vmw.pub")
+            pki,
+            mutual=True,
+            auth_mode="token",
+            token_public_key=str(tmp_path / "vehicle_middleware.pub"),
         ) as server,
         grpc.aio.secure_channel(server.address, tls.credentials()) as channel,
     ):
@@ -193,7 +196,7 @@ async def test_with_tokens_and_mutual_tls_the_token_subject_must_be_the_certific
 async def test_the_unix_socket_stays_plaintext_and_private_beside_mutual_tls(
     pki: Pki, tmp_path: Path
 ) -> None:
-    sock = tmp_path / "vmw.sock"
+    sock = tmp_path / "vehicle_middleware.sock"
     async with serving(pki, mutual=True, unix_socket=str(sock)) as server:
         assert stat.S_IMODE(os.stat(sock).st_mode) == 0o660
         async with grpc.aio.insecure_channel(f"unix:{sock}") as channel:
@@ -239,12 +242,12 @@ def _run(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
 def test_serve_refuses_a_key_that_is_not_the_certificates(pki: Pki) -> None:
     other = pki.car.issue("other", "x", server=True)
     done = _run(
-        "-m", "vmw.server", "serve", "--listen", "127.0.0.1:0",
+        "-m", "vehicle_middleware.server", "serve", "--listen", "127.0.0.1:0",
         "--tls-cert", str(pki.server.cert), "--tls-key", str(other.key),
     )  # fmt: skip
     assert done.returncode == 2
     assert "is not the key of the certificate" in done.stderr
-    done = _run("-m", "vmw.server", "serve", "--tls-client-ca", str(pki.car.cert))
+    done = _run("-m", "vehicle_middleware.server", "serve", "--tls-client-ca", str(pki.car.cert))
     assert done.returncode == 2
     assert "tls_client_ca (mutual TLS) needs tls_cert and tls_key" in done.stderr
 
@@ -255,7 +258,7 @@ async def test_the_cli_clients_take_the_tls_options(pki: Pki) -> None:
     tls_args += ["--tls-key", str(cabin.key)]
     async with serving(pki, mutual=True) as server:
         sim = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "vmw.providers", "sim", "--target", server.address,
+            sys.executable, "-m", "vehicle_middleware.providers", "sim", "--target", server.address,
             "--duration", "1", *tls_args,
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )  # fmt: skip
@@ -265,14 +268,15 @@ async def test_the_cli_clients_take_the_tls_options(pki: Pki) -> None:
         keys = len(server.runtime.store)
         assert keys > 100
         logger = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "vmw.apps", "logger", "--target", server.address,
+            sys.executable, "-m", "vehicle_middleware.apps", "logger", "--target", server.address,
             "--duration", "0.5", "--out", "-", *tls_args,
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )  # fmt: skip
         _, err = await asyncio.wait_for(logger.communicate(), 30)
         assert logger.returncode == 0, err.decode()
         top = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "vmw.tools", "top", "--target", server.address, "--once",
+            sys.executable, "-m", "vehicle_middleware.tools", "top", "--target", server.address,
+            "--once",
             *tls_args,
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )  # fmt: skip
@@ -280,7 +284,8 @@ async def test_the_cli_clients_take_the_tls_options(pki: Pki) -> None:
         assert top.returncode == 0, err.decode()
         assert f"keys {keys:,} " in out.decode()
         plain = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "vmw.tools", "top", "--target", server.address, "--once",
+            sys.executable, "-m", "vehicle_middleware.tools", "top", "--target", server.address,
+            "--once",
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )  # fmt: skip
         _, err = await asyncio.wait_for(plain.communicate(), 30)

@@ -15,11 +15,11 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    from vmw.fleet.session import build_session
+    from vehicle_middleware.telemetry_export.session import build_session
 
     session = build_session(
         "local[1]",
-        app_name="vmw.fleet-tests",
+        app_name="vehicle_middleware.telemetry_export-tests",
         shuffle_partitions=1,
         extra={"spark.sql.adaptive.enabled": "false", "spark.driver.memory": "1g"},
     )

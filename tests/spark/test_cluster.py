@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pyspark
 import pytest
-from vmw.fleet.synth import landing_files, write_fleet
+from vehicle_middleware.telemetry_export.synth import landing_files, write_fleet
 
 from tests.conftest import wait_until
 
@@ -113,7 +113,7 @@ def _run(master: str, *args: str, log_dir: Path) -> dict[str, object]:
         [
             sys.executable,
             "-m",
-            "vmw.fleet",
+            "vehicle_middleware.telemetry_export",
             "--master",
             master,
             "--shuffle-partitions",

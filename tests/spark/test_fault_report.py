@@ -12,8 +12,8 @@ import asyncio
 from pathlib import Path
 
 from pyspark.sql import SparkSession
-from vmw.fleet import job
-from vmw.sdk import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
+from vehicle_middleware.sdk import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
+from vehicle_middleware.telemetry_export import job
 
 from tests.conftest import eventually
 from tests.integration.test_journal_faults import kill9, publish, serve, verify_cli

@@ -12,8 +12,13 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-from vmw.contract.journal.chain import HASH_PREFIX_LEN, OFFSET_MOD, Chain, OffsetCounter
-from vmw.fleet import chain, transforms
+from vehicle_middleware.contract.journal.chain import (
+    HASH_PREFIX_LEN,
+    OFFSET_MOD,
+    Chain,
+    OffsetCounter,
+)
+from vehicle_middleware.telemetry_export import chain, transforms
 
 
 class _Boot:

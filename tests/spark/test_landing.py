@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
-from vmw.fleet import chain, job
-from vmw.fleet.dataset import Dataset
-from vmw.fleet.ingest import ingest_batch
-from vmw.fleet.synth import landing_files, write_fleet
+from vehicle_middleware.telemetry_export import chain, job
+from vehicle_middleware.telemetry_export.dataset import Dataset
+from vehicle_middleware.telemetry_export.ingest import ingest_batch
+from vehicle_middleware.telemetry_export.synth import landing_files, write_fleet
 
 
 def land(landing: Path, files: dict[str, bytes]) -> None:

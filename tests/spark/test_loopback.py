@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from vmw.fleet.synth import write_fleet
+from vehicle_middleware.telemetry_export.synth import write_fleet
 
 
 def test_a_local_run_binds_to_loopback_unless_told_otherwise(tmp_path: Path) -> None:
@@ -20,7 +20,7 @@ def test_a_local_run_binds_to_loopback_unless_told_otherwise(tmp_path: Path) -> 
         [
             sys.executable,
             "-m",
-            "vmw.fleet",
+            "vehicle_middleware.telemetry_export",
             "--shuffle-partitions",
             "1",
             "ingest",

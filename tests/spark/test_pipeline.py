@@ -10,12 +10,12 @@ import shlex
 from pathlib import Path
 
 from pyspark.sql import SparkSession
-from vmw.contract.journal.chain import Chain, OffsetCounter
-from vmw.fleet import job
-from vmw.fleet.__main__ import analyze_options, parser, synth_options
-from vmw.fleet.synth import STALE_KEY, write_fleet
-from vmw.server.config import Settings
-from vmw.server.server import start_server
+from vehicle_middleware.contract.journal.chain import Chain, OffsetCounter
+from vehicle_middleware.server.config import Settings
+from vehicle_middleware.server.server import start_server
+from vehicle_middleware.telemetry_export import job
+from vehicle_middleware.telemetry_export.__main__ import analyze_options, parser, synth_options
+from vehicle_middleware.telemetry_export.synth import STALE_KEY, write_fleet
 
 from tests.integration.scenarios import slow_app
 
@@ -68,10 +68,12 @@ README = Path(__file__).parents[2] / "docs" / "fleet.md"
 
 
 def readme_command(command: str) -> list[str]:
-    """The flags of the README's example ``vmw.fleet COMMAND`` (its
+    """The flags of the README's example ``vehicle_middleware.telemetry_export COMMAND`` (its
     shell lines joined where they continue)."""
     text = README.read_text().replace("\\\n", " ")
-    [line] = [ln for ln in text.splitlines() if f"-m vmw.fleet {command} " in ln]
+    [line] = [
+        ln for ln in text.splitlines() if f"-m vehicle_middleware.telemetry_export {command} " in ln
+    ]
     words = shlex.split(line)
     return words[words.index(command) :]
 

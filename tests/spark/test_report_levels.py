@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from pyspark.sql import SparkSession
-from vmw.fleet import job
-from vmw.fleet.synth import write_fleet
+from vehicle_middleware.telemetry_export import job
+from vehicle_middleware.telemetry_export.synth import write_fleet
 
 
 def test_a_drops_level_journal_is_reported_without_figures_it_cannot_know(

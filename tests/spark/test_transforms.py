@@ -11,9 +11,9 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
-from vmw.contract.journal.chain import Chain, OffsetCounter
-from vmw.fleet import chain, jvm, transforms
-from vmw.fleet.schema import RECORD
+from vehicle_middleware.contract.journal.chain import Chain, OffsetCounter
+from vehicle_middleware.telemetry_export import chain, jvm, transforms
+from vehicle_middleware.telemetry_export.schema import RECORD
 
 BOOT = {"vehicle_id": "car-1", "boot_id": "b1"}
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from vmw.ess import (
+from vehicle_middleware.ess import (
     DataUpdated,
     Event,
     KeyAdded,

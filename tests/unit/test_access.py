@@ -8,12 +8,12 @@ from pathlib import Path
 import hypothesis.strategies as st
 import pytest
 from hypothesis import HealthCheck, given, settings
-from vmw.server.auth.authentication import Authenticator
-from vmw.server.auth.rate_limits import RateLimits
-from vmw.server.auth.tokens import generate_key_pair, mint
-from vmw.server.config import AccessSettings, Settings
-from vmw.server.errors import LimitExceededError, UnauthenticatedError
-from vmw.server.kuksa.subscriptions import SUBSCRIPTION_MARK
+from vehicle_middleware.server.auth.authentication import Authenticator
+from vehicle_middleware.server.auth.rate_limits import RateLimits
+from vehicle_middleware.server.auth.tokens import generate_key_pair, mint
+from vehicle_middleware.server.config import AccessSettings, Settings
+from vehicle_middleware.server.errors import LimitExceededError, UnauthenticatedError
+from vehicle_middleware.server.kuksa.subscriptions import SUBSCRIPTION_MARK
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +25,7 @@ def token_access(tmp_path_factory: pytest.TempPathFactory) -> tuple[Authenticato
         Settings(),
         auth_mode="token",
         token_public_key=str(pub),
-        token_audience="vmw",
+        token_audience="vehicle_middleware",
         rate_limit_rps=1e9,
         rate_limit_burst=10**9,
     )
@@ -74,7 +74,9 @@ def test_random_metadata_is_refused_as_unauthenticated_or_admitted(
 
 def test_a_valid_token_is_admitted_and_cached(token_access: tuple[Authenticator, bytes]) -> None:
     access, private = token_access
-    token = mint(private, subject="dash", scope="read:Vehicle.**", ttl_s=60, audience="vmw")
+    token = mint(
+        private, subject="dash", scope="read:Vehicle.**", ttl_s=60, audience="vehicle_middleware"
+    )
     md = [("authorization", f"Bearer {token}")]
     first = access.authenticate(md)
     second = access.authenticate(md)
@@ -89,7 +91,9 @@ def test_no_caller_can_claim_the_identity_of_a_kuksa_subscription(
     """Neither an app id in open mode nor a token's subject may name a stream the
     middleware opened for another app's KUKSA subscription (it would replace it)."""
     access, private = token_access
-    token = mint(private, subject=name, scope="read:Vehicle.**", ttl_s=60, audience="vmw")
+    token = mint(
+        private, subject=name, scope="read:Vehicle.**", ttl_s=60, audience="vehicle_middleware"
+    )
     with pytest.raises(UnauthenticatedError):
         access.authenticate([("authorization", f"Bearer {token}")])
     open_mode = _authenticator(Settings(rate_limit_rps=1e9, rate_limit_burst=10**9))

@@ -7,12 +7,12 @@ import io
 import json
 
 import pytest
-from vmw.apps.dashboard import DashboardView, format_value
-from vmw.apps.harness import AppStats
-from vmw.apps.logger import EventLogger
-from vmw.contract.values import encode
-from vmw.demo.summary import judge, render
-from vmw.sdk import (
+from vehicle_middleware.apps.dashboard import DashboardView, format_value
+from vehicle_middleware.apps.harness import AppStats
+from vehicle_middleware.apps.logger import EventLogger
+from vehicle_middleware.contract.values import encode
+from vehicle_middleware.demo.summary import judge, render
+from vehicle_middleware.sdk import (
     ClientEvent,
     DataEvent,
     KeyFreshEvent,

@@ -5,8 +5,8 @@ own API's ``EventBatch`` and for a KUKSA ``SubscribeResponse``."""
 
 from __future__ import annotations
 
-from vmw.proto.ess.v1 import ess_pb2
-from vmw.proto.kuksa.val.v2 import val_pb2 as v2
+from vehicle_middleware.proto.kuksa.val.v2 import val_pb2 as v2
+from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2
 
 from bench.kuksa import SUBSCRIBE_METHOD, point_times
 from bench.loads import EVENTS_METHOD, Tally, event_times

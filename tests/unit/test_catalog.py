@@ -7,14 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from vmw.providers.catalog import (
+from vehicle_middleware.providers.catalog import (
     CatalogError,
     default_catalog,
     expand_instances,
     load_catalog,
     parse_catalog,
 )
-from vmw.vss import expected_period
+from vehicle_middleware.vss import expected_period
 
 
 def test_the_shipped_catalog_has_a_few_hundred_realistic_unique_keys() -> None:

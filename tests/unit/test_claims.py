@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
-from vmw.server.auth.authentication import Caller
-from vmw.server.auth.claims import WriteClaims
-from vmw.server.auth.scopes import ALL, parse_scopes
-from vmw.server.auth.stream_counts import StreamCounts
-from vmw.server.errors import LimitExceededError, PermissionDeniedError
-from vmw.vstore import UnknownKeyError
+from vehicle_middleware.server.auth.authentication import Caller
+from vehicle_middleware.server.auth.claims import WriteClaims
+from vehicle_middleware.server.auth.scopes import ALL, parse_scopes
+from vehicle_middleware.server.auth.stream_counts import StreamCounts
+from vehicle_middleware.server.errors import LimitExceededError, PermissionDeniedError
+from vehicle_middleware.vstore import UnknownKeyError
 
 OWNER = Caller("owner", ALL)
 OTHER = Caller("other", ALL)

@@ -6,9 +6,9 @@ import re
 
 import grpc
 import pytest
-from vmw.sdk import PublishRefusedError
-from vmw.sdk.cli import TokenFormatError, app_id_for, refusal, token_subject
-from vmw.server.auth.tokens import generate_key_pair, mint
+from vehicle_middleware.sdk import PublishRefusedError
+from vehicle_middleware.sdk.cli import TokenFormatError, app_id_for, refusal, token_subject
+from vehicle_middleware.server.auth.tokens import generate_key_pair, mint
 
 
 def test_the_app_id_is_the_one_given_else_the_tokens_subject_else_the_default() -> None:

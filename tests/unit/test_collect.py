@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from vmw.contract.journal.chain import OFFSET_MOD, Chain, pred, succ
-from vmw.fleet.collector import Collector, Options
-from vmw.fleet.errors import CollectError
-from vmw.fleet.landing_area import Landing
-from vmw.fleet.positions import Position, complete_pending, load_position
-from vmw.fleet.vehicle_state import Vehicle
-from vmw.proto.journal.v1 import journal_pb2 as pb
+from vehicle_middleware.contract.journal.chain import OFFSET_MOD, Chain, pred, succ
+from vehicle_middleware.proto.vehicle.journal.v1 import journal_pb2 as pb
+from vehicle_middleware.telemetry_export.collector import Collector, Options
+from vehicle_middleware.telemetry_export.errors import CollectError
+from vehicle_middleware.telemetry_export.landing_area import Landing
+from vehicle_middleware.telemetry_export.positions import Position, complete_pending, load_position
+from vehicle_middleware.telemetry_export.vehicle_state import Vehicle
 
 TOP = OFFSET_MOD - 2
 

@@ -1,12 +1,12 @@
 """Which cores a test run imports: the pure ``.py`` files or the mypyc-compiled ones.
 
-Built with ``VMW_MYPYC=1``, vmw-server compiles the modules of ``vmw.vstore``
-and ``vmw.ess``, and the streams' encoders, that ``packages/server/setup.py``
-lists (``COMPILED``); built
-without, it is pure Python (docs/contributing.md, "Compiled cores"). Both are
+Built with ``VMW_MYPYC=1``, the distributions vehicle-middleware-vstore, -ess and
+-server compile the modules their ``setup.py`` lists (``COMPILED``): those of
+``vehicle_middleware.vstore`` and ``vehicle_middleware.ess``, and the streams'
+encoders; built without, they are pure Python (docs/compiled-build.md). Both are
 tested:
 
-* ``make unit`` runs every test in ``.venv``, where vmw-server is installed
+* ``make unit`` runs every test in ``.venv``, where vehicle-middleware-server is installed
   editable and pure: every core module must be its ``.py`` file there, so that
   an extension built in place cannot silently stand in for the code under test;
 * ``make unit-compiled`` runs the cores' tests in ``.venv-compiled`` with
@@ -31,39 +31,40 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVER = ROOT / "packages" / "server"
-SETUP = SERVER / "setup.py"
+PARTS = ("vstore", "ess", "middleware")
+"""The distributions with a compiled build: each folder's setup.py names its modules."""
 EXPECT_COMPILED = os.environ.get("VMW_EXPECT_COMPILED") == "1"
 
 
-def _compiled_paths() -> list[str]:
-    """``COMPILED`` of setup.py, read without running it."""
-    for node in ast.parse(SETUP.read_text()).body:
+def _compiled_paths(part: str) -> list[str]:
+    """``COMPILED`` of a part's setup.py, read without running it."""
+    setup = ROOT / part / "setup.py"
+    for node in ast.parse(setup.read_text()).body:
         if isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id == "COMPILED" for t in node.targets
         ):
             paths = ast.literal_eval(node.value)
             assert isinstance(paths, list)
             return [str(p) for p in paths]
-    raise AssertionError("packages/server/setup.py has no COMPILED list")
+    raise AssertionError(f"{part}/setup.py has no COMPILED list")
 
 
 def _module(path: str) -> str:
     return path.removesuffix(".py").replace("/", ".")
 
 
-COMPILED = {_module(p) for p in _compiled_paths()}
+COMPILED = {_module(p) for part in PARTS for p in _compiled_paths(part)}
 CORES = sorted(
-    _module(p.relative_to(SERVER).as_posix())
+    _module(p.relative_to(ROOT / package).as_posix())
     for package in ("vstore", "ess")
-    for p in (SERVER / "vmw" / package).glob("*.py")
+    for p in (ROOT / package / "vehicle_middleware" / package).glob("*.py")
 )
 ENCODERS = [
-    "vmw.server.wire",
-    "vmw.server.rpc.batches",
-    "vmw.server.kuksa.cut",
-    "vmw.server.kuksa.entries",
-    "vmw.server.kuksa.ingest",
+    "vehicle_middleware.server.wire",
+    "vehicle_middleware.server.rpc.batches",
+    "vehicle_middleware.server.kuksa.response_cuts",
+    "vehicle_middleware.server.kuksa.entries",
+    "vehicle_middleware.server.kuksa.ingest",
 ]
 """Outside the cores, the bytes on the hottest streams compiled too: an app
 stream's batches and a KUKSA v2 subscription's responses (its drained events
@@ -76,12 +77,12 @@ def test_setup_compiles_the_hot_modules_of_the_cores() -> None:
         "setup.py names a module that is neither a core module nor an encoder"
     )
     hot = {
-        "vmw.vstore.store",
-        "vmw.vstore.keys",
-        "vmw.ess.system",
-        "vmw.ess.subscriptions",
-        "vmw.ess.watch",
-        "vmw.ess.events",
+        "vehicle_middleware.vstore.store",
+        "vehicle_middleware.vstore.keys",
+        "vehicle_middleware.ess.system",
+        "vehicle_middleware.ess.subscriptions",
+        "vehicle_middleware.ess.watch",
+        "vehicle_middleware.ess.events",
         *ENCODERS,
     }
     assert hot <= COMPILED
@@ -94,29 +95,33 @@ def test_the_core_module_is_compiled_only_where_expected(name: str) -> None:
     compiled = where.name.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
     if EXPECT_COMPILED:
         assert compiled == (name in COMPILED), f"{name} loaded from {where}"
-        assert not where.is_relative_to(ROOT / "packages"), (
-            f"{name} loaded from the source tree ({where}), not the compiled install"
-        )
+        assert not any(
+            where.is_relative_to(ROOT / part) for part in ("vstore", "ess", "middleware")
+        ), f"{name} loaded from the source tree ({where}), not the compiled install"
     else:
         assert where.suffix == ".py", f"{name} loaded from {where}, not its .py file"
 
 
-def _run_setup(monkeypatch: pytest.MonkeyPatch, argv: list[str] | None = None) -> dict[str, Any]:
+def _run_setup(
+    monkeypatch: pytest.MonkeyPatch, part: str, argv: list[str] | None = None
+) -> dict[str, Any]:
     """Run setup.py as a build backend would, with a stand-in for setuptools;
     returns what it passed to ``setup()``."""
     passed: dict[str, Any] = {}
     fake = types.ModuleType("setuptools")
     fake.setup = passed.update  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "setuptools", fake)
-    monkeypatch.setattr(sys, "argv", [str(SETUP), *(argv or ["bdist_wheel"])])
-    monkeypatch.chdir(SERVER)
-    runpy.run_path(str(SETUP), run_name="__main__")
+    setup = ROOT / part / "setup.py"
+    monkeypatch.setattr(sys, "argv", [str(setup), *(argv or ["bdist_wheel"])])
+    monkeypatch.chdir(setup.parent)
+    runpy.run_path(str(setup), run_name="__main__")
     return passed
 
 
+@pytest.mark.parametrize("part", PARTS)
 @pytest.mark.parametrize("value", [None, "0", ""])
 def test_the_default_build_is_pure_python(
-    monkeypatch: pytest.MonkeyPatch, value: str | None
+    monkeypatch: pytest.MonkeyPatch, value: str | None, part: str
 ) -> None:
     # No extension: a machine without a C compiler (or mypy) builds and installs it.
     if value is None:
@@ -124,25 +129,28 @@ def test_the_default_build_is_pure_python(
     else:
         monkeypatch.setenv("VMW_MYPYC", value)
     monkeypatch.setitem(sys.modules, "mypyc.build", None)  # not even importable
-    assert _run_setup(monkeypatch) == {"ext_modules": []}
+    assert _run_setup(monkeypatch, part) == {"ext_modules": []}
 
 
-def test_an_unknown_setting_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("part", PARTS)
+def test_an_unknown_setting_is_refused(monkeypatch: pytest.MonkeyPatch, part: str) -> None:
     monkeypatch.setenv("VMW_MYPYC", "yes")
     with pytest.raises(SystemExit, match="VMW_MYPYC='yes'"):
-        _run_setup(monkeypatch)
+        _run_setup(monkeypatch, part)
 
 
+@pytest.mark.parametrize("part", PARTS)
 def test_asking_for_the_compiled_cores_without_mypyc_fails_loudly(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, part: str
 ) -> None:
     monkeypatch.setenv("VMW_MYPYC", "1")
     monkeypatch.setitem(sys.modules, "mypyc.build", None)  # import raises ImportError
     with pytest.raises(SystemExit, match=r"mypyc is not importable.*--no-build-isolation"):
-        _run_setup(monkeypatch)
+        _run_setup(monkeypatch, part)
 
 
-def test_an_editable_install_is_never_compiled(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("part", PARTS)
+def test_an_editable_install_is_never_compiled(monkeypatch: pytest.MonkeyPatch, part: str) -> None:
     monkeypatch.setenv("VMW_MYPYC", "1")
     with pytest.raises(SystemExit, match="editable install is pure"):
-        _run_setup(monkeypatch, ["editable_wheel"])
+        _run_setup(monkeypatch, part, ["editable_wheel"])

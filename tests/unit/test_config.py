@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from vmw.server.config import Settings, load_settings, parse_peer
+from vehicle_middleware.server.config import Settings, load_settings, parse_peer
 
 
 def test_later_sources_win(tmp_path: Path) -> None:
@@ -47,7 +47,7 @@ def test_expect_rules_come_from_every_source_and_a_bad_one_is_named(tmp_path: Pa
 
 
 def test_peers_come_from_toml_env_and_flags_and_bad_ones_are_named(tmp_path: Path) -> None:
-    config = tmp_path / "vmw.toml"
+    config = tmp_path / "vehicle_middleware.toml"
     config.write_text('node_id = "front"\npeers = ["rear=127.0.0.1:50052"]\nmax_confirms = "all"\n')
     s = load_settings(toml_path=config)
     assert (s.node_id, s.peers, s.max_confirms) == ("front", ("rear=127.0.0.1:50052",), "all")

@@ -7,14 +7,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from vmw.demo.export import (
+from vehicle_middleware.demo.export import (
     Collected,
     Record,
     compare,
     read_dataset,
     read_landing,
 )
-from vmw.demo.summary import judge, render
+from vehicle_middleware.demo.summary import judge, render
 
 BOOT = "b1"
 

@@ -12,8 +12,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from vmw.demo.processes import Supervisor, last_json
-from vmw.demo.spark import Progress, landing_lines, main
+from vehicle_middleware.demo.processes import Supervisor, last_json
+from vehicle_middleware.demo.spark import Progress, landing_lines, main
 
 from tests.conftest import wait_until
 
@@ -24,7 +24,7 @@ ANALYZE = ["analyze", "--input", "dataset", "--output", "report"]
 @pytest.mark.parametrize(
     ("argv", "said"),
     [
-        ([*INGEST, *ANALYZE], "usage: python -m vmw.demo.spark"),
+        ([*INGEST, *ANALYZE], "usage: python -m vehicle_middleware.demo.spark"),
         ([*INGEST[:-1], "--", *ANALYZE], "the first command must be: ingest --stream --once"),
         ([*INGEST[:-2], "--", *ANALYZE], "the first command must be: ingest --stream --once"),
         ([*ANALYZE, "--", *ANALYZE], "the first command must be: ingest --stream --once"),

@@ -3,8 +3,9 @@
 - Every relative link in README.md, BENCHMARKS.md and docs/ resolves: the file
   exists and, for a ``#anchor`` into a Markdown page, a heading makes it.
 - Every command of this project a shell block shows parses: ``python -m
-  vmw.X SUB ...`` (and the console scripts ``vmw-middleware``, ``vmw-fleet``,
-  ``vmw-tools``) names subcommands that exist, and every ``--flag`` it gives
+  vehicle_middleware.X SUB ...`` (and the console scripts ``vehicle-middleware``,
+  ``vehicle-middleware-telemetry-export``,
+  ``vehicle-middleware-tools``) names subcommands that exist, and every ``--flag`` it gives
   is in that command's ``--help``; ``make TARGET`` names a target of the
   Makefile.
 - The README's excerpts of the quickstart programs are lines of those
@@ -30,11 +31,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", ROOT / "BENCHMARKS.md", *sorted((ROOT / "docs").rglob("*.md"))]
 SHELL_BLOCKS = {"sh", "bash", "console", "shell"}
-SCRIPTS = {"vmw-middleware": "vmw.server", "vmw-fleet": "vmw.fleet", "vmw-tools": "vmw.tools"}
+SCRIPTS = {
+    "vehicle-middleware": "vehicle_middleware.server",
+    "vehicle-middleware-telemetry-export": "vehicle_middleware.telemetry_export",
+    "vehicle-middleware-tools": "vehicle_middleware.tools",
+}
 
 _FENCE = re.compile(r"^```(\S*)\s*$")
 _LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
-_PYTHON_M = re.compile(r"(?:^|[\s(=])(?:\S*/)?python3?\s+-m\s+(vmw(?:\.\w+)+)(.*)")
+_PYTHON_M = re.compile(r"(?:^|[\s(=])(?:\S*/)?python3?\s+-m\s+(vehicle_middleware(?:\.\w+)+)(.*)")
 _SCRIPT = re.compile(r"(?:^|[\s(=])(" + "|".join(map(re.escape, SCRIPTS)) + r")(?![\w-])(.*)")
 _MAKE = re.compile(r"^make\s+(.*)")
 _FLAG = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*")
@@ -138,7 +143,7 @@ def test_every_relative_link_resolves(page: Path, target: str) -> None:
 class Command:
     """A command of this project shown in a shell block."""
 
-    module: str  # vmw.X, or "make"
+    module: str  # vehicle_middleware.X, or "make"
     words: tuple[str, ...]  # the words after the module, quoted strings emptied
     text: str
 
@@ -221,7 +226,7 @@ def _help(module: str, path: tuple[str, ...]) -> str:
 def _subcommands(help_text: str) -> set[str]:
     """The subcommands a ``--help`` offers (argparse prints them as ``{a,b} ...``)."""
     usage = help_text.split("\n\n", 1)[0]
-    return {c for group in re.findall(r"\{([\w,-]+)\} \.\.\.", usage) for c in group.split(",")}
+    return {c for group in re.findall(r"\{([\w,-]+)\}\s+\.\.\.", usage) for c in group.split(",")}
 
 
 def _path(command: Command, limit: int = 99) -> tuple[str, ...]:
@@ -282,10 +287,17 @@ def test_every_command_shown_parses(command: Command) -> None:
 def test_the_docs_show_the_projects_commands() -> None:
     """The parser finds what it is meant to (a guard against a regex that finds nothing)."""
     modules = {c.module for _, c in COMMANDS}
-    assert {"vmw.server", "vmw.tools", "vmw.fleet", "vmw.providers", "vmw.apps", "make"} <= modules
+    assert {
+        "vehicle_middleware.server",
+        "vehicle_middleware.tools",
+        "vehicle_middleware.telemetry_export",
+        "vehicle_middleware.providers",
+        "vehicle_middleware.apps",
+        "make",
+    } <= modules
     shown = {(c.module, c.words[:2]) for _, c in COMMANDS}
-    assert ("vmw.server", ("tls", "dev-certs")) in shown
-    assert ("vmw.tools", ("top", "--target")) in shown
+    assert ("vehicle_middleware.server", ("tls", "dev-certs")) in shown
+    assert ("vehicle_middleware.tools", ("top", "--target")) in shown
 
 
 # -- the README's excerpts -----------------------------------------------------------------

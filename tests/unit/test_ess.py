@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from vmw.ess import (
+from vehicle_middleware.ess import (
     BudgetExceededError,
     DataRow,
     DataUpdated,
@@ -23,9 +23,9 @@ from vmw.ess import (
     Trigger,
     data_rows,
 )
-from vmw.ess.budget import EventBudget
-from vmw.ess.queues import EventQueue
-from vmw.vstore import VStore
+from vehicle_middleware.ess.budget import EventBudget
+from vehicle_middleware.ess.queues import EventQueue
+from vehicle_middleware.vstore import VStore
 
 SPEED = "Vehicle.Speed"
 TEMP = "Vehicle.Cabin.HVAC.AmbientAirTemperature"

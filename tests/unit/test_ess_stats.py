@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from vmw.ess import EventSubSystem, QueueConfig, SubscriptionRequest, Trigger
-from vmw.vstore import VStore
+from vehicle_middleware.ess import EventSubSystem, QueueConfig, SubscriptionRequest, Trigger
+from vehicle_middleware.vstore import VStore
 
 
 def _setup(max_length: int = 3) -> tuple[VStore, EventSubSystem, list[int]]:

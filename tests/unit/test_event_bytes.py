@@ -1,4 +1,5 @@
-"""An app stream's ``EventBatch`` messages put together as bytes (``vmw.server.rpc.batches``).
+"""An app stream's ``EventBatch`` messages put together as bytes
+(``vehicle_middleware.server.rpc.batches``).
 
 Whatever the events (data with any key, seq, time, value and queue; the
 lifecycle and health events protobuf encodes), the bytes must be what
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-from vmw.ess import (
+from vehicle_middleware.ess import (
     DataUpdated,
     Event,
     KeyAdded,
@@ -22,9 +23,9 @@ from vmw.ess import (
     ProviderGone,
     ResyncRequired,
 )
-from vmw.proto.ess.v1 import ess_pb2
-from vmw.server.rpc.batches import EventBytes
-from vmw.server.rpc.convert import event_batch
+from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2
+from vehicle_middleware.server.rpc.batches import EventBytes
+from vehicle_middleware.server.rpc.convert import event_batch
 
 _U32 = st.integers(1, 2**32 - 1)
 _U64 = st.one_of(st.sampled_from([0, 1, 1_764_000_000_123_456_789]), st.integers(0, 2**64 - 1))

@@ -23,7 +23,7 @@ def test_generated_code_is_not_stale(tmp_path: Path) -> None:
     assert fresh, "nothing generated"
     committed = sorted(
         p.relative_to(ROOT)
-        for p in (ROOT / "packages" / "contract" / "vmw" / "proto").rglob("*.py*")
+        for p in (ROOT / "proto" / "vehicle_middleware" / "proto").rglob("*.py*")
         if p.suffix in {".py", ".pyi"}
     )
     assert sorted(fresh) == committed, "generated files differ: run `make proto`"

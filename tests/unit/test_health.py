@@ -7,7 +7,7 @@ same time. No gRPC, no event loop.
 from __future__ import annotations
 
 import pytest
-from vmw.ess import (
+from vehicle_middleware.ess import (
     DataUpdated,
     EventSubSystem,
     ExpectedPeriods,
@@ -25,8 +25,8 @@ from vmw.ess import (
     Trigger,
     parse_expect_rule,
 )
-from vmw.ess.events import Event
-from vmw.vstore import VStore
+from vehicle_middleware.ess.events import Event
+from vehicle_middleware.vstore import VStore
 
 S = 1_000_000_000
 T0 = 1_700_000_000 * S

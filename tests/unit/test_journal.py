@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from vmw.contract.journal.chain import (
+from vehicle_middleware.contract.journal.chain import (
     HASH_PREFIX_LEN,
     Chain,
     canonical,
@@ -19,10 +19,17 @@ from vmw.contract.journal.chain import (
     record_hash,
     verify_line,
 )
-from vmw.contract.journal.segments import segment_files
-from vmw.ess import DataUpdated, KeyAdded, KeyRemoved
-from vmw.server.journal import Journal, JournalReport, Level, OffsetCounter, read_journal, verify
-from vmw.server.journal.taps import record_delivered
+from vehicle_middleware.contract.journal.segments import segment_files
+from vehicle_middleware.ess import DataUpdated, KeyAdded, KeyRemoved
+from vehicle_middleware.server.journal import (
+    Journal,
+    JournalReport,
+    Level,
+    OffsetCounter,
+    read_journal,
+    verify,
+)
+from vehicle_middleware.server.journal.taps import record_delivered
 
 from tests.conftest import wait_until
 
@@ -197,7 +204,7 @@ def trimmed_journal(tmp_path: Path) -> list[Path]:
 def test_the_verify_command_accepts_a_journal_trimmed_by_retention(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from vmw.server.__main__ import main
+    from vehicle_middleware.server.__main__ import main
 
     trimmed_journal(tmp_path)
     assert main(["journal", "verify", str(tmp_path)]) == 0
@@ -262,7 +269,7 @@ def test_a_full_buffer_drops_records_counts_them_and_says_so(tmp_path: Path) -> 
 def test_the_verify_command_reports_a_tampered_journal(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from vmw.server.__main__ import main
+    from vehicle_middleware.server.__main__ import main
 
     j = make(tmp_path)
     j.start()
@@ -411,7 +418,7 @@ def test_a_disk_full_at_stop_still_gets_the_loss_count_and_stop_from_the_reserve
 
 
 def test_the_next_boot_reports_what_a_dead_boot_never_wrote(tmp_path: Path) -> None:
-    from vmw.server.journal.reserve import LossMarker, MarkerState
+    from vehicle_middleware.server.journal.reserve import LossMarker, MarkerState
 
     first = make(tmp_path, level=Level.FULL)
     first.start()
@@ -444,7 +451,7 @@ def test_the_next_boot_reports_what_a_dead_boot_never_wrote(tmp_path: Path) -> N
 
 
 def test_batch_records_expand_into_the_per_event_records_they_stand_for() -> None:
-    from vmw.contract.journal.records import expand
+    from vehicle_middleware.contract.journal.records import expand
 
     batch = {
         "kind": "delivered_batch",

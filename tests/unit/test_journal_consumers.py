@@ -21,15 +21,32 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from vmw.contract.journal.chain import OFFSET_MOD, Chain, distance, pred, succ, verify_line
-from vmw.contract.journal.segments import segment_name
-from vmw.server.errors import (
+from vehicle_middleware.contract.journal.chain import (
+    OFFSET_MOD,
+    Chain,
+    distance,
+    pred,
+    succ,
+    verify_line,
+)
+from vehicle_middleware.contract.journal.segments import segment_name
+from vehicle_middleware.server.errors import (
     InvalidRequestError,
     LimitExceededError,
     OffsetOutOfRangeError,
     UnavailableError,
 )
-from vmw.server.journal.answers import (
+from vehicle_middleware.server.journal.archive import Archive, BootSpan, Segment
+from vehicle_middleware.server.journal.consumers import (
+    CONSUMERS_NAME,
+    Consumers,
+    Lost,
+    check_component,
+)
+from vehicle_middleware.server.journal.feed import Feed
+from vehicle_middleware.server.journal.history import History
+from vehicle_middleware.server.journal.pinning import Pin, lag_bytes, plan
+from vehicle_middleware.server.journal.poll_answers import (
     Nothing,
     Read,
     Reason,
@@ -42,11 +59,6 @@ from vmw.server.journal.answers import (
     lost_after,
     lost_beyond,
 )
-from vmw.server.journal.archive import Archive, BootSpan, Segment
-from vmw.server.journal.consumers import CONSUMERS_NAME, Consumers, Lost, check_component
-from vmw.server.journal.feed import Feed
-from vmw.server.journal.history import History
-from vmw.server.journal.pinning import Pin, lag_bytes, plan
 
 TOP = OFFSET_MOD - 3  # a boot starting here wraps after three records
 STARTS = [1000, TOP]

@@ -1,4 +1,5 @@
-"""KUKSA v2 subscription responses built as bytes (``vmw.server.kuksa.entries``), property-based.
+"""KUKSA v2 subscription responses built as bytes (``vehicle_middleware.server.kuksa.entries``),
+property-based.
 
 Whatever the path an entry takes (spliced from a stored float, or encoded by
 protobuf), protobuf must parse the response to the message the servicer
@@ -12,12 +13,12 @@ import math
 
 from hypothesis import given
 from hypothesis import strategies as st
-from vmw.contract.values import DOUBLE_TAG, FLOAT32_TAG, encode
-from vmw.proto.kuksa.val.v2 import val_pb2
-from vmw.server.kuksa import convert
-from vmw.server.kuksa.cut import Update
-from vmw.server.kuksa.entries import Entries
-from vmw.vss import Signal
+from vehicle_middleware.contract.values import DOUBLE_TAG, FLOAT32_TAG, encode
+from vehicle_middleware.proto.kuksa.val.v2 import val_pb2
+from vehicle_middleware.server.kuksa import convert
+from vehicle_middleware.server.kuksa.entries import Entries
+from vehicle_middleware.server.kuksa.response_cuts import Update
+from vehicle_middleware.vss import Signal
 
 _DATATYPES = ("float", "double", "int32", "uint64", "string", "boolean", "float[]", None)
 _NAMES = ["Vehicle.Speed", "V" * 200, "Vehicle.Cabin.Température", "X"]

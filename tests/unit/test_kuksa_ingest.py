@@ -1,5 +1,5 @@
 """A KUKSA provider's publish of floats read without a message per value
-(``vmw.server.kuksa.ingest``).
+(``vehicle_middleware.server.kuksa.ingest``).
 
 Where it answers at all, the reader and the V-Store's value check of each
 signal (which judges the range, as the servicer's ``write_many`` does) must
@@ -21,15 +21,15 @@ import pytest
 from google.protobuf.message import DecodeError
 from hypothesis import given
 from hypothesis import strategies as st
-from vmw.contract.values import DOUBLE_TAG, FLOAT32_TAG
-from vmw.proto.kuksa.val.v2 import types_pb2 as t2
-from vmw.proto.kuksa.val.v2 import val_pb2 as v2
-from vmw.server.kuksa import convert
-from vmw.server.kuksa.ingest import PUBLISH_BYTES, FloatRows, parse
-from vmw.server.kuksa.v2 import provider_request
-from vmw.server.signals import Signals, value_check
-from vmw.vss import Signal
-from vmw.vstore import InvalidValueError, UpdateRow, VStore
+from vehicle_middleware.contract.values import DOUBLE_TAG, FLOAT32_TAG
+from vehicle_middleware.proto.kuksa.val.v2 import types_pb2 as t2
+from vehicle_middleware.proto.kuksa.val.v2 import val_pb2 as v2
+from vehicle_middleware.server.kuksa import convert
+from vehicle_middleware.server.kuksa.ingest import PUBLISH_BYTES, FloatRows, parse
+from vehicle_middleware.server.kuksa.v2 import provider_request
+from vehicle_middleware.server.signals import Signals, value_check
+from vehicle_middleware.vss import Signal
+from vehicle_middleware.vstore import InvalidValueError, UpdateRow, VStore
 
 _NAMES = {1: "Vehicle.A", 2: "Vehicle.B", 3: "Vehicle.C", 40: "Vehicle.D", 2**31 - 1: "Vehicle.E"}
 _IDS = st.sampled_from([*_NAMES, 99])  # 99: no such key

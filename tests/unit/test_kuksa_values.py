@@ -1,7 +1,7 @@
 """Typed round trips, property-based: a KUKSA value of every datatype, stored and read back.
 
-No server: the conversions (``vmw.server.kuksa.convert``) and the store's
-encoding (``vmw.contract.values``), for keys typed by a catalog and for
+No server: the conversions (``vehicle_middleware.server.kuksa.convert``) and the store's
+encoding (``vehicle_middleware.contract.values``), for keys typed by a catalog and for
 opaque keys.
 """
 
@@ -12,12 +12,12 @@ import struct
 
 from hypothesis import given
 from hypothesis import strategies as st
-from vmw.contract.values import ValueEncodingError, decode_kind, encode
-from vmw.proto.kuksa.val.v1 import types_pb2 as t1
-from vmw.proto.kuksa.val.v2 import types_pb2 as t2
-from vmw.server.kuksa import convert
-from vmw.server.signals import value_check
-from vmw.vss import INT_RANGES, Signal, check_value
+from vehicle_middleware.contract.values import ValueEncodingError, decode_kind, encode
+from vehicle_middleware.proto.kuksa.val.v1 import types_pb2 as t1
+from vehicle_middleware.proto.kuksa.val.v2 import types_pb2 as t2
+from vehicle_middleware.server.kuksa import convert
+from vehicle_middleware.server.signals import value_check
+from vehicle_middleware.vss import INT_RANGES, Signal, check_value
 
 _WIRE = {
     **{f"int{b}": "int32" for b in (8, 16, 32)},

@@ -1,11 +1,11 @@
-"""The landing area's layout has one definition (vmw.contract.journal.landing):
+"""The landing area's layout has one definition (vehicle_middleware.contract.journal.landing):
 the collector writes by it, and every reader finds by it what was written."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from vmw.contract.journal import landing
+from vehicle_middleware.contract.journal import landing
 
 
 def test_a_data_files_path_parses_back_into_its_vehicle_and_boot() -> None:

@@ -1,15 +1,18 @@
 """The house rules, executable: who may import what, and every error has a status.
 
-- Each distribution under ``packages/`` imports only itself, the ``vmw``
-  distributions its ``pyproject.toml`` declares, their third-party
+- Each distribution (a top-level folder with a ``pyproject.toml`` that names a
+  project) imports only itself, the ``vehicle_middleware`` distributions its
+  ``pyproject.toml`` declares, their third-party
   dependencies (extras included) and the standard library: an install that
   works in a test cannot break for a user who installs one distribution alone.
 - The layers run one way: the contract at the bottom (it depends on no other
-  ``vmw`` distribution), the SDK and the server on the contract only, the fleet
-  side, the tools and the samples above; the server never imports the SDK.
+  distribution of the project), the pure cores on each other and the contract's
+  wire constants, the SDK on the contract only, the server on the contract and
+  the cores, the fleet side, the tools, the providers and the samples above; the
+  server never imports the SDK.
 - No two packages of the server import each other, directly or round a circle;
   neither do two modules anywhere.
-- The pure cores (``vmw.vstore``, ``vmw.ess``, ``vmw.vss``, ``vmw.replica``)
+- The pure cores (``vehicle_middleware.vstore``, ``.ess``, ``.vss``, ``.replica``)
   import nothing of the process, the SDK or the analysis, and no third-party
   library beyond their own.
 - Every error class the cores and the middleware raise maps to a deliberate
@@ -30,18 +33,17 @@ from pathlib import Path
 
 import grpc
 import pytest
-import vmw.ess.errors
-import vmw.server.errors
-import vmw.vstore.errors
-from vmw.contract import wire
-from vmw.ess import MAX_SEQ
-from vmw.server.rpc.status import STATUS_OF, status_for
+import vehicle_middleware.ess.errors
+import vehicle_middleware.server.errors
+import vehicle_middleware.vstore.errors
+from vehicle_middleware.contract import wire
+from vehicle_middleware.ess import MAX_SEQ
+from vehicle_middleware.server.rpc.status import STATUS_OF, status_for
 
 INTERNAL = grpc.StatusCode.INTERNAL
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ROOT / "packages"
 STDLIB = frozenset(sys.stdlib_module_names)
-GENERATED = "vmw.proto"
+GENERATED = "vehicle_middleware.proto"
 
 
 # -- the distributions and their declared dependencies ------------------------------
@@ -49,10 +51,11 @@ GENERATED = "vmw.proto"
 
 @cache
 def _dists() -> dict[str, Path]:
-    """Distribution name -> its folder under packages/."""
+    """Distribution name -> its top-level folder."""
     found = {}
-    for folder in sorted(PACKAGES.iterdir()):
-        if (folder / "pyproject.toml").exists():
+    for folder in sorted(ROOT.iterdir()):
+        config = folder / "pyproject.toml"
+        if config.exists() and "project" in tomllib.loads(config.read_text()):
             found[_project(folder)["name"]] = folder
     return found
 
@@ -84,12 +87,13 @@ def _requires(dist: str, *, extras: bool = True) -> set[str]:
 
 
 def _own(dist: str) -> set[str]:
-    """The ``vmw`` distributions ``dist`` declares (not itself)."""
+    """The ``vehicle_middleware`` distributions ``dist`` declares (not itself)."""
     return {d for d in _requires(dist) if d in _dists()} - {dist}
 
 
 def _third_party(dist: str) -> set[str]:
-    """Third-party distributions ``dist`` may import: its own and its ``vmw`` dependencies'."""
+    """Third-party distributions ``dist`` may import: its own and its ``vehicle_middleware``
+    dependencies'."""
     seen, todo, found = set(), [dist], set()
     while todo:
         d = todo.pop()
@@ -106,10 +110,10 @@ def _third_party(dist: str) -> set[str]:
 
 @cache
 def _modules() -> dict[str, tuple[str, Path]]:
-    """Every module under packages/ (the generated code aside): name -> (dist, path)."""
+    """Every module of every distribution (the generated code aside): name -> (dist, path)."""
     found = {}
     for dist, folder in _dists().items():
-        for path in sorted((folder / "vmw").rglob("*.py")):
+        for path in sorted((folder / "vehicle_middleware").rglob("*.py")):
             parts = list(path.relative_to(folder).with_suffix("").parts)
             if parts[-1] == "__init__":
                 parts.pop()
@@ -120,14 +124,14 @@ def _modules() -> dict[str, tuple[str, Path]]:
 
 
 def _package_of(module: str) -> str:
-    """The ``vmw.X`` package a module belongs to."""
+    """The ``vehicle_middleware.X`` package a module belongs to."""
     return ".".join(module.split(".")[:2])
 
 
 @cache
 def _dist_of_package() -> dict[str, str]:
     found = {_package_of(m): d for m, (d, _) in _modules().items()}
-    found[GENERATED] = "vmw-contract"
+    found[GENERATED] = "vehicle-middleware-contract"
     return found
 
 
@@ -146,7 +150,8 @@ def _imports(path: Path) -> tuple[tuple[int, str], ...]:
 
 
 def _runtime_imports(path: Path) -> set[str]:
-    """The ``vmw`` modules a module imports when it runs (not under TYPE_CHECKING)."""
+    """The ``vehicle_middleware`` modules a module imports when it runs (not under
+    TYPE_CHECKING)."""
     tree = ast.parse(path.read_text(), str(path))
     skip = {
         id(n)
@@ -194,12 +199,12 @@ def test_each_distribution_imports_only_what_it_declares() -> None:
             where = f"{path.relative_to(ROOT)}:{line}: {module} ({dist}) imports {name}"
             if top in STDLIB or top == "__future__":
                 continue
-            if top == "vmw":
+            if top == "vehicle_middleware":
                 package = _package_of(name)
                 owner = _dist_of_package().get(package)
                 if owner is None:
                     if name.count(".") == 1:
-                        continue  # ``from vmw import x``: checked as vmw.x
+                        continue  # ``from vehicle_middleware import x``: checked as its module
                     broken.append(f"{where}: no distribution holds {package}")
                 elif owner not in own:
                     broken.append(f"{where}: {owner} is not among its dependencies")
@@ -214,32 +219,43 @@ def test_each_distribution_imports_only_what_it_declares() -> None:
 
 def test_the_layers_run_one_way() -> None:
     dists = set(_dists())
-    assert dists == {
-        "vmw-contract",
-        "vmw-sdk",
-        "vmw-server",
-        "vmw-fleet",
-        "vmw-tools",
-        "vmw-samples",
-    }
-    assert _own("vmw-contract") == set()
-    assert _own("vmw-sdk") == {"vmw-contract"}
-    assert _own("vmw-server") == {"vmw-contract"}, "the server imports the contract, not the SDK"
-    for upper in ("vmw-fleet", "vmw-tools"):
-        assert "vmw-server" not in _own(upper), f"{upper} is a client: it needs no server"
-    assert _own("vmw-samples") - {"vmw-sdk", "vmw-contract"} <= {"vmw-server", "vmw-fleet"}
+    name = "vehicle-middleware-{}".format
+    contract, sdk, server = name("contract"), name("sdk"), name("server")
+    vstore, ess, replica = name("vstore"), name("ess"), name("replica")
+    fleet, tools = name("telemetry-export"), name("tools")
+    providers, samples = name("providers"), name("samples")
+    assert dists == {contract, sdk, server, vstore, ess, replica, fleet, tools, providers, samples}
+    assert _own(contract) == set()
+    assert _own(vstore) == set(), "the V-Store is the bottom core"
+    assert _own(ess) == {vstore, contract}, "the ESS uses the V-Store and the wire constants"
+    assert _own(replica) == {vstore}
+    assert _own(sdk) == {contract}
+    assert _own(server) == {contract, vstore, ess, replica}, "the server does not import the SDK"
+    for upper in (fleet, tools, providers):
+        assert not _own(upper) & {server, vstore, ess, replica}, f"{upper} is a client"
+    assert _own(samples) - {sdk, contract} <= {server, fleet, providers}
     requires = {d: _requires(d, extras=False) for d in dists}
-    assert not requires["vmw-samples"] & {"vmw-server", "vmw-fleet"}, (
+    assert not requires[samples] & {server, fleet}, (
         "the samples pull the server and Spark only with their demo extra"
     )
-    assert not requires["vmw-fleet"] & {"pyspark", "matplotlib", "pyarrow"}, (
+    assert not requires[fleet] & {"pyspark", "matplotlib", "pyarrow"}, (
         "the collector installs without Spark: the Spark jobs are the 'spark' extra"
     )
+    for core in (vstore, ess, replica):
+        installed, todo = set(), [core]
+        while todo:
+            for r in requires.get(todo.pop(), set()) - installed:
+                installed.add(r)
+                todo.append(r)
+        assert "grpcio" not in installed, f"{core} installs without gRPC"
 
 
 def test_the_sdk_depends_on_the_contract_and_grpcio_only() -> None:
-    assert _requires("vmw-sdk", extras=False) == {"vmw-contract", "grpcio"}
-    assert _requires("vmw-contract", extras=False) <= {"protobuf", "orjson"}
+    assert _requires("vehicle-middleware-sdk", extras=False) == {
+        "vehicle-middleware-contract",
+        "grpcio",
+    }
+    assert _requires("vehicle-middleware-contract", extras=False) <= {"protobuf", "orjson"}
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -293,7 +309,8 @@ def _graph(unit: int | None) -> dict[str, set[str]]:
 
 
 def test_no_two_server_packages_import_each_other() -> None:
-    """``vmw.server.runtime``, ``.session``, ``.cluster``, ``.rpc``... form a tree, no circle."""
+    """``vehicle_middleware.server.runtime``, ``.session``, ``.cluster``, ``.rpc``... form a tree,
+    no circle."""
     cycles = _cycles(_graph(3))
     assert not cycles, f"import circles between packages: {cycles}"
 
@@ -307,18 +324,41 @@ def test_no_two_modules_import_each_other() -> None:
 # package -> the top-level or dotted prefixes its modules may import besides the
 # standard library and themselves.
 CORES: dict[str, tuple[str, ...]] = {
-    "vmw.vstore": ("sortedcontainers",),
-    "vmw.ess": ("vmw.vstore", "bitarray", "vmw.contract.wire"),
-    "vmw.vss": (),
-    "vmw.replica": ("vmw.vstore",),
-    "vmw.contract": ("google.protobuf", "orjson", "grpc", "vmw.proto", "vmw.vss"),
-    # cryptography: only vmw.sdk.cli's certificate names, with the SDK's ``certs`` extra.
-    "vmw.sdk": ("grpc", "google.protobuf", "vmw.proto", "vmw.contract", "vmw.vss", "cryptography"),
+    "vehicle_middleware.vstore": ("sortedcontainers",),
+    "vehicle_middleware.ess": (
+        "vehicle_middleware.vstore",
+        "bitarray",
+        "vehicle_middleware.contract.wire",
+    ),
+    "vehicle_middleware.vss": (),
+    "vehicle_middleware.replica": ("vehicle_middleware.vstore",),
+    "vehicle_middleware.contract": (
+        "google.protobuf",
+        "orjson",
+        "grpc",
+        "vehicle_middleware.proto",
+        "vehicle_middleware.vss",
+    ),
+    # cryptography: only vehicle_middleware.sdk.cli's certificate names, with the SDK's ``certs``
+    # extra.
+    "vehicle_middleware.sdk": (
+        "grpc",
+        "google.protobuf",
+        "vehicle_middleware.proto",
+        "vehicle_middleware.contract",
+        "vehicle_middleware.vss",
+        "cryptography",
+    ),
 }
-_SERVER = ("vmw.server", "vmw.ess", "vmw.vstore", "vmw.replica")
+_SERVER = (
+    "vehicle_middleware.server",
+    "vehicle_middleware.ess",
+    "vehicle_middleware.vstore",
+    "vehicle_middleware.replica",
+)
 """What clients (sample apps, providers, tools) must not import: they are apps like any other."""
 _SERVICERS = tuple(
-    f"vmw.server.rpc.{m}"
+    f"vehicle_middleware.server.rpc.{m}"
     for m in (
         "event_service",
         "vstore_service",
@@ -328,15 +368,29 @@ _SERVICERS = tuple(
     )
 )
 FORBIDDEN: dict[str, tuple[str, ...]] = {
-    "vmw.fleet": _SERVER,
-    "vmw.server": ("vmw.fleet", "vmw.sdk", "pyspark", "matplotlib"),
-    "vmw.apps": _SERVER,
-    "vmw.providers": _SERVER,
-    "vmw.tools": _SERVER,
-    "vmw.server.auth": ("grpc", "vmw.server.rpc", "vmw.server.runtime", "vmw.server.server"),
-    "vmw.server.journal": ("vmw.server.rpc", "vmw.server.runtime", "vmw.server.server"),
-    "vmw.server.metrics": _SERVICERS,
-    "vmw.server.kuksa": _SERVICERS,
+    "vehicle_middleware.telemetry_export": _SERVER,
+    "vehicle_middleware.server": (
+        "vehicle_middleware.telemetry_export",
+        "vehicle_middleware.sdk",
+        "pyspark",
+        "matplotlib",
+    ),
+    "vehicle_middleware.apps": _SERVER,
+    "vehicle_middleware.providers": _SERVER,
+    "vehicle_middleware.tools": _SERVER,
+    "vehicle_middleware.server.auth": (
+        "grpc",
+        "vehicle_middleware.server.rpc",
+        "vehicle_middleware.server.runtime",
+        "vehicle_middleware.server.server",
+    ),
+    "vehicle_middleware.server.journal": (
+        "vehicle_middleware.server.rpc",
+        "vehicle_middleware.server.runtime",
+        "vehicle_middleware.server.server",
+    ),
+    "vehicle_middleware.server.metrics": _SERVICERS,
+    "vehicle_middleware.server.kuksa": _SERVICERS,
 }
 
 
@@ -352,7 +406,12 @@ def test_each_package_imports_only_what_its_layer_allows() -> None:
         for module, path in _package_modules(package):
             for line, name in _imports(path):
                 top = name.split(".")[0]
-                if top in STDLIB or top == "__future__" or _under(name, package) or name == "vmw":
+                if (
+                    top in STDLIB
+                    or top == "__future__"
+                    or _under(name, package)
+                    or name == "vehicle_middleware"
+                ):
                     continue
                 if not any(_under(name, a) or _under(a, name) for a in allowed):
                     broken.append(f"{path.relative_to(ROOT)}:{line}: {module} imports {name}")
@@ -366,7 +425,11 @@ def test_each_package_imports_only_what_its_layer_allows() -> None:
 
 def _error_classes() -> list[type[BaseException]]:
     found = []
-    for module in (vmw.vstore.errors, vmw.ess.errors, vmw.server.errors):
+    for module in (
+        vehicle_middleware.vstore.errors,
+        vehicle_middleware.ess.errors,
+        vehicle_middleware.server.errors,
+    ):
         for _, cls in inspect.getmembers(module, inspect.isclass):
             if issubclass(cls, Exception) and cls.__module__ == module.__name__:
                 found.append(cls)
@@ -381,26 +444,27 @@ def _status_of(cls: type[BaseException]) -> grpc.StatusCode:
 @pytest.mark.parametrize("cls", _error_classes(), ids=lambda c: c.__name__)
 def test_every_error_class_maps_to_a_deliberate_status(cls: type[BaseException]) -> None:
     if cls in (
-        vmw.vstore.errors.VStoreError,
-        vmw.ess.errors.EssError,
-        vmw.server.errors.MiddlewareError,
+        vehicle_middleware.vstore.errors.VStoreError,
+        vehicle_middleware.ess.errors.EssError,
+        vehicle_middleware.server.errors.MiddlewareError,
     ):
         # A bare base class is never raised; mapping it would hide a subclass's omission.
         assert all(kind is not cls for kind, _ in STATUS_OF)
         return
     assert _status_of(cls) is not INTERNAL, (
-        f"{cls.__module__}.{cls.__name__} has no status: add it to vmw.server.rpc.status.STATUS_OF"
+        f"{cls.__module__}.{cls.__name__} has no status: "
+        "add it to vehicle_middleware.server.rpc.status.STATUS_OF"
     )
 
 
 def test_the_status_of_an_instance_is_the_status_of_its_class() -> None:
-    error = vmw.server.errors.LimitExceededError("apps", 3, "4 open")
+    error = vehicle_middleware.server.errors.LimitExceededError("apps", 3, "4 open")
     assert status_for(error)[0] is _status_of(type(error)) is grpc.StatusCode.RESOURCE_EXHAUSTED
     assert status_for(RuntimeError("x"))[0] is _status_of(RuntimeError) is INTERNAL
 
 
 def test_the_wire_constants_are_defined_once() -> None:
-    """No module but ``vmw.contract.wire`` spells a wire string itself; the
+    """No module but ``vehicle_middleware.contract.wire`` spells a wire string itself; the
     ESS core's seq cycle is the wire's (imported, not retyped)."""
     assert MAX_SEQ is wire.SEQ_CYCLE
     values = {
@@ -411,12 +475,12 @@ def test_the_wire_constants_are_defined_once() -> None:
     }
     spelled: list[str] = []
     for module, (_, path) in _modules().items():
-        if module == "vmw.contract.wire":
+        if module == "vehicle_middleware.contract.wire":
             continue
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Constant) and node.value in values:
                 spelled.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
-    assert not spelled, "import these from vmw.contract.wire:\n" + "\n".join(spelled)
+    assert not spelled, "import these from vehicle_middleware.contract.wire:\n" + "\n".join(spelled)
 
 
 def _layout_rows() -> dict[str, str]:
@@ -432,7 +496,7 @@ def _layout_rows() -> dict[str, str]:
 
 
 def _package_dirs() -> list[Path]:
-    return sorted(p for p in PACKAGES.glob("*/vmw/*") if (p / "__init__.py").exists())
+    return sorted(p for p in ROOT.glob("*/vehicle_middleware/*") if (p / "__init__.py").exists())
 
 
 def test_the_layout_table_matches_the_tree() -> None:

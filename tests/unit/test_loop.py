@@ -1,4 +1,4 @@
-"""Which event loop the process runs on (``event_loop``: vmw.server.loop)."""
+"""Which event loop the process runs on (``event_loop``: vehicle_middleware.server.loop)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import asyncio
 import sys
 
 import pytest
-import uvloop  # a dependency of vmw-server wherever it installs (not on Windows)
-from vmw.server.config import load_settings
-from vmw.server.loop import LoopFactory, loop_factory
+import uvloop  # a dependency of vehicle-middleware-server wherever it installs (not on Windows)
+from vehicle_middleware.server.config import load_settings
+from vehicle_middleware.server.loop import LoopFactory, loop_factory
 
 
 def _run_on(factory: LoopFactory) -> type:

@@ -5,15 +5,15 @@ and the settings' checks."""
 from __future__ import annotations
 
 import pytest
-from vmw.proto.admin.v1 import admin_pb2
-from vmw.server.auth.authentication import Authenticator
-from vmw.server.auth.rate_limits import RateLimits
-from vmw.server.config import AccessSettings, Settings
-from vmw.server.errors import UnauthenticatedError
-from vmw.server.metrics import Collectors, Figure
-from vmw.server.metrics.rates import KeyRates, RateSample
-from vmw.tools.top import render
-from vmw.vstore import VStore
+from vehicle_middleware.proto.vehicle.admin.v1 import admin_pb2
+from vehicle_middleware.server.auth.authentication import Authenticator
+from vehicle_middleware.server.auth.rate_limits import RateLimits
+from vehicle_middleware.server.config import AccessSettings, Settings
+from vehicle_middleware.server.errors import UnauthenticatedError
+from vehicle_middleware.server.metrics import Collectors, Figure
+from vehicle_middleware.server.metrics.rates import KeyRates, RateSample
+from vehicle_middleware.tools.top import render
+from vehicle_middleware.vstore import VStore
 
 
 def test_rates_come_from_versions_and_survive_new_and_reused_ids() -> None:

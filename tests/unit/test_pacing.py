@@ -1,9 +1,9 @@
-"""The budget of stream writes (``vmw.server.pacing``), on a clock the test moves."""
+"""The budget of stream writes (``vehicle_middleware.server.pacing``), on a clock the test moves."""
 
 from __future__ import annotations
 
 import pytest
-from vmw.server.pacing import WritePace
+from vehicle_middleware.server.pacing import WritePace
 
 
 class Clock:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import grpc
 import pytest
-from vmw.proto.ess.v1 import ess_pb2_grpc
-from vmw.server.rpc.pre_encoded import PassingBytes
+from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2_grpc
+from vehicle_middleware.server.rpc.pre_encoded import PreEncodedServer
 
 
 async def test_a_method_the_service_lacks_is_refused_by_name() -> None:
@@ -13,7 +13,7 @@ async def test_a_method_the_service_lacks_is_refused_by_name() -> None:
     try:
         with pytest.raises(ValueError, match=r"EventService has no method \['Event'\]"):
             ess_pb2_grpc.add_EventServiceServicer_to_server(
-                ess_pb2_grpc.EventServiceServicer(), PassingBytes(server, frozenset({"Event"}))
+                ess_pb2_grpc.EventServiceServicer(), PreEncodedServer(server, frozenset({"Event"}))
             )
     finally:
         await server.stop(None)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from vmw.ess import QueueConfig, Trigger
+from vehicle_middleware.ess import QueueConfig, Trigger
 
 from tests.unit.test_state_machine import APPS, NAMES, VALUES, CoreMachine
 

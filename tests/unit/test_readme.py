@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from vmw.ess import DataUpdated
+from vehicle_middleware.ess import DataUpdated
 
 
 def test_the_core_example_in_the_design_page_runs_and_delivers_the_event() -> None:

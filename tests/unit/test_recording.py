@@ -6,7 +6,12 @@ import gzip
 from pathlib import Path
 
 import pytest
-from vmw.providers.recording import RecordingError, Sample, group_by_time, read_recording
+from vehicle_middleware.providers.recording import (
+    RecordingError,
+    Sample,
+    group_by_time,
+    read_recording,
+)
 
 
 def test_csv_values_get_one_type_per_key_or_their_type_column(tmp_path: Path) -> None:
@@ -80,9 +85,8 @@ def test_a_bad_recording_is_refused_naming_the_line(
 def test_the_shipped_recording_reads() -> None:
     shipped = (
         Path(__file__).parents[2]
-        / "packages"
-        / "samples"
-        / "vmw"
+        / "providers"
+        / "vehicle_middleware"
         / "providers"
         / "recordings"
         / "short-drive.jsonl"

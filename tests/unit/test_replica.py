@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from vmw.replica import (
+from vehicle_middleware.replica import (
     ALL_CONFIRMS,
     Event,
     GuardRefusal,
@@ -25,7 +25,7 @@ from vmw.replica import (
     Write,
     make_event,
 )
-from vmw.replica.chains import RECENT
+from vehicle_middleware.replica.chains import RECENT
 
 SECOND = 1_000_000_000
 

@@ -1,6 +1,7 @@
-"""A signal's rules (:func:`vmw.vss.rules.check_value`) for floats: its fast path accepts
+"""A signal's rules (:func:`vehicle_middleware.vss.rules.check_value`) for floats: its fast path
+accepts
 exactly what the rules accept, and what it does not accept gets the rules' sentence;
-:func:`vmw.vss.rules.float_bounds` gives a range they accept whole."""
+:func:`vehicle_middleware.vss.rules.float_bounds` gives a range they accept whole."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import math
 
 from hypothesis import given
 from hypothesis import strategies as st
-from vmw.contract.values import decode, encode
-from vmw.vss.catalog import Signal
-from vmw.vss.rules import check_value, float_bounds
+from vehicle_middleware.contract.values import decode, encode
+from vehicle_middleware.vss.catalog import Signal
+from vehicle_middleware.vss.rules import check_value, float_bounds
 
 FLOAT32_MAX = 3.4028234663852886e38
 _BOUNDS = st.none() | st.floats(allow_nan=False, allow_infinity=False, width=32)

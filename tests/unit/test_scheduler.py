@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hypothesis.strategies as st
 from hypothesis import given
-from vmw.ess.scheduler import CreditScheduler
+from vehicle_middleware.ess.scheduler import CreditScheduler
 
 
 def one_at_a_time(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from vmw.server.auth.scopes import ScopeError, compile_glob, parse_scopes
+from vehicle_middleware.server.auth.scopes import ScopeError, compile_glob, parse_scopes
 
 
 @pytest.mark.parametrize(

@@ -7,9 +7,9 @@ import re
 from collections import Counter, defaultdict
 
 import pytest
-from vmw.providers.catalog import Signal, default_catalog
-from vmw.providers.models import cycle_speed
-from vmw.providers.simulation import Simulation, Stall, extra_signals
+from vehicle_middleware.providers.catalog import Signal, default_catalog
+from vehicle_middleware.providers.models import cycle_speed
+from vehicle_middleware.providers.simulation import Simulation, Stall, extra_signals
 
 _INT_BOUNDS = {
     "uint8": (0, 255),

@@ -6,9 +6,9 @@ from __future__ import annotations
 import logging
 
 import pytest
-from vmw.ess import EventSubSystem, QueueConfig, SubscriptionRequest, Trigger
-from vmw.server.slow_apps import DropEpisodes, Episode, SlowAppWatch
-from vmw.vstore import VStore
+from vehicle_middleware.ess import EventSubSystem, QueueConfig, SubscriptionRequest, Trigger
+from vehicle_middleware.server.slow_apps import DropEpisodes, Episode, SlowAppWatch
+from vehicle_middleware.vstore import VStore
 
 
 def test_a_stuck_app_is_reported_when_it_starts_dropping_and_every_period_while_it_drops() -> None:
@@ -116,7 +116,7 @@ def test_the_watch_logs_one_warning_when_the_drop_rule_acts_and_ignores_discards
     ess.register("a", [SubscriptionRequest("Vehicle.Speed", queue=0, trigger=Trigger.ON_UPDATE)])
     now = [0.0]
     watch = SlowAppWatch(ess, every=10.0, clock=lambda: now[0])
-    caplog.set_level(logging.INFO, logger="vmw.server.slow_apps")
+    caplog.set_level(logging.INFO, logger="vehicle_middleware.server.slow_apps")
     store.set(key, b"1")
     assert watch.check() == []
     store.set(key, b"2")  # evicts the first

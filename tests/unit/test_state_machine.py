@@ -11,7 +11,7 @@ import itertools
 import hypothesis.strategies as st
 from hypothesis import HealthCheck, event, settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
-from vmw.ess import (
+from vehicle_middleware.ess import (
     DataUpdated,
     Event,
     EventSubSystem,
@@ -21,7 +21,7 @@ from vmw.ess import (
     Trigger,
     effective_queue_configs,
 )
-from vmw.vstore import VStore
+from vehicle_middleware.vstore import VStore
 
 from tests.unit.model import Model
 

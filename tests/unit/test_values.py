@@ -8,8 +8,8 @@ import struct
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from vmw.contract.values import ValueEncodingError, decode, decode_kind, encode
-from vmw.proto.value.v1.value_pb2 import Value
+from vehicle_middleware.contract.values import ValueEncodingError, decode, decode_kind, encode
+from vehicle_middleware.proto.vehicle.value.v1.value_pb2 import Value
 
 
 @given(

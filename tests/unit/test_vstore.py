@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from vmw.vstore import (
+from vehicle_middleware.vstore import (
     InvalidKeyNameError,
     KeyCapacityError,
     KeyRegistry,

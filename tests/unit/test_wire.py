@@ -1,11 +1,11 @@
-"""The one protobuf varint of the messages written as bytes (``vmw.server.wire``)."""
+"""The one protobuf varint of the messages written as bytes (``vehicle_middleware.server.wire``)."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-from vmw.proto.kuksa.val.v2 import types_pb2 as t2
-from vmw.server.wire import short_heads, varint
+from vehicle_middleware.proto.kuksa.val.v2 import types_pb2 as t2
+from vehicle_middleware.server.wire import short_heads, varint
 
 _EDGES = [
     0,

@@ -1,0 +1,124 @@
+"""ess: the Event Sub-System of the vehicle middleware.
+
+Owns subscriptions, the watched-key bitmap, the per-app bounded queues with the
+drop rule and per-key seq, the lifecycle buffer (key added/removed, resync,
+health events), the global event budget and the drain scheduler. It listens
+to the V-Store and hands batches of events to a transport; it tells
+subscribers when a watched key goes stale or loses its provider (health
+events). Pure and synchronous: no I/O, no gRPC, no event loop.
+
+Imports the standard library, ``bitarray`` and ``vstore``; must not import
+``middleware`` or any transport (``tests/unit/test_layout.py``).
+"""
+
+from vehicle_middleware.ess.budget import EventBudget
+from vehicle_middleware.ess.config import (
+    DEFAULT_MAX_LENGTH,
+    DEFAULT_MIN_LENGTH,
+    MAX_QUEUE_LENGTH,
+    QUEUE_COUNT,
+    QueueConfig,
+    effective_queue_configs,
+)
+from vehicle_middleware.ess.errors import (
+    BudgetExceededError,
+    EssError,
+    InvalidQueueConfigError,
+    NotReadingEventsError,
+)
+from vehicle_middleware.ess.events import (
+    DataRow,
+    DataUpdated,
+    DropReason,
+    Event,
+    HealthEvent,
+    KeyAdded,
+    KeyFresh,
+    KeyRemoved,
+    KeyStale,
+    LifecycleEvent,
+    ProviderBack,
+    ProviderGone,
+    RawEvent,
+    ResyncRequired,
+    Status,
+    Trigger,
+    data_rows,
+)
+from vehicle_middleware.ess.health import (
+    ExpectedPeriods,
+    StaleNotice,
+    StaleTracker,
+    parse_expect_rule,
+)
+from vehicle_middleware.ess.policy import ALLOW_ALL, AllowAll, ReadPolicy
+from vehicle_middleware.ess.presence import ProviderPresence
+from vehicle_middleware.ess.scheduler import DEFAULT_WEIGHTS, CreditScheduler
+from vehicle_middleware.ess.stats import AppStats, QueueStats
+from vehicle_middleware.ess.subscriptions import (
+    MAX_SEQ,
+    RegisterResult,
+    SubscriptionInfo,
+    SubscriptionRequest,
+)
+from vehicle_middleware.ess.system import (
+    DEFAULT_EVENT_BUDGET,
+    DEFAULT_LIFECYCLE_CAPACITY,
+    DropCounts,
+    EssObserver,
+    EventSubSystem,
+    KeySource,
+)
+
+__all__ = [
+    "ALLOW_ALL",
+    "DEFAULT_EVENT_BUDGET",
+    "DEFAULT_LIFECYCLE_CAPACITY",
+    "DEFAULT_MAX_LENGTH",
+    "DEFAULT_MIN_LENGTH",
+    "DEFAULT_WEIGHTS",
+    "MAX_QUEUE_LENGTH",
+    "MAX_SEQ",
+    "QUEUE_COUNT",
+    "AllowAll",
+    "AppStats",
+    "BudgetExceededError",
+    "CreditScheduler",
+    "DataRow",
+    "DataUpdated",
+    "DropCounts",
+    "DropReason",
+    "EssError",
+    "EssObserver",
+    "Event",
+    "EventBudget",
+    "EventSubSystem",
+    "ExpectedPeriods",
+    "HealthEvent",
+    "InvalidQueueConfigError",
+    "KeyAdded",
+    "KeyFresh",
+    "KeyRemoved",
+    "KeySource",
+    "KeyStale",
+    "LifecycleEvent",
+    "NotReadingEventsError",
+    "ProviderBack",
+    "ProviderGone",
+    "ProviderPresence",
+    "QueueConfig",
+    "QueueStats",
+    "RawEvent",
+    "ReadPolicy",
+    "RegisterResult",
+    "ResyncRequired",
+    "StaleNotice",
+    "StaleTracker",
+    "Status",
+    "SubscriptionInfo",
+    "SubscriptionRequest",
+    "Trigger",
+    "data_rows",
+    "effective_queue_configs",
+    "parse_expect_rule",
+]

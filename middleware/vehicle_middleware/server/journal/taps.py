@@ -1,0 +1,129 @@
+"""Where the middleware's state meets the journal: the ESS observer and the store tap."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Final
+
+from vehicle_middleware.contract.journal.records import Kind
+from vehicle_middleware.ess import DropReason, Event, EventSubSystem, RawEvent, data_rows
+from vehicle_middleware.server.journal.writer import Journal
+from vehicle_middleware.vstore import VStore
+
+__all__ = ["DropJournal", "PublishTap", "record_delivered"]
+
+_DROPS: Final = {
+    DropReason.EVICTED: (Kind.EVICTED, "queue full: a newer event of the key replaced it"),
+    DropReason.LOST: (Kind.LOST, "queue full: no event of the key to replace"),
+    DropReason.DISCARDED: (
+        Kind.DISCARDED,
+        "queued, then thrown away (subscription, key or stream ended)",
+    ),
+}
+"""Per drop: its record's kind and reason."""
+# Bound once: an enum member's lookup on its class costs ~0.1 us (Python 3.11).
+_PUBLISH_BATCH: Final = Kind.PUBLISH_BATCH
+_DELIVERED_BATCH: Final = Kind.DELIVERED_BATCH
+
+
+class DropJournal:
+    """The ESS observer: every evicted, lost or discarded event becomes a record."""
+
+    def __init__(self, journal: Journal, store: VStore) -> None:
+        self._journal = journal
+        self._store = store
+
+    def event_dropped(self, app: str, key: int, queue: int, seq: int, reason: DropReason) -> None:
+        kind, why = _DROPS[reason]
+        self._journal.record(
+            kind,
+            app=app,
+            key=self._store.name_of(key),
+            key_id=key,
+            queue=queue,
+            seq=seq,
+            reason=why,
+        )
+
+
+class PublishTap:
+    """The V-Store's listener at the full level: the ESS first, then the journal.
+
+    The writes of one request (between :meth:`begin` and :meth:`end`, see
+    ``WritePath.writing``) make one ``publish_batch`` record; a write outside a
+    request makes one of its own.
+    """
+
+    def __init__(self, journal: Journal, store: VStore, ess: EventSubSystem) -> None:
+        self._journal = journal
+        self._store = store
+        self._ess = ess
+        self._writer = ""
+        self._open = False
+        # (key_id, name, version, changed, size) of each write not yet recorded.
+        self._writes: list[tuple[int, str | None, int, bool, int]] = []
+
+    def begin(self, writer: str) -> None:
+        self._writer, self._open = writer, True
+
+    def end(self) -> None:
+        self._open = False
+        self._flush()
+        self._writer = ""
+
+    def key_added(self, key_id: int, name: str) -> None:
+        self._ess.key_added(key_id, name)
+
+    def key_removed(self, key_id: int, name: str) -> None:
+        self._flush()  # its id may be reused: the writes before name the old key
+        self._ess.key_removed(key_id, name)
+
+    def data_updated(self, key_id: int, changed: bool, data: bytes, time_ns: int) -> None:
+        self._ess.data_updated(key_id, changed, data, time_ns)
+        store = self._store
+        self._writes.append(
+            (key_id, store.name_of(key_id), store.version_of(key_id), changed, len(data))
+        )
+        if not self._open:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._writes:
+            return
+        key_ids, keys, versions, changes, sizes = zip(*self._writes, strict=True)
+        self._writes = []
+        self._journal.record(
+            _PUBLISH_BATCH,
+            writer=self._writer,
+            key_ids=key_ids,
+            keys=keys,
+            versions=versions,
+            changes=changes,
+            sizes=sizes,
+        )
+
+
+def record_delivered(journal: Journal, app: str, events: Sequence[Event | RawEvent]) -> None:
+    """One ``delivered_batch`` record for the data events of a batch handed to ``app``
+    (each a ``DataUpdated`` or the plain tuple of its fields), as drained: its
+    lifecycle events, if any, first.
+
+    A batch that begins with a data event is all data (the common case: its
+    fields gathered as they are, half the cost of a filtered copy, 3.5 against
+    7.5 us for a batch of 64; this runs for every batch every app is sent:
+    :func:`vehicle_middleware.ess.data_rows`)."""
+    data = data_rows(events)
+    if not data:
+        return
+    # strict=False: every data event has the same five fields (strict costs 1.5 us a batch).
+    key_ids, seqs, times, _, queues = zip(*data, strict=False)
+    journal.record(
+        _DELIVERED_BATCH,
+        app=app,
+        sent_ns=time.time_ns(),
+        key_ids=key_ids,
+        seqs=seqs,
+        queues=queues,
+        write_times_ns=times,
+    )

@@ -1,9 +1,0 @@
-"""Operators' command-line views of a running middleware (``python -m vmw.tools``).
-
-``top`` (:mod:`vmw.tools.top`) and ``cluster-status``
-(:mod:`vmw.tools.cluster_status`) are clients like any app: they speak the
-public Admin and Cluster services and import nothing of the server.
-
-Owns the rendering of those views; the channel, TLS and token options come
-from the SDK (:mod:`vmw.sdk.cli`).
-"""

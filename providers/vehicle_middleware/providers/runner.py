@@ -1,0 +1,151 @@
+"""The providers' loops against a running middleware, over the provider SDK.
+
+Both add their keys, then publish until told to stop; the SDK reconnects
+after a middleware restart, adds the keys again (ids may change) and
+re-sends the latest values, and the loop resumes where the clock is (a
+simulation does not burst to catch up; a replay goes on with the next
+sample). Counters are kept in :class:`ProviderStatus` for ``--status``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Final
+
+from vehicle_middleware.contract.values import Scalar, encode
+from vehicle_middleware.providers.recording import Sample, group_by_time
+from vehicle_middleware.providers.simulation import Simulation
+from vehicle_middleware.sdk import ProviderClient
+
+__all__ = ["ProviderStatus", "add_keys", "replay", "simulate"]
+
+log = logging.getLogger(__name__)
+
+MAX_BATCH: Final = 1000
+"""Updates per Publish batch and names per AddKeys call (the middleware's default limit)."""
+MIN_TICK: Final = 0.01
+"""The simulation publishes at most every 10 ms: what is due meanwhile goes in one batch."""
+
+
+@dataclass(slots=True)
+class ProviderStatus:
+    provider: str
+    state: str = "starting"
+    """``starting``, ``publishing``, ``done`` (a replay's end) or ``stopped``."""
+    keys: int = 0
+    published: int = 0
+    """Updates handed to the SDK (its re-sends after a reconnect are not counted)."""
+    batches: int = 0
+    reconnects: int = 0
+    started_ns: int = field(default_factory=time.time_ns)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def snapshot(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+async def add_keys(
+    client: ProviderClient, names: Sequence[str], status: ProviderStatus, *, claim: bool = False
+) -> None:
+    """Add ``names`` in batches the middleware accepts (``claim``: and claim them)."""
+    for i in range(0, len(names), MAX_BATCH):
+        await client.add_keys(names[i : i + MAX_BATCH], claim=claim)
+    status.keys = len(client.ids)
+
+
+async def _publish(
+    client: ProviderClient, updates: Sequence[tuple[str, Scalar]], status: ProviderStatus
+) -> None:
+    for i in range(0, len(updates), MAX_BATCH):
+        chunk = updates[i : i + MAX_BATCH]
+        await client.publish([(name, encode(value)) for name, value in chunk])
+        status.published += len(chunk)
+        status.batches += 1
+    status.reconnects = client.reconnects
+
+
+async def simulate(
+    client: ProviderClient,
+    sim: Simulation,
+    status: ProviderStatus,
+    stop: asyncio.Event,
+    *,
+    duration: float | None = None,
+    claim: bool = False,
+) -> None:
+    """Publish the simulation's values on its schedule until ``stop`` (or ``duration`` s).
+
+    ``claim``: claim the keys, so that nobody else may write them while this
+    provider runs, and their subscribers hear when it goes (``ProviderGone``).
+    """
+    await add_keys(client, sim.names, status, claim=claim)
+    status.state = "publishing"
+    log.info("publishing %d keys, about %.0f updates/s", len(sim.names), sim.rate)
+    t0 = time.monotonic()
+    while not stop.is_set():
+        now = time.monotonic() - t0
+        if duration is not None and now >= duration:
+            break
+        await _publish(client, sim.step(now), status)
+        wait = max(sim.next_due(), now + MIN_TICK) - (time.monotonic() - t0)
+        if wait > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), wait)
+    status.state = "stopped"
+
+
+async def replay(
+    client: ProviderClient,
+    samples: Sequence[Sample],
+    status: ProviderStatus,
+    stop: asyncio.Event,
+    *,
+    speed: float = 1.0,
+    source_time: bool = False,
+    claim: bool = False,
+) -> None:
+    """Publish the samples with their recorded spacing divided by ``speed``
+    (0: as fast as the middleware takes them); samples of one time are one batch.
+
+    With ``source_time`` each sample carries its recorded ``time_ns`` as the
+    write's source time; otherwise the middleware stamps it on arrival.
+    """
+    names = list(dict.fromkeys(s.key for s in samples))
+    await add_keys(client, names, status, claim=claim)
+    status.state = "publishing"
+    status.extra["samples"] = len(samples)
+    log.info("replaying %d samples of %d keys at %sx", len(samples), len(names), speed or "max")
+    if not samples:
+        status.state = "done"
+        return
+    first = samples[0].time_ns
+    t0 = time.monotonic()
+    for group in group_by_time(samples):
+        if stop.is_set():
+            status.state = "stopped"
+            return
+        if speed > 0:
+            wait = (group[0].time_ns - first) / 1e9 / speed - (time.monotonic() - t0)
+            if wait > 0:
+                try:
+                    await asyncio.wait_for(stop.wait(), wait)
+                    status.state = "stopped"
+                    return
+                except TimeoutError:
+                    pass
+        for i in range(0, len(group), MAX_BATCH):
+            chunk = group[i : i + MAX_BATCH]
+            await client.publish(
+                [(s.key, encode(s.value)) for s in chunk],
+                time_ns=group[0].time_ns if source_time else None,
+            )
+            status.published += len(chunk)
+            status.batches += 1
+        status.reconnects = client.reconnects
+    await client.flush()
+    status.state = "done"

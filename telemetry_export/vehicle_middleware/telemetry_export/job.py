@@ -1,0 +1,487 @@
+"""The analysis job: wiring session, extract, transforms, load and the report.
+(The ingest jobs are :mod:`vehicle_middleware.telemetry_export.ingest`'s, re-exported here.)"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
+from typing import Any, Final
+
+from pyspark.sql import Column, DataFrame, Observation, Row, SparkSession
+from pyspark.sql import functions as F
+from vehicle_middleware.contract.journal.landing import CollectorKind
+from vehicle_middleware.contract.journal.records import Kind, Level
+from vehicle_middleware.telemetry_export import chain, extract, load, plots, report, transforms
+from vehicle_middleware.telemetry_export.dataset import BAD, COLLECTOR, LINKS, RECORDS, Dataset
+from vehicle_middleware.telemetry_export.ingest import ingest, ingest_stream
+from vehicle_middleware.telemetry_export.schema import COLLECTOR as COLLECTOR_SCHEMA
+
+__all__ = [
+    "REPORT_ROWS",
+    "STALE_KEYS_SHOWN",
+    "analyze",
+    "apps_summary",
+    "ingest",
+    "ingest_stream",
+    "not_collected_rows",
+    "stale_keys",
+    "vehicle_apps",
+]
+
+
+STALE_KEYS_SHOWN = 100
+
+
+def _per_queue(drop_rates: DataFrame) -> list[Row]:
+    """Per vehicle, app and queue: events delivered and dropped (from
+    :func:`transforms.drop_rates`, which counts both per window)."""
+    return (
+        drop_rates.groupBy("vehicle_id", "app", "queue")
+        .agg(
+            (F.sum("events") - F.sum("dropped")).alias("delivered"),
+            F.sum("dropped").alias("dropped"),
+        )
+        .collect()
+    )
+
+
+_GAP_TOTALS = ("missing", "explained", "unexplained", "drops_after_last_delivery")
+
+
+def _gaps_per_app(reconciliation: DataFrame) -> list[Row]:
+    """Per vehicle and app: its seqs missing, explained or not, and dropped
+    after its last delivery."""
+    return (
+        reconciliation.groupBy("vehicle_id", "app")
+        .agg(*(F.sum(c).alias(c) for c in _GAP_TOTALS))
+        .collect()
+    )
+
+
+def _gaps_per_key(reconciliation: DataFrame) -> list[Row]:
+    """Per app and key (by name), over the fleet: the seq totals and the
+    vehicles they were seen on."""
+    return (
+        reconciliation.groupBy("app", "key")
+        .agg(
+            *(F.sum(c).alias(c) for c in _GAP_TOTALS),
+            F.count_distinct("vehicle_id").alias("vehicles"),
+        )
+        .collect()
+    )
+
+
+def _stale_per_key(stale: DataFrame) -> list[Row]:
+    """Per key, what went quiet (writes, or deliveries to an app) and its
+    threshold: intervals, vehicles and the longest interval."""
+    return (
+        stale.groupBy("key", "what", "app", "threshold_ns")
+        .agg(
+            F.count(F.lit(1)).alias("intervals"),
+            F.count_distinct("vehicle_id").alias("vehicles"),
+            F.max("interval_ns").alias("longest_ns"),
+        )
+        .collect()
+    )
+
+
+def apps_summary(queues: Iterable[Any], gaps: Iterable[Any]) -> dict[str, dict[str, Any]]:
+    """``summary.json``'s ``apps``: deliveries, drops per queue, and seq gaps.
+
+    ``queues`` has, per vehicle (or not), app and queue, ``app``, ``queue``,
+    ``delivered`` and ``dropped``; ``gaps``, per vehicle (or not) and app,
+    ``app`` and the sums of the reconciliation's ``missing``, ``explained``,
+    ``unexplained`` and ``drops_after_last_delivery`` (rows or dicts: each
+    field read as ``row[name]``). Both are added up over the vehicles.
+    """
+    apps: dict[str, dict[str, Any]] = {}
+
+    def app(name: str) -> dict[str, Any]:
+        return apps.setdefault(name, {"delivered": 0, "dropped": 0, "dropped_per_queue": {}})
+
+    for r in queues:
+        a = app(r["app"])
+        a["delivered"] += int(r["delivered"])
+        a["dropped"] += int(r["dropped"])
+        q = a["dropped_per_queue"]
+        q[str(r["queue"])] = q.get(str(r["queue"]), 0) + int(r["dropped"])
+    names = {
+        "missing": "missing_seqs",
+        "explained": "explained_seqs",
+        "unexplained": "unexplained_seqs",
+        "drops_after_last_delivery": "drops_after_last_delivery",
+    }
+    for r in gaps:
+        a = app(r["app"])
+        for c, name in names.items():
+            a[name] = a.get(name, 0) + int(r[c])
+    return apps
+
+
+def vehicle_apps(queues: Iterable[Any], gaps: Iterable[Any]) -> list[dict[str, Any]]:
+    """The report's rows per vehicle and app: ``delivered``, ``dropped`` and
+    the seq totals (inputs as :func:`apps_summary`'s, per vehicle), by vehicle
+    and app."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def row(r: Any) -> dict[str, Any]:
+        return rows.setdefault(
+            (r["vehicle_id"], r["app"]),
+            {
+                "vehicle_id": r["vehicle_id"],
+                "app": r["app"],
+                "delivered": 0,
+                "dropped": 0,
+                **dict.fromkeys(_GAP_TOTALS, 0),
+            },
+        )
+
+    for r in queues:
+        a = row(r)
+        a["delivered"] += int(r["delivered"])
+        a["dropped"] += int(r["dropped"])
+    for r in gaps:
+        a = row(r)
+        for c in _GAP_TOTALS:
+            a[c] += int(r[c])
+    return [rows[k] for k in sorted(rows)]
+
+
+def stale_keys(per_key: Iterable[Any]) -> dict[str, int]:
+    """``summary.json``'s ``stale_keys`` from :func:`_stale_per_key`'s rows:
+    the keys whose writes stopped for longer than their threshold, with the
+    longest interval (ns), longest first (at most 100). Gaps in deliveries to
+    an app are in the ``stale`` table, not here: they are the app's, not the
+    signal's."""
+    longest: dict[str, int] = {}
+    for r in per_key:
+        if r["what"] == "write":
+            key = r["key"] or "?"
+            longest[key] = max(longest.get(key, 0), int(r["longest_ns"]))
+    ordered = sorted(longest.items(), key=lambda kv: (-kv[1], kv[0]))
+    return dict(ordered[:STALE_KEYS_SHOWN])
+
+
+def _bad_lines(spark: SparkSession, ds: Dataset) -> int:
+    """The bad lines ``ingest`` set aside (none: no data file, nothing read)."""
+    if not ds.has_data(ds.table(BAD)):
+        return 0
+    return spark.read.parquet(ds.table(BAD)).count()
+
+
+def _collector(spark: SparkSession, ds: Dataset) -> DataFrame:
+    """The collector's records, each once (a landing file ingested twice, or
+    written twice by a collector retrying, adds nothing); none without any."""
+    if not ds.has_data(ds.table(COLLECTOR)):
+        return spark.createDataFrame([], COLLECTOR_SCHEMA)
+    # A gap by its offsets, a restart by its boots (not by when or by whom).
+    same = ["kind", "vehicle_id", "boot_id", "from_offset", "to_offset"]
+    return (
+        spark.read.parquet(ds.table(COLLECTOR))
+        .select(*COLLECTOR_SCHEMA.fieldNames())
+        .dropDuplicates([*same, "old_boot_id", "new_boot_id"])
+    )
+
+
+def not_collected_rows(notes: Iterable[Any]) -> list[dict[str, Any]]:
+    """The report's "Not collected" rows from the collector's records (rows or
+    dicts): per vehicle and boot, its gaps (``gaps``, ``records`` not
+    collected, ``reasons``) and the restarts the collector followed into it
+    (``restarted_from``), by vehicle, then time."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def row(vehicle: str, boot: str, time_ns: int) -> dict[str, Any]:
+        r = rows.setdefault(
+            (vehicle, boot),
+            {
+                "vehicle_id": vehicle,
+                "boot_id": boot,
+                "gaps": 0,
+                "records": 0,
+                "reasons": [],
+                "restarted_from": [],
+                "first_ns": time_ns,
+            },
+        )
+        r["first_ns"] = min(r["first_ns"], time_ns)
+        return r
+
+    for n in notes:
+        if n["kind"] == CollectorKind.GAP:
+            r = row(n["vehicle_id"], n["boot_id"], n["time_ns"] or 0)
+            r["gaps"] += 1
+            r["records"] += int(n["count"])
+            if n["reason"] and n["reason"] not in r["reasons"]:
+                r["reasons"].append(n["reason"])
+        elif n["kind"] == CollectorKind.RESTART:
+            r = row(n["vehicle_id"], n["new_boot_id"], n["time_ns"] or 0)
+            r["restarted_from"].append(n["old_boot_id"])
+    return sorted(rows.values(), key=lambda r: (r["vehicle_id"], r["first_ns"], r["boot_id"]))
+
+
+def _concurrently(tasks: dict[str, Callable[[], Any]]) -> dict[str, Any]:
+    """Run independent Spark actions at once, from one thread each; their results.
+
+    Each action on a small table costs mostly planning, code generation and
+    scheduling on the driver; run together, one's overhead overlaps another's
+    tasks (the scheduler is FIFO: a big action still gets the cores first).
+    """
+    with ThreadPoolExecutor(max_workers=len(tasks)) as pool:
+        futures = {name: pool.submit(fn) for name, fn in tasks.items()}
+        return {name: f.result() for name, f in futures.items()}
+
+
+_NEEDS_FULL: Final = (
+    "delivered",
+    "seq_gaps",
+    "missing_seqs",
+    "unexplained_seqs",
+    "stale_intervals",
+)
+"""What only a journal at level ``full`` records (deliveries, writes): unknown below it."""
+_NEEDS_FULL_PER_APP: Final = (
+    "missing_seqs",
+    "explained_seqs",
+    "unexplained_seqs",
+    "drops_after_last_delivery",
+)
+
+
+def _levels(spark: SparkSession, ds: Dataset) -> set[str]:
+    """The journal levels the dataset's boots ran at (their ``start`` records)."""
+    records = spark.read.parquet(ds.table(RECORDS))
+    if "level" not in records.columns:
+        return set()
+    rows = records.where(F.col("kind") == Kind.START).select("level").distinct().collect()
+    return {str(r["level"]) for r in rows if r["level"]}
+
+
+def analyze(
+    spark: SparkSession,
+    dataset: str,
+    output: str,
+    *,
+    thresholds: Sequence[tuple[str, int]] = (),
+    default_stale_ns: int = 5_000_000_000,
+    window_ns: int = 1_000_000_000,
+) -> dict[str, Any]:
+    """The findings of a dataset written by ``ingest``; returns the summary.
+
+    Raises:
+        ValueError: the dataset has records but no ``links`` (written by an
+            older ``ingest``, which kept the chain on each record).
+    """
+    ds = Dataset(spark, dataset)
+    if not ds.has_data(ds.table(LINKS)):
+        raise ValueError(
+            f"{dataset} has no {LINKS} table: write it again with this version's ingest"
+        )
+    records = extract.read_dataset(
+        spark, ds.table(RECORDS), transforms.ANALYSED, optional=transforms.OPTIONAL
+    )
+    # One pass over the records: the aggregation every finding reads (small,
+    # kept in memory), laid out by boot so that no finding needs a further
+    # shuffle: each groups or orders within a boot.
+    bucket_ns = transforms.stale_bucket_ns(thresholds, default_stale_ns)
+    active = (
+        transforms.activity(records, bucket_ns=bucket_ns, window_ns=window_ns)
+        .repartition(spark.sparkContext.defaultParallelism, *transforms.BOOT)
+        .cache()
+    )
+    # The collector's records (a few) and the chain, from the runs ingest cut
+    # (a few per boot and batch).
+    notes = _collector(spark, ds).coalesce(1).cache()
+    gaps = notes.where(F.col("kind") == CollectorKind.GAP)
+    chained = chain.chain_facts(
+        spark.read.parquet(ds.table(LINKS)),
+        transforms.trims(active),
+        gaps.select(*transforms.BOOT, "from_offset", "to_offset"),
+    )
+    not_collected = gaps.groupBy(*transforms.BOOT).agg(
+        F.count(F.lit(1)).alias("collect_gaps"), F.sum("count").alias("not_collected")
+    )
+    # One row per boot: one partition (its consumers then run one task each).
+    facts = transforms.boot_facts(active, chained, not_collected).coalesce(1).cache()
+    # One row per boot and key: joined to the tables that have only key ids.
+    names = transforms.key_names(active).coalesce(1).cache()
+    # Where each key's seqs start in a boot whose oldest records retention
+    # removed (few rows: those boots only).
+    floors = transforms.seq_floors(active, facts).coalesce(1).cache()
+    kept: list[DataFrame] = [facts, names, floors, active, notes]
+    try:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            # The pass runs while this thread plans the findings (about a second
+            # of driver time here).
+            materialized = pool.submit(active.count)
+            seq_gaps = transforms.with_key_names(transforms.seq_gaps(active, floors), names)
+            integrity = transforms.boot_integrity(facts)
+            # The fleet's totals, summed over the boots while they are written.
+            # Vehicles: each is counted by its first boot (an observation cannot
+            # count distinct values).
+            fleet, vehicles = Observation("fleet"), Observation("vehicles")
+            boots = transforms.boots(facts.observe(fleet, *_fleet_totals())).observe(
+                vehicles, F.count(F.when(F.col("boot_number") == 1, 1)).alias("vehicles")
+            )
+            # Kept: the summary and the report read them again.
+            reconciliation = transforms.with_key_names(
+                transforms.seq_reconciliation(active, floors), names
+            ).cache()
+            stale = transforms.stale_intervals(
+                active, thresholds=thresholds, default_ns=default_stale_ns
+            ).cache()
+            drop_rates = transforms.drop_rates(active).cache()
+            kept += [reconciliation, stale, drop_rates]
+            materialized.result()
+        local = "://" not in output or output.startswith("file://")
+
+        def write(name: str, df: DataFrame) -> int:
+            """Write ``df``; its rows, counted while writing (no second job)."""
+            seen = Observation(name)
+            load.write_table(df.observe(seen, F.count(F.lit(1)).alias("rows")), f"{output}/{name}")
+            return int(seen.get["rows"])
+
+        report_dir = Path(output.removeprefix("file://"))
+
+        def plot(
+            draw: Callable[[list[dict[str, Any]], Path], str | None], df: DataFrame
+        ) -> str | None:
+            """``draw`` the first rows of ``df`` into the report (one task reads
+            partitions in turn until it has them: one job)."""
+            return draw(_rows(df.coalesce(1).limit(REPORT_ROWS)), report_dir) if local else None
+
+        def plot_drops() -> str | None:
+            """The fleet's drops per app and queue, its earliest windows."""
+            over_time = transforms.drops_over_time(drop_rates)
+            rows = over_time.orderBy("window_start_ns").limit(REPORT_ROWS)
+            return plots.plot_drops(_rows(rows), report_dir, window_ns=window_ns) if local else None
+
+        def boot_rows() -> list[dict[str, Any]]:
+            """Every boot with its facts, for the report (none: not local)."""
+            if not local:
+                return []
+            order = transforms.boots(facts).select(
+                *transforms.BOOT, "boot_number", "after_clean_stop"
+            )
+            return _rows(facts.join(order, transforms.BOOT).limit(REPORT_ROWS))
+
+        # Every table, and what the summary and the report read from it, at once
+        # (a kept table is computed once, by whichever query gets there first).
+        # The longest first: the pool starts them in this order.
+        found = _concurrently(
+            {
+                "seq_gaps": partial(write, "seq_gaps", seq_gaps),
+                "reconciliation": partial(write, "reconciliation", reconciliation),
+                "gaps": partial(_gaps_per_app, reconciliation),
+                "gap_keys": partial(_gaps_per_key, reconciliation),
+                "stale": partial(write, "stale", stale),
+                "stale_keys": partial(_stale_per_key, stale),
+                "stale_png": partial(plot, plots.plot_staleness, stale),
+                "drop_rates": partial(write, "drop_rates", drop_rates),
+                "drops_png": plot_drops,
+                "boot_integrity": partial(write, "boot_integrity", integrity),
+                "boots": partial(write, "boots", boots),
+                "boot_rows": boot_rows,
+                "queues": partial(_per_queue, drop_rates),
+                "bad_lines": partial(_bad_lines, spark, ds),
+                "notes": partial(_rows, notes),
+            }
+        )
+        per_boot = {**fleet.get, **vehicles.get}
+        levels = _levels(spark, ds)
+        apps = apps_summary(found["queues"], found["gaps"])
+        missing = sum(a.get("missing_seqs", 0) for a in apps.values())
+        summary: dict[str, Any] = {
+            "records": int(per_boot["records"]),
+            "bad_lines": int(found["bad_lines"]),
+            "vehicles": int(per_boot["vehicles"]),
+            "boots": int(per_boot["boots"]),
+            # Every boot of a vehicle after its first is a restart.
+            "restarts": int(per_boot["boots"] - per_boot["vehicles"]),
+            "unclean_stops": int(per_boot["unclean"]),
+            "delivered": int(per_boot["delivered"]),
+            "dropped": int(per_boot["dropped"]),
+            "seq_gaps": found["seq_gaps"],
+            "missing_seqs": missing,
+            "unexplained_seqs": sum(a.get("unexplained_seqs", 0) for a in apps.values()),
+            "stale_intervals": found["stale"],
+            "broken_chains": int(per_boot["broken"]),
+            "trimmed_boots": int(per_boot["trimmed"]),
+            "missing_journal_records": int(per_boot["missing_records"]),
+            "reported_journal_drops": int(per_boot["reported_dropped"]),
+            "unreported_journal_losses": int(per_boot["unreported_lost"]),
+            "collect_gaps": int(per_boot["collect_gaps"]),
+            "not_collected_records": int(per_boot["not_collected"]),
+            "collector_restarts": sum(
+                1 for n in found["notes"] if n["kind"] == CollectorKind.RESTART
+            ),
+            "apps": apps,
+            "stale_keys": stale_keys(found["stale_keys"]),
+            "journal_levels": sorted(levels),
+            # A dataset whose boots say no level (older journals) is taken as before.
+            "deliveries_recorded": not levels or Level.FULL.name.lower() in levels,
+        }
+        if not summary["deliveries_recorded"]:
+            # No boot recorded its deliveries (or its writes): figures that count them
+            # would read 0 and a drop rate of 100 %. Unknown, not zero.
+            for name in _NEEDS_FULL:
+                summary[name] = None
+            for a in apps.values():
+                for name in ("delivered", *_NEEDS_FULL_PER_APP):
+                    a[name] = None
+        if local:
+            report.write_report(
+                report_dir,
+                summary,
+                report.ReportTables(
+                    boots=found["boot_rows"],
+                    vehicle_apps=vehicle_apps(found["queues"], found["gaps"]),
+                    gap_keys=[r.asDict() for r in found["gap_keys"]],
+                    stale_keys=[r.asDict() for r in found["stale_keys"]],
+                    not_collected=not_collected_rows(found["notes"]),
+                ),
+                report.Settings(
+                    thresholds=tuple(thresholds),
+                    default_stale_ns=default_stale_ns,
+                    window_ns=window_ns,
+                ),
+                drops_png=found["drops_png"],
+                stale_png=found["stale_png"],
+            )
+        return summary
+    finally:
+        for df in kept:
+            df.unpersist()
+
+
+def _fleet_totals() -> list[Column]:
+    """The fleet's totals over :func:`transforms.boot_facts` (observed while
+    the boots are written: no job of their own)."""
+    return [
+        F.count(F.lit(1)).alias("boots"),
+        *(
+            F.coalesce(F.sum(c), F.lit(0)).alias(c)
+            for c in (
+                "records",
+                "delivered",
+                "dropped",
+                "missing_records",
+                "reported_dropped",
+                "unreported_lost",
+                "collect_gaps",
+                "not_collected",
+            )
+        ),
+        F.count(F.when(F.col("broken_links") > 0, 1)).alias("broken"),
+        F.count(F.when(F.col("chain") == "trimmed", 1)).alias("trimmed"),
+        F.count(F.when(~F.col("clean_stop"), 1)).alias("unclean"),
+    ]
+
+
+REPORT_ROWS = 5000
+"""The rows of each table the human report plots and lists, at most."""
+
+
+def _rows(df: DataFrame) -> list[dict[str, Any]]:
+    return [r.asDict() for r in df.collect()]

@@ -1,0 +1,60 @@
+"""A KUKSA subscription's drained events cut into responses
+(``vehicle_middleware.server.kuksa.response_cuts``)."""
+
+from __future__ import annotations
+
+import itertools
+
+from hypothesis import given
+from hypothesis import strategies as st
+from vehicle_middleware.ess import DataUpdated, Event, KeyAdded, ResyncRequired
+from vehicle_middleware.server.kuksa.response_cuts import cut
+
+_DATA = st.builds(
+    DataUpdated,
+    key=st.integers(1, 4),
+    seq=st.integers(1, 9),
+    time_ns=st.integers(0, 9),
+    data=st.sampled_from([b"a", b"b", b""]),
+    queue=st.just(0),
+)
+_LIFECYCLE = st.one_of(
+    st.builds(KeyAdded, key=st.integers(1, 4), name=st.just("K")),
+    st.builds(ResyncRequired, lost=st.integers(1, 3)),
+)
+# As a drain hands them out: lifecycle events first, then data events.
+_DRAIN = st.tuples(st.lists(_LIFECYCLE, max_size=3), st.lists(_DATA, max_size=20)).map(
+    lambda parts: [*parts[0], *parts[1]]
+)
+
+
+@given(_DRAIN)
+def test_a_batch_is_cut_where_a_key_repeats(events: list[Event]) -> None:
+    """In order, each key at most once a response, as few responses as that allows,
+    every update the data event as drained."""
+    responses = cut(events)
+    data = [e for e in events if type(e) is DataUpdated]
+    assert [u for r in responses for u in r] == data
+    for response in responses:
+        assert len({u[0] for u in response}) == len(response)
+    for before, after in itertools.pairwise(responses):
+        assert after[0][0] in {u[0] for u in before}  # cut only where needed
+    assert all(responses)
+    # The same cut when each data event is the plain tuple of its fields, as the
+    # server's streams drain them (drain_raw).
+    raw = [tuple(e) if isinstance(e, DataUpdated) else e for e in events]
+    assert cut(raw) == responses
+
+
+def test_events_without_data_updates_make_no_response() -> None:
+    events: list[Event] = [KeyAdded(1, "K"), ResyncRequired(lost=2)]
+    assert cut(events) == []
+    assert cut([]) == []
+    one = (1, 1, 5, b"v", 0)
+    assert cut([*events, one]) == [[one]]
+
+
+def test_a_batch_of_data_with_each_key_once_is_one_response_without_a_copy() -> None:
+    batch = [(1, 1, 5, b"v", 0), (2, 1, 5, b"w", 0)]
+    [response] = cut(batch)
+    assert response is batch
