@@ -18,7 +18,7 @@ from vmw.proto.journal.v1 import journal_pb2
 from vmw.proto.vstore.v1 import vstore_pb2
 from vmw.sdk.raced import ATTEMPTS, write_raced_end
 from vmw.server.access import Access
-from vmw.server.config import AccessSettings, Settings
+from vmw.server.config import AccessSettings
 from vmw.server.rpc.identity import Identify, caller
 from vmw.server.server import RunningServer
 
@@ -82,7 +82,7 @@ async def test_every_method_refuses_a_call_without_identity_before_its_handler(
 async def test_a_handler_that_never_asks_who_calls_is_still_protected() -> None:
     """A service whose handler forgets identity: the interceptor refuses for it,
     and what the handler asks afterwards is what the interceptor established."""
-    access = Access(AccessSettings.of(Settings()))
+    access = Access(AccessSettings())
     seen: list[str] = []
 
     async def forgetful(request: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> bytes:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from vmw.proto.admin.v1 import admin_pb2
 from vmw.server.access import Access
-from vmw.server.config import AccessSettings, Settings
+from vmw.server.config import AccessSettings, Settings, replace_settings
 from vmw.server.errors import UnauthenticatedError
 from vmw.server.metrics import Collectors, Figure
 from vmw.server.metrics.rates import KeyRates, RateSample
@@ -109,7 +109,7 @@ def test_a_top_frame_puts_dropping_apps_first_with_rates_from_the_reading_before
 
 
 def _access(mode: str = "open") -> Access:
-    return Access(AccessSettings.of(Settings(listen="127.0.0.1:0", auth_mode=mode)))
+    return Access(AccessSettings(auth_mode=mode))
 
 
 def test_a_certificate_names_the_app_and_an_app_id_must_be_one_of_its_names() -> None:
@@ -147,4 +147,4 @@ def test_bad_tls_and_metrics_settings_are_refused_naming_them(
     settings: dict[str, object], message: str
 ) -> None:
     with pytest.raises(ValueError, match=message):
-        Settings(**settings)  # type: ignore[arg-type]
+        replace_settings(Settings(), **settings)

@@ -1,6 +1,6 @@
 """Who may do what: identity, scopes, write claims and rate limits, in one place.
 
-Two modes (``Settings.auth_mode``):
+Two modes (``AccessSettings.auth_mode``):
 
 * ``open``: the ``app-id`` metadata is trusted and everything is allowed. For
   development; the middleware says so loudly at start.

@@ -19,7 +19,7 @@ from vmw.contract.journal.records import Kind
 from vmw.ess import EventSubSystem
 from vmw.server.access import Access
 from vmw.server.cluster.node import ClusterNode, PeerCredentials
-from vmw.server.config import AccessSettings, ClusterSettings, Settings, StreamSettings
+from vmw.server.config import Settings
 from vmw.server.health import HealthWatch
 from vmw.server.journal.build import build_journal
 from vmw.server.journal.feed import Feed
@@ -48,24 +48,31 @@ class Runtime:
     ) -> None:
         """Build the parts, in order: the store with the catalogs' keys
         (``signals``: configuration every node has, never replicated), the
-        journal, the ESS and its listeners, then, with ``settings.peers``, the
+        journal, the ESS and its listeners, then, with ``settings.cluster.peers``, the
         cluster node (``peers``: the credentials its links present)."""
         self.settings = settings
         self.boot_id = uuid.uuid4().hex
-        self.access = Access(AccessSettings.of(settings))
-        self.store = VStore(max_value_size=settings.max_value_size, max_keys=settings.max_keys)
+        self.access = Access(settings.access)
+        self.store = VStore(
+            max_value_size=settings.store.max_value_size, max_keys=settings.store.max_keys
+        )
         self.journal: Journal | None = None
         self.journal_feed: Feed | None = None
         """What the journal's consumers read (JournalService); with the journal."""
         drops: DropJournal | None = None
-        if settings.journal_dir:
-            self.journal, self.journal_feed = build_journal(settings, self.boot_id)
+        if settings.journal.dir:
+            self.journal, self.journal_feed = build_journal(
+                settings.journal,
+                self.boot_id,
+                vehicle_id=settings.process.vehicle_id,
+                max_message_bytes=settings.limits.max_message_bytes,
+            )
             drops = DropJournal(self.journal, self.store)
         full = self.journal is not None and self.journal.full
         self.ess = EventSubSystem(
             self.store,
-            event_budget=settings.event_budget,
-            lifecycle_capacity=settings.lifecycle_capacity,
+            event_budget=settings.ess.event_budget,
+            lifecycle_capacity=settings.ess.lifecycle_capacity,
             read_policy=self.access,
             observer=drops if self.journal is not None and self.journal.drops else None,
         )
@@ -75,16 +82,16 @@ class Runtime:
             self.store.set_listener(self.publish_tap)
         else:
             self.store.set_listener(self.ess)
-        self.slow_apps = SlowAppWatch(self.ess, every=settings.slow_app_report_s)
+        self.slow_apps = SlowAppWatch(self.ess, every=settings.ess.slow_app_report_s)
         """Reports apps whose queues drop events (driven by the server)."""
-        self.health = HealthWatch(self.ess, self.store, self.record, settings.expect)
+        self.health = HealthWatch(self.ess, self.store, self.record, settings.signals.expect)
         """Stale keys and lost providers (ticked by the server; catalogs added there)."""
         self.access.on_claims = self.health.claims_changed
         self.collectors = Collectors()
         """More figures for the metrics and GetStats, registered by the parts that
         keep them (e.g. the journal's consumers, peer links)."""
         self.streams = Streams(
-            StreamSettings.of(settings),
+            settings.streams,
             self.ess,
             self.access,
             self.record,
@@ -93,22 +100,23 @@ class Runtime:
         )
         """Every app's open stream (own event streams and KUKSA subscriptions)."""
         self.cluster: ClusterNode | None = None
-        """The replication with peers (with ``settings.peers``)."""
+        """The replication with peers (with ``settings.cluster.peers``)."""
         if signals is not None:
             signals.install(self.store)
             self.health.expect_catalog(signals)
-        if settings.peers:
+        if settings.cluster.peers:
             # After the catalogs: their keys are every node's own configuration, not writes.
             listener = self.store.listener
             assert listener is not None
             self.cluster = ClusterNode(
-                ClusterSettings.of(settings),
+                settings.cluster,
                 self.boot_id,
                 self.store,
                 listener,
                 self.publish_tap,
                 self.record,
                 peers or PeerCredentials(),
+                max_message_bytes=settings.limits.max_message_bytes,
             )
             self.store.set_listener(self.cluster.tap)
         self.writes = Writes(self.boot_id, self.store, self.access, self.publish_tap, self.cluster)

@@ -197,7 +197,7 @@ class StatsReader:
         )
         return Stats(
             boot_id=rt.boot_id,
-            vehicle_id=rt.settings.vehicle_id,
+            vehicle_id=rt.settings.process.vehicle_id,
             time_ns=now_ns,
             process=process,
             apps=tuple(apps),
