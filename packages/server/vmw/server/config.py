@@ -22,6 +22,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, ClassVar, Final
 
 from vmw.contract.journal.chain import OFFSET_MOD
@@ -438,11 +439,8 @@ class ClusterSettings(Section):
 
     @property
     def peer_addresses(self) -> dict[str, str]:
-        """Every other node's address by its name, in the order of ``peers``.
-
-        Raises:
-            ValueError: an entry is not ``NAME=ADDRESS`` (:func:`parse_peer`).
-        """
+        """Every other node's address by its name, in the order of ``peers``
+        (each entry checked when the section was built)."""
         return dict(parse_peer(entry) for entry in self.peers)
 
     @property
@@ -555,7 +553,7 @@ def _by_name() -> dict[str, Setting]:
     return out
 
 
-SETTINGS_BY_NAME: Final[Mapping[str, Setting]] = _by_name()
+SETTINGS_BY_NAME: Final[Mapping[str, Setting]] = MappingProxyType(_by_name())
 """Every setting by its name, in the order of the sections and their fields."""
 
 
