@@ -374,7 +374,7 @@ class ClusterSettings(Section):
     peers: tuple[str, ...] = ()
     """The other nodes, ``NAME=ADDRESS`` (NAME is the peer's node_id). Flag
     ``--peer`` (repeatable), TOML a list, ``VMW_PEERS`` comma-separated. None:
-    a single node, exactly as without this feature."""
+    a single node."""
     max_confirms: str = "0"
     """Confirmations by nodes other than an event's origin and this node before
     this node applies it: 0 (on receipt), 1, ... or ``all`` (every other node)."""
