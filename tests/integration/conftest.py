@@ -10,23 +10,26 @@ import grpc
 import pytest
 from vmw.proto.ess.v1 import ess_pb2_grpc
 from vmw.proto.vstore.v1 import vstore_pb2_grpc
-from vmw.server.config import Settings
+from vmw.server.config import Settings, replace_settings
 from vmw.server.kuksa import v2 as kuksa_v2
 from vmw.server.server import RunningServer, start_server
 
-TEST_SETTINGS = Settings(listen="127.0.0.1:0", keepalive_time_s=1.0, keepalive_timeout_s=1.0)
+TEST_SETTINGS = replace_settings(
+    Settings(), listen="127.0.0.1:0", keepalive_time_s=1.0, keepalive_timeout_s=1.0
+)
 NewServer = Callable[..., Awaitable[RunningServer]]
 """The type of the ``new_server`` fixture: ``await new_server(**overrides)``."""
 
 
 def settings_for(request: pytest.FixtureRequest, **overrides: Any) -> Settings:
     """:data:`TEST_SETTINGS`, then the test's ``settings`` markers (the module's, the
-    class's, then its own: the nearest wins), then ``overrides``."""
+    class's, then its own: the nearest wins), then ``overrides``; each names
+    settings as operators do (``journal_dir=...``, :func:`replace_settings`)."""
     kw: dict[str, Any] = {}
     for marker in reversed(list(request.node.iter_markers("settings"))):
         kw.update(marker.kwargs)
     kw.update(overrides)
-    return dataclasses.replace(TEST_SETTINGS, **kw)
+    return replace_settings(TEST_SETTINGS, **kw)
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import os
 import signal
 import sys
@@ -39,6 +38,7 @@ from vmw.sdk import (
     QueueSpec,
     Sub,
 )
+from vmw.server.config import replace_settings
 from vmw.server.health import TICK_S
 from vmw.server.journal import read_journal
 from vmw.server.server import RunningServer, start_server
@@ -56,7 +56,7 @@ HEALTH_KINDS = ("key_stale", "key_fresh", "provider_gone", "provider_back")
 
 @contextlib.asynccontextmanager
 async def serving(tmp_path: Path, **kw: Any) -> AsyncIterator[RunningServer]:
-    settings = dataclasses.replace(
+    settings = replace_settings(
         TEST_SETTINGS,
         expect=(f"Vehicle.Health={PERIOD}",),
         journal_dir=str(tmp_path / "journal"),
@@ -425,4 +425,4 @@ def _after(event: asyncio.Event, seconds: float) -> asyncio.Event:
 @pytest.mark.parametrize("rule", ["Vehicle.Cabin", "Vehicle=soon"])
 def test_a_bad_expect_setting_is_refused_naming_the_rule(rule: str) -> None:
     with pytest.raises(ValueError, match="expect rule"):
-        dataclasses.replace(TEST_SETTINGS, expect=(rule,))
+        replace_settings(TEST_SETTINGS, expect=(rule,))

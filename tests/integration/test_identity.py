@@ -19,7 +19,7 @@ from vmw.proto.vstore.v1 import vstore_pb2
 from vmw.sdk.raced import ATTEMPTS, write_raced_end
 from vmw.server.auth.authentication import Authenticator
 from vmw.server.auth.rate_limits import RateLimits
-from vmw.server.config import AccessSettings, Settings
+from vmw.server.config import AccessSettings
 from vmw.server.rpc.identity import Identify, caller
 from vmw.server.server import RunningServer
 
@@ -83,7 +83,7 @@ async def test_every_method_refuses_a_call_without_identity_before_its_handler(
 async def test_a_handler_that_never_asks_who_calls_is_still_protected() -> None:
     """A service whose handler forgets identity: the interceptor refuses for it,
     and what the handler asks afterwards is what the interceptor established."""
-    access = AccessSettings.of(Settings())
+    access = AccessSettings()
     authenticator = Authenticator.of(access, RateLimits.of(access))
     seen: list[str] = []
 

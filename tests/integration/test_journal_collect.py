@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import itertools
 import json
 import os
@@ -30,6 +29,7 @@ from vmw.contract.journal.segments import lines, segment_files
 from vmw.fleet.collector import Collector, Options
 from vmw.fleet.landing_area import Landing
 from vmw.sdk import ProviderClient
+from vmw.server.config import replace_settings
 from vmw.server.server import start_server
 
 from tests.conftest import eventually, wait_until
@@ -313,9 +313,7 @@ async def test_polling_releases_only_what_is_landed(tmp_path: Path) -> None:
     """A polling collector reads ahead of what it has landed (it lands a flush interval
     at a time); the middleware must keep those records until they are landed: each Poll
     acknowledges the landed position (its ``ack``), not the position it reads from."""
-    s = dataclasses.replace(
-        TEST_SETTINGS, journal_dir=str(tmp_path / "journal"), journal_level="full"
-    )
+    s = replace_settings(TEST_SETTINGS, journal_dir=str(tmp_path / "journal"), journal_level="full")
     server = await start_server(s)
     try:
         await publish(server.address, 100)

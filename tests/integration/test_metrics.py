@@ -4,7 +4,6 @@ Prometheus text, GetStats says the same, and ``top`` prints it."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import re
 import signal
 import subprocess
@@ -22,14 +21,15 @@ from vmw.ess import DEFAULT_MIN_LENGTH
 from vmw.proto.admin.v1 import admin_pb2, admin_pb2_grpc
 from vmw.sdk import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
 from vmw.server.auth.tokens import generate_key_pair, mint
-from vmw.server.config import Settings
+from vmw.server.config import Settings, replace_settings
 from vmw.server.metrics import SERIES, Figure, MetricsListenError
 from vmw.server.server import RunningServer, start_server
 
 from tests.conftest import eventually, fails
 
 ROOT = Path(__file__).resolve().parents[2]
-BASE = Settings(
+BASE = replace_settings(
+    Settings(),
     listen="127.0.0.1:0",
     keepalive_time_s=1.0,
     keepalive_timeout_s=1.0,
@@ -43,7 +43,7 @@ Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 @asynccontextmanager
 async def serving(**kw: object) -> AsyncIterator[RunningServer]:
-    running = await start_server(dataclasses.replace(BASE, **kw))  # type: ignore[arg-type]
+    running = await start_server(replace_settings(BASE, **kw))
     try:
         yield running
     finally:
@@ -248,9 +248,7 @@ async def test_a_taken_metrics_port_stops_the_start_naming_it() -> None:
         assert first.metrics is not None
         with pytest.raises(MetricsListenError, match="the address is in use"):
             await start_server(
-                dataclasses.replace(
-                    BASE, listen="127.0.0.1:0", metrics_listen=first.metrics.address
-                )
+                replace_settings(BASE, listen="127.0.0.1:0", metrics_listen=first.metrics.address)
             )
 
 

@@ -4,7 +4,6 @@ undecodable requests and shutdown."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
 from typing import Any
 
@@ -20,6 +19,7 @@ from vmw.sdk import (
     StreamReplacedError,
     Sub,
 )
+from vmw.server.config import replace_settings
 from vmw.server.server import RunningServer, start_server
 
 from tests.conftest import fails
@@ -156,7 +156,7 @@ async def test_a_resumed_subscription_reports_no_false_gap(server: RunningServer
 
 
 async def test_shutdown_ends_open_streams_at_once_with_unavailable() -> None:
-    running = await start_server(dataclasses.replace(TEST_SETTINGS, grace_period_s=30.0))
+    running = await start_server(replace_settings(TEST_SETTINGS, grace_period_s=30.0))
     async with grpc.aio.insecure_channel(running.address) as channel:
         from vmw.proto.ess.v1 import ess_pb2_grpc
 

@@ -4,7 +4,6 @@ subscriptions end for the same reasons, with the same statuses and the same
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import grpc
@@ -15,6 +14,7 @@ from vmw.proto.ess.v1 import ess_pb2, ess_pb2_grpc
 from vmw.proto.kuksa.val.v2 import val_pb2 as v2
 from vmw.proto.kuksa.val.v2 import val_pb2_grpc as v2_grpc
 from vmw.sdk import ProviderClient
+from vmw.server.config import replace_settings
 from vmw.server.journal import JournalReport, read_journal
 from vmw.server.server import start_server
 
@@ -40,7 +40,7 @@ async def _ended(call: object) -> grpc.aio.AioRpcError:
 async def test_each_stream_ends_with_its_reason_as_status_trailer_and_journal_field(
     tmp_path: Path,
 ) -> None:
-    settings = dataclasses.replace(TEST_SETTINGS, journal_dir=str(tmp_path))
+    settings = replace_settings(TEST_SETTINGS, journal_dir=str(tmp_path))
     server = await start_server(settings)
     stopped = False
     try:

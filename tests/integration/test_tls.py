@@ -25,14 +25,16 @@ import pytest
 from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 from vmw.sdk import AppClient, DataEvent, ProviderClient, Sub, Tls
 from vmw.server.auth.tokens import generate_key_pair, mint
-from vmw.server.config import Settings
+from vmw.server.config import Settings, replace_settings
 from vmw.server.server import RunningServer, start_server
 from vmw.server.tls import TlsConfigError
 
 from tests.conftest import eventually, fails
 from tests.integration.pki import Authority
 
-BASE = Settings(listen="127.0.0.1:0", keepalive_time_s=1.0, keepalive_timeout_s=1.0)
+BASE = replace_settings(
+    Settings(), listen="127.0.0.1:0", keepalive_time_s=1.0, keepalive_timeout_s=1.0
+)
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -52,12 +54,12 @@ def pki(tmp_path: Path) -> Pki:
 
 @asynccontextmanager
 async def serving(pki: Pki, *, mutual: bool = False, **kw: object) -> AsyncIterator[RunningServer]:
-    settings = dataclasses.replace(
+    settings = replace_settings(
         BASE,
         tls_cert=str(pki.server.cert),
         tls_key=str(pki.server.key),
         tls_client_ca=str(pki.car.cert) if mutual else "",
-        **kw,  # type: ignore[arg-type]
+        **kw,
     )
     running = await start_server(settings)
     try:
@@ -208,7 +210,7 @@ async def test_the_unix_socket_stays_plaintext_and_private_beside_mutual_tls(
 
 async def test_the_socket_mode_is_a_setting(pki: Pki, tmp_path: Path) -> None:
     sock = tmp_path / "own.sock"
-    settings = dataclasses.replace(BASE, unix_socket=str(sock), unix_socket_mode="0600")
+    settings = replace_settings(BASE, unix_socket=str(sock), unix_socket_mode="0600")
     running = await start_server(settings)
     try:
         assert stat.S_IMODE(os.stat(sock).st_mode) == 0o600
@@ -225,7 +227,7 @@ async def test_bad_tls_files_stop_the_server_before_it_listens(pki: Pki) -> None
         (pki.server.cert, Path("/nonexistent/key.pem"), "tls_key /nonexistent/key.pem: cannot"),
         (pki.server.key, pki.server.key, "not a PEM certificate"),
     ):
-        settings = dataclasses.replace(BASE, tls_cert=str(cert), tls_key=str(key))
+        settings = replace_settings(BASE, tls_cert=str(cert), tls_key=str(key))
         with pytest.raises(TlsConfigError, match=expected):
             await start_server(settings)
 

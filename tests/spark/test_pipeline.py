@@ -4,7 +4,6 @@ journal under a slow app, and on a synthetic fleet with restarts and tampering."
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import shlex
 from pathlib import Path
@@ -14,7 +13,7 @@ from vmw.contract.journal.chain import Chain, OffsetCounter
 from vmw.fleet import job
 from vmw.fleet.__main__ import analyze_options, parser, synth_options
 from vmw.fleet.synth import STALE_KEY, write_fleet
-from vmw.server.config import Settings
+from vmw.server.config import Settings, replace_settings
 from vmw.server.server import start_server
 
 from tests.integration.scenarios import slow_app
@@ -22,8 +21,9 @@ from tests.integration.scenarios import slow_app
 
 async def slow_app_journal(journal_dir: Path, n: int) -> dict[str, int]:
     """Run a real middleware with a full journal and a deliberately slow app."""
-    settings = dataclasses.replace(
-        Settings(listen="127.0.0.1:0"),
+    settings = replace_settings(
+        Settings(),
+        listen="127.0.0.1:0",
         journal_dir=str(journal_dir),
         journal_level="full",
         vehicle_id="car-real",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import hypothesis.strategies as st
@@ -11,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from vmw.server.auth.authentication import Authenticator
 from vmw.server.auth.rate_limits import RateLimits
 from vmw.server.auth.tokens import generate_key_pair, mint
-from vmw.server.config import AccessSettings, Settings
+from vmw.server.config import AccessSettings
 from vmw.server.errors import LimitExceededError, UnauthenticatedError
 from vmw.server.kuksa.subscriptions import SUBSCRIPTION_MARK
 
@@ -21,8 +20,7 @@ def token_access(tmp_path_factory: pytest.TempPathFactory) -> tuple[Authenticato
     private, public = generate_key_pair("ES256")
     pub: Path = tmp_path_factory.mktemp("keys") / "k.pub"
     pub.write_bytes(public)
-    s = dataclasses.replace(
-        Settings(),
+    s = AccessSettings(
         auth_mode="token",
         token_public_key=str(pub),
         token_audience="vmw",
@@ -32,8 +30,7 @@ def token_access(tmp_path_factory: pytest.TempPathFactory) -> tuple[Authenticato
     return _authenticator(s), private
 
 
-def _authenticator(s: Settings) -> Authenticator:
-    access = AccessSettings.of(s)
+def _authenticator(access: AccessSettings) -> Authenticator:
     return Authenticator.of(access, RateLimits.of(access))
 
 
@@ -92,6 +89,6 @@ def test_no_caller_can_claim_the_identity_of_a_kuksa_subscription(
     token = mint(private, subject=name, scope="read:Vehicle.**", ttl_s=60, audience="vmw")
     with pytest.raises(UnauthenticatedError):
         access.authenticate([("authorization", f"Bearer {token}")])
-    open_mode = _authenticator(Settings(rate_limit_rps=1e9, rate_limit_burst=10**9))
+    open_mode = _authenticator(AccessSettings(rate_limit_rps=1e9, rate_limit_burst=10**9))
     with pytest.raises(UnauthenticatedError):
         open_mode.authenticate([("app-id", name)], peer="ipv4:127.0.0.1:1")
