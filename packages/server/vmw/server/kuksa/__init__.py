@@ -6,7 +6,8 @@ and stored in the project's ``vehicle.value.v1`` encoding, metadata comes from
 the VSS catalogs (``serve --vss``), subscriptions are ESS subscriptions.
 Modules: :mod:`~vmw.server.kuksa.convert` (the one place of message
 translation), :mod:`~vmw.server.kuksa.entries` (v2 subscription responses
-written as bytes), :mod:`~vmw.server.kuksa.common` (identity, paths),
+written as bytes; its reference twin :mod:`~vmw.server.kuksa.entries_reference`,
+behind :mod:`vmw.server.codecs`), :mod:`~vmw.server.kuksa.common` (identity, paths),
 :mod:`~vmw.server.kuksa.subscriptions` (a subscription as an ESS app),
 :mod:`~vmw.server.kuksa.v1` and :mod:`~vmw.server.kuksa.v2` (the servicers).
 Actuation shares its core with the project's own API
@@ -29,7 +30,7 @@ from vmw.proto.kuksa.val.v2 import val_pb2_grpc as val_v2_grpc
 from vmw.server.actuation import Actuation
 from vmw.server.kuksa.common import KuksaParts
 from vmw.server.kuksa.v1 import KuksaV1
-from vmw.server.kuksa.v2 import DECODERS, PRE_ENCODED, KuksaV2
+from vmw.server.kuksa.v2 import PRE_ENCODED, KuksaV2
 from vmw.server.rpc.pre_encoded import PassingBytes
 from vmw.server.signals import Signals
 
@@ -50,6 +51,5 @@ def add_kuksa_services(
     ``actuation`` is the one actuation core, shared with the project's own API.
     """
     val_v1_grpc.add_VALServicer_to_server(KuksaV1(parts, signals, actuation), server)
-    val_v2_grpc.add_VALServicer_to_server(
-        KuksaV2(parts, signals, actuation), PassingBytes(server, PRE_ENCODED, DECODERS)
-    )
+    v2 = KuksaV2(parts, signals, actuation)
+    val_v2_grpc.add_VALServicer_to_server(v2, PassingBytes(server, PRE_ENCODED, v2.decoders()))
