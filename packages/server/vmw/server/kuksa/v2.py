@@ -92,9 +92,10 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         self._signals = signals
         self._actuation = actuation
         store = parts.store
-        chosen = codecs.selected()
-        self._floats = _READERS[chosen](store.name_of, signals.get, lambda: store.removals)
-        self._encoder = _ENTRIES[chosen]
+        # The reader is the servicer's: its decoder (decoders()) and its rows go together.
+        self._floats = _READERS[codecs.selected()](
+            store.name_of, signals.get, lambda: store.removals
+        )
 
     def decoders(self) -> Mapping[str, Callable[[bytes], Any]]:
         """The methods whose requests the servicer decodes itself, and how: a
@@ -409,7 +410,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         await self._stream(who, names, request.buffer_size, context, entries, field="signal_ids")
 
     def _entries(self, response: type[Message], *, by_name: bool) -> codecs.EntryEncoder:
-        return self._encoder(
+        return _ENTRIES[codecs.selected()](
             response, by_name=by_name, name_of=self._p.store.name_of, signal_of=self._signals.get
         )
 
