@@ -4,7 +4,7 @@ Everything about the distribution is in ``pyproject.toml``; this file only adds
 the compiled cores. By default (``VMW_MYPYC`` unset or ``0``) there is nothing
 to compile: the wheel is pure Python and installs on a machine without a C
 compiler. With ``VMW_MYPYC=1`` the modules of ``vmw.vstore`` and ``vmw.ess``
-listed in ``COMPILED``, and the encoders of the app and KUKSA streams, are
+listed in ``COMPILED``, and the fast codecs of the app and KUKSA streams, are
 compiled by mypyc into C extensions placed beside their ``.py`` files (Python
 imports the extension first); the package ``__init__`` modules, which only
 re-export, stay Python.
@@ -31,21 +31,18 @@ from setuptools import setup
 # explicit package bases, see [tool.mypy] in pyproject.toml). Not the errors
 # modules: mypyc cannot compile an exception class with two built-in bases
 # (``UnknownKeyError(VStoreError, KeyError)``), and errors are off the hot path.
-# Not ``vmw/ess/queues.py``: compiled, a push and a drain cost more, not less (a
-# one-off script timing one queue: ``push`` 259 -> 349 ns, ``pop_into`` 249 -> 378 ns
-# an event): mypyc keeps an ``int`` unboxed and must allocate a new object for it
-# each time it goes back into a queued tuple, where the interpreter shares one.
+# Not ``vmw/ess/queues.py``: mypyc keeps an ``int`` unboxed and must allocate a
+# new object for it each time it goes back into a queued tuple, where the
+# interpreter shares one, so a push and a drain compiled cost more, not less.
 # Not ``vmw/ess/budget.py`` either: the queues read and write its ``free`` for each
 # event above a queue's minimum, and a compiled class keeps that number unboxed, a
-# new object at each read from Python (``make bench-instructions``, 10 apps: 5,502
-# -> 4,837 instructions an event compiled with it left out).
-# Beside the cores, the two encoders of the streams that write the most messages,
-# and their varints: an app stream's batches
-# (``vmw/server/rpc/batches.py``, 850 -> 390 ns an event compiled) and a KUKSA v2
-# subscription's responses (``vmw/server/kuksa/entries.py``, 560-720 -> 200 ns an
-# entry). Pure functions of what they encode, no I/O. And the reader of a KUKSA
-# provider's publishes of floats (``vmw/server/kuksa/ingest.py``: 0.83 -> 0.52 us
-# a value compiled, ``make bench-kuksa-ingest``).
+# new object at each read from Python.
+# Beside the cores, the fast codecs (``vmw/server/codecs.py``): the encoders of the
+# streams that write the most messages and their varints (an app stream's batches,
+# a KUKSA v2 subscription's responses and the cut of its events into them) and the
+# reader of a KUKSA provider's publishes of floats. Pure functions of what they
+# encode or read, no I/O. Their reference twins (``*_reference.py``) stay Python:
+# they are the readable implementation, run with ``VMW_REFERENCE_CODECS=1``.
 COMPILED = [
     "vmw/vstore/keys.py",
     "vmw/vstore/store.py",

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import grpc
 import pytest
 from vmw.proto.ess.v1 import ess_pb2_grpc
 from vmw.proto.vstore.v1 import vstore_pb2_grpc
+from vmw.server import codecs
 from vmw.server.config import Settings, replace_settings
 from vmw.server.kuksa import v2 as kuksa_v2
 from vmw.server.server import RunningServer, start_server
@@ -60,17 +61,26 @@ class PublishReader:
     """Per publish given to the reader: whether it wrote it (False: left to protobuf)."""
 
 
-@pytest.fixture(params=["bytes", "protobuf"])
+@pytest.fixture(params=["bytes", "reference", "protobuf"])
 def publish_reader(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
-) -> PublishReader:
-    """Both ways a KUKSA provider's publishes are read, for the servers a test starts:
-    without a message per value (``vmw.server.kuksa.ingest``, the servicer's way),
+) -> Iterator[PublishReader]:
+    """Every way a KUKSA provider's publishes are read, for the servers a test starts:
+    without a message per value (``vmw.server.kuksa.ingest``, the fast codecs'
+    reader), by the reference codecs' reader (``vmw.server.kuksa.ingest_reference``),
     and every request through ``PublishValuesRequest`` and the general code (the
-    way the first leaves to it whatever needs judging)."""
+    way both readers leave to it whatever needs judging)."""
     reader = PublishReader(str(request.param))
-    if reader.way == "protobuf":
-        monkeypatch.setattr(kuksa_v2, "parse", lambda raw: None)
+    before = codecs.selected()
+    if reader.way == "reference":
+        codecs.select("reference")
+    elif reader.way == "protobuf":
+        provider_request = kuksa_v2.provider_request
+
+        def general_only(raw: bytes, *, read: Any) -> Any:
+            return provider_request(raw, read=lambda _: None)
+
+        monkeypatch.setattr(kuksa_v2, "provider_request", general_only)
     publish_floats = kuksa_v2.KuksaV2._publish_floats
 
     def watched(self: kuksa_v2.KuksaV2, who: Any, published: Any) -> bool:
@@ -79,7 +89,17 @@ def publish_reader(
         return taken
 
     monkeypatch.setattr(kuksa_v2.KuksaV2, "_publish_floats", watched)
-    return reader
+    yield reader
+    codecs.select(before.value)
+
+
+@pytest.fixture(params=[c.value for c in codecs.Codecs])
+def each_codecs(request: pytest.FixtureRequest) -> Iterator[codecs.Codecs]:
+    """The servers a test starts run each implementation of the hot codecs in turn
+    (:mod:`vmw.server.codecs`): use it before the server, with ``usefixtures``."""
+    before = codecs.selected()
+    yield codecs.select(str(request.param))
+    codecs.select(before.value)
 
 
 @pytest.fixture

@@ -34,6 +34,7 @@ async def next_data(events: Any, n: int = 1, timeout: float = 5.0) -> list[DataE
     return out
 
 
+@pytest.mark.usefixtures("each_codecs")
 async def test_register_returns_current_values_and_events_follow_writes(
     server: RunningServer,
 ) -> None:
@@ -64,6 +65,7 @@ async def test_register_returns_current_values_and_events_follow_writes(
             assert got[1].time_ns > 0
 
 
+@pytest.mark.usefixtures("each_codecs")
 async def test_publish_keeps_the_source_time_given_and_stamps_one_left_out(
     server: RunningServer,
 ) -> None:
@@ -102,6 +104,7 @@ async def test_get_subscriptions_and_deregister(server: RunningServer) -> None:
             assert server.runtime.ess.watched_keys() == [provider.ids[TEMP]]
 
 
+@pytest.mark.usefixtures("each_codecs")
 async def test_key_added_and_removed_reach_the_apps(server: RunningServer) -> None:
     async with AppClient(server.address, "dash") as app, ProviderClient(server.address, "sim") as p:
         events = app.events()
@@ -115,6 +118,7 @@ async def test_key_added_and_removed_reach_the_apps(server: RunningServer) -> No
         assert ids[WINDOW] not in app.names
 
 
+@pytest.mark.usefixtures("each_codecs")
 async def test_slow_reader_loses_events_that_its_seq_gaps_account_for(
     server: RunningServer,
 ) -> None:

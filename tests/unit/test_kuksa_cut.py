@@ -1,12 +1,17 @@
-"""A KUKSA subscription's drained events cut into responses (``vmw.server.kuksa.cut``)."""
+"""A KUKSA subscription's drained events cut into responses, in both implementations of
+:class:`vmw.server.codecs.Cut` (``vmw.server.kuksa.cut``, and its reference twin in
+``vmw.server.kuksa.entries_reference``)."""
 
 from __future__ import annotations
 
 import itertools
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from vmw.ess import DataUpdated, Event, KeyAdded, ResyncRequired
+from vmw.server.codecs import Cut
+from vmw.server.kuksa import entries_reference
 from vmw.server.kuksa.cut import cut
 
 _DATA = st.builds(
@@ -25,10 +30,13 @@ _LIFECYCLE = st.one_of(
 _DRAIN = st.tuples(st.lists(_LIFECYCLE, max_size=3), st.lists(_DATA, max_size=20)).map(
     lambda parts: [*parts[0], *parts[1]]
 )
+CUTS = [pytest.param(cut, id="fast"), pytest.param(entries_reference.cut, id="reference")]
+"""Both implementations."""
 
 
+@pytest.mark.parametrize("cut", CUTS)
 @given(_DRAIN)
-def test_a_batch_is_cut_where_a_key_repeats(events: list[Event]) -> None:
+def test_a_batch_is_cut_where_a_key_repeats(cut: Cut, events: list[Event]) -> None:
     """In order, each key at most once a response, as few responses as that allows,
     every update the data event as drained."""
     responses = cut(events)
@@ -45,7 +53,8 @@ def test_a_batch_is_cut_where_a_key_repeats(events: list[Event]) -> None:
     assert cut(raw) == responses
 
 
-def test_events_without_data_updates_make_no_response() -> None:
+@pytest.mark.parametrize("cut", CUTS)
+def test_events_without_data_updates_make_no_response(cut: Cut) -> None:
     events: list[Event] = [KeyAdded(1, "K"), ResyncRequired(lost=2)]
     assert cut(events) == []
     assert cut([]) == []
@@ -54,6 +63,7 @@ def test_events_without_data_updates_make_no_response() -> None:
 
 
 def test_a_batch_of_data_with_each_key_once_is_one_response_without_a_copy() -> None:
+    """The fast implementation's: no copy of the drained batch."""
     batch = [(1, 1, 5, b"v", 0), (2, 1, 5, b"w", 0)]
     [response] = cut(batch)
     assert response is batch

@@ -3,6 +3,8 @@
 Settings come from defaults, ``--config FILE`` (TOML), ``VMW_*`` environment
 variables, then flags, later ones winning. SIGINT or SIGTERM stop it
 gracefully: health turns NOT_SERVING, streams get ``--stop-grace`` seconds.
+``VMW_REFERENCE_CODECS=1`` runs the reference implementations of the hot
+encoders and readers instead of the fast ones (:mod:`vmw.server.codecs`).
 """
 
 from __future__ import annotations
@@ -16,14 +18,33 @@ import signal
 import sys
 from pathlib import Path
 
-from vmw.server import dev_certs
+from vmw.server import codecs, dev_certs
 from vmw.server.config import SETTINGS_BY_NAME, Setting, Settings, load_settings, masked
 from vmw.server.loop import loop_factory
+from vmw.server.rpc import batches
 from vmw.server.server import start_server
 from vmw.server.tls import TlsConfigError
 from vmw.vss import CatalogError
 
 log = logging.getLogger("vmw.server")
+
+REFERENCE_CODECS = "VMW_REFERENCE_CODECS"
+"""The environment variable that, set to 1, selects the reference codecs."""
+
+
+def _select_codecs(value: str) -> codecs.Codecs:
+    """The codecs ``VMW_REFERENCE_CODECS`` asks for, selected: 1 the reference, 0 or
+    unset the fast ones.
+
+    Raises:
+        ValueError: any other value.
+    """
+    wanted = value.strip()
+    if wanted not in ("", "0", "1"):
+        raise ValueError(
+            f"{REFERENCE_CODECS}={value!r}: 1 runs the reference codecs, 0 or unset the fast ones"
+        )
+    return codecs.select("reference" if wanted == "1" else "fast")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -230,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     overrides = {name: getattr(args, name) for name in SETTINGS_BY_NAME}
     try:
         settings = load_settings(toml_path=args.config, env=os.environ, overrides=overrides)
+        chosen = _select_codecs(os.environ.get(REFERENCE_CODECS, ""))
     except (ValueError, OSError) as e:
         print(f"middleware: {e}", file=sys.stderr)
         return 2
@@ -281,6 +303,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"middleware: {e}", file=sys.stderr)
         return 2
     log.info("event loop: %s", loop_name)
+    log.info(
+        "codecs: %s%s",
+        chosen.value,
+        " (compiled)"
+        if chosen is codecs.Codecs.FAST and not (batches.__file__ or "").endswith(".py")
+        else "",
+    )
     try:
         with asyncio.Runner(loop_factory=new_loop) as runner:
             runner.run(_serve(settings, args.stop_grace))

@@ -38,6 +38,7 @@ from vmw.proto.cluster.v1 import cluster_pb2, cluster_pb2_grpc
 from vmw.proto.ess.v1 import ess_pb2, ess_pb2_grpc
 from vmw.proto.journal.v1 import journal_pb2, journal_pb2_grpc
 from vmw.proto.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+from vmw.server import codecs
 from vmw.server.actuation import Actuation
 from vmw.server.cluster.node import PeerCredentials
 from vmw.server.config import ClusterSettings, Settings, flat_settings
@@ -45,7 +46,13 @@ from vmw.server.kuksa import KUKSA_SERVICES, KuksaV1, KuksaV2, add_kuksa_service
 from vmw.server.kuksa.common import authenticate_kuksa
 from vmw.server.kuksa.subscriptions import KuksaSubscriptions
 from vmw.server.memory import GiveBack, malloc_trim
-from vmw.server.metrics import MetricsEndpoint, MetricsListenError, StatsReader, registry_for
+from vmw.server.metrics import (
+    Figure,
+    MetricsEndpoint,
+    MetricsListenError,
+    StatsReader,
+    registry_for,
+)
 from vmw.server.rpc.actuation_service import ActuationService
 from vmw.server.rpc.admin_service import AdminService
 from vmw.server.rpc.calls import Calls
@@ -351,6 +358,7 @@ async def start_server(settings: Settings) -> RunningServer:
     )
     if runtime.journal_feed is not None:
         runtime.collectors.register("journal_consumers", runtime.journal_feed.figures)
+    runtime.collectors.register("codecs", _codecs_figures)
     journal_pb2_grpc.add_JournalServiceServicer_to_server(journal_service, server)
     subscriptions = KuksaSubscriptions(
         store=runtime.store,
@@ -485,3 +493,18 @@ async def start_server(settings: Settings) -> RunningServer:
         memory=memory,
         journal_service=journal_service,
     )
+
+
+def _codecs_figures() -> list[Figure]:
+    """Which implementation of the hot encoders and readers a stream opened now runs
+    (:mod:`vmw.server.codecs`): a figure for the metrics and ``vmw top``."""
+    return [
+        Figure(
+            "vmw_codecs_info",
+            "Always 1; the label names the implementation of the hot encoders and readers "
+            "(fast or reference, VMW_REFERENCE_CODECS).",
+            "gauge",
+            (("codecs", codecs.selected().value),),
+            1.0,
+        )
+    ]

@@ -31,11 +31,13 @@ from vmw.ess import (
     SubscriptionRequest,
     Trigger,
 )
+from vmw.server import codecs
 from vmw.server.auth.authentication import Caller
 from vmw.server.auth.permissions import require
 from vmw.server.auth.read_policy import StreamReadPolicy
 from vmw.server.config import RequestLimits
 from vmw.server.errors import InvalidRequestError, LimitExceededError, PermissionDeniedError
+from vmw.server.kuksa import entries_reference
 from vmw.server.kuksa.cut import Update, cut
 from vmw.server.session import Record, Streams
 from vmw.vstore import UnknownKeyError, VStore
@@ -58,6 +60,13 @@ DEFAULT_BUFFER = 100
 """Queue length of a subscription that asks for ``buffer_size`` 0."""
 
 _numbers = itertools.count(1)
+
+_CUTS: Final[dict[codecs.Codecs, codecs.Cut]] = {
+    codecs.Codecs.FAST: cut,
+    codecs.Codecs.REFERENCE: entries_reference.cut,
+}
+"""A subscription's cut of its drained events, by the implementation selected
+(:func:`vmw.server.codecs.select`)."""
 
 
 class KuksaSubscriptions:
@@ -145,8 +154,9 @@ class KuksaSubscriptions:
             # At once, as the KUKSA databroker does: every subscribed signal, with its
             # value where it has one (a client may wait for this before it starts).
             yield first
+            cuts = _CUTS[codecs.selected()]
             async for events in session.batches():
-                for batch in cut(events):
+                for batch in cuts(events):
                     yield batch
 
     def _register(

@@ -10,19 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Final
 
 import grpc
 from vmw.contract.journal.records import Kind
 from vmw.ess import EventSubSystem, NotReadingEventsError
 from vmw.proto.ess.v1 import ess_pb2, ess_pb2_grpc
+from vmw.server import codecs
 from vmw.server.auth.authentication import Authenticator
 from vmw.server.auth.read_policy import StreamReadPolicy
 from vmw.server.config import RequestLimits
 from vmw.server.errors import InvalidRequestError, LimitExceededError
 from vmw.server.rpc import convert
 from vmw.server.rpc.batches import EventBytes
+from vmw.server.rpc.batches_reference import EventMessages
 from vmw.server.rpc.decoding import Malformed
 from vmw.server.rpc.identity import caller
 from vmw.server.rpc.status import check_decoded, maps_errors
@@ -34,7 +36,13 @@ __all__ = ["PRE_ENCODED", "EventService"]
 
 PRE_ENCODED: Final = frozenset({"Events", "GetEvents"})
 """The methods whose messages the servicer writes as bytes it encoded itself
-(:mod:`vmw.server.rpc.batches`): their handlers pass them on as they are."""
+(:class:`vmw.server.codecs.BatchEncoder`): their handlers pass them on as they are."""
+
+_ENCODERS: Final[dict[codecs.Codecs, Callable[[], codecs.BatchEncoder]]] = {
+    codecs.Codecs.FAST: EventBytes,
+    codecs.Codecs.REFERENCE: EventMessages,
+}
+"""An app stream's encoder, by the implementation selected (:func:`vmw.server.codecs.select`)."""
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +122,7 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
         )
         await context.write(started.SerializeToString())
         max_bytes = self._limits.max_message_bytes - 1024
-        encoder = EventBytes()
+        encoder = _ENCODERS[codecs.selected()]()
         async for events in session.batches():
             messages = encoder.messages(events, max_bytes)
             window.sent(len(messages))
