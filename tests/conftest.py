@@ -13,6 +13,12 @@ from collections.abc import Awaitable, Callable
 
 import grpc
 import pytest
+from hypothesis import settings
+
+# Hypothesis checks properties, not speed: its default 200 ms limit an example
+# would fail a test whose example ran long because the machine was busy.
+settings.register_profile("project", deadline=None)
+settings.load_profile("project")
 
 
 async def eventually(
