@@ -12,7 +12,7 @@ the standard library and ``vstore``; must not import ``middleware``
 (``tests/unit/test_layout.py``).
 """
 
-from vmw.replica.chains import Chain, Held, Retention
+from vmw.replica.chains import Chain, HeldEvent, Retention
 from vmw.replica.events import (
     ChainId,
     Event,
@@ -34,7 +34,7 @@ __all__ = [
     "Event",
     "GetData",
     "GuardRefusal",
-    "Held",
+    "HeldEvent",
     "Horizon",
     "HybridClock",
     "KeyState",
