@@ -54,7 +54,7 @@ $(COMPILED_STAMP): $(shell find packages/*/vmw -type f -not -path '*/__pycache__
 		--no-build-isolation --no-deps --force-reinstall packages/server
 	@touch $(COMPILED_STAMP)
 
-## The virtualenv of the compiled cores (make test sets it up too): docs/contributing.md.
+## The virtualenv of the compiled cores (make test sets it up too): docs/compiled-build.md.
 compiled-venv: $(COMPILED_STAMP)
 
 ## The main job: a middleware, the simulated car, apps (one too slow), then the
@@ -98,7 +98,7 @@ unit: $(STAMP) $(KUKSA_STAMP)
 # tests/unit/test_compiled.py check that they import the compiled modules, not the
 # sources. Deselected: what the pure cores do with ill-typed arguments (a bool or float
 # as a key, a time, a version or a queue length), where mypyc's own argument checks
-# answer first (docs/contributing.md, "Compiled cores").
+# answer first (docs/compiled-build.md, "What compiled code does differently").
 COMPILED_TESTS := tests/unit/test_compiled.py tests/unit/test_vstore.py tests/unit/test_ess.py \
 	tests/unit/test_ess_stats.py tests/unit/test_health.py tests/unit/test_state_machine.py \
 	tests/unit/test_random_walk.py tests/unit/test_slow_apps.py tests/unit/test_metrics_parts.py \

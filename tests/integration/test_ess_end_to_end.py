@@ -1,4 +1,4 @@
-"""The ADR end to end over gRPC: a real server on 127.0.0.1, the SDKs, raw stubs."""
+"""docs/design.md's rules end to end over gRPC: a real server on 127.0.0.1, the SDKs, raw stubs."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 Built with ``VMW_MYPYC=1``, vmw-server compiles the modules of ``vmw.vstore``
 and ``vmw.ess``, and the streams' encoders, that ``packages/server/setup.py``
 lists (``COMPILED``); built
-without, it is pure Python (docs/contributing.md, "Compiled cores"). Both are
+without, it is pure Python (docs/compiled-build.md, "Both builds under test"). Both are
 tested:
 
 * ``make unit`` runs every test in ``.venv``, where vmw-server is installed
