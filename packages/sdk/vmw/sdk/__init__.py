@@ -35,7 +35,6 @@ from vmw.sdk.events import (
 from vmw.sdk.provider import (
     ConflictError,
     HeadConflictError,
-    KeysChangedError,
     ProviderClient,
     PublishRefusedError,
 )
@@ -55,7 +54,6 @@ __all__ = [
     "KeyFreshEvent",
     "KeyRemovedEvent",
     "KeyStaleEvent",
-    "KeysChangedError",
     "MiddlewareUnreachableError",
     "ProviderBackEvent",
     "ProviderClient",
