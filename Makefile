@@ -92,7 +92,7 @@ typecheck: $(STAMP)
 
 # pytest-xdist: one worker per logical CPU (TEST_WORKERS=1 runs one). Many tests wait
 # on servers, processes and timers, so two workers overlap their waits even on two
-# cores. The tests that share a costly setup (a SparkSession, three nodes, the SDK's
+# cores. The tests that share a costly setup (three nodes, a Spark cluster, the SDK's
 # install) run on one worker: tests/conftest.py, SHARED_SETUP.
 TEST_WORKERS ?= logical
 PYTEST_WORKERS := -n $(TEST_WORKERS)

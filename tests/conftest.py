@@ -18,16 +18,19 @@ import grpc
 import pytest
 
 SHARED_SETUP: Final = (
-    "tests/spark/",  # one SparkSession (a JVM) for every Spark test
     "tests/integration/test_cluster.py",  # three nodes, started once for the module
     "tests/integration/test_fuzz.py",  # one server for every fuzz case
     "tests/integration/test_kuksa_client.py",  # .venv-kuksa, never made by two at once
     "tests/integration/test_sdk_install.py",  # the SDK built and installed once
+    "tests/spark/test_cluster.py",  # a standalone Spark cluster, started once
+    "tests/spark/test_landing.py",  # a fleet's journals exported once
     "tests/unit/test_docs.py",  # every documented command's --help, run once
 )
-"""Tests (by the start of their node id) that share a costly module- or
-session-scoped setup: under pytest-xdist one worker runs all those of a prefix, so
-the setup is made once; every other test goes to whichever worker is free."""
+"""Tests (by the start of their node id) that share a costly module-scoped setup:
+under pytest-xdist one worker runs all those of a prefix, so the setup is made once;
+every other test goes to whichever worker is free. (The Spark tests are not one
+group, although each worker that runs one starts its own SparkSession: as one group,
+one worker would run them all one after another while the others wait.)"""
 
 if importlib.util.find_spec("xdist") is not None:
 
