@@ -90,8 +90,15 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(PY) -m mypy
 
+# pytest-xdist: one worker per logical CPU (TEST_WORKERS=1 runs one). Many tests wait
+# on servers, processes and timers, so two workers overlap their waits even on two
+# cores. The tests that share a costly setup (three nodes, a Spark cluster, the SDK's
+# install) run on one worker: tests/conftest.py, SHARED_SETUP.
+TEST_WORKERS ?= logical
+PYTEST_WORKERS := -n $(TEST_WORKERS)
+
 unit: $(STAMP) $(KUKSA_STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_WORKERS)
 
 # The tests of vmw.vstore, vmw.ess, vmw.replica and the two encoders, and an
 # end-to-end run through a server, in .venv-compiled; VMW_EXPECT_COMPILED=1 has
@@ -111,7 +118,7 @@ COMPILED_TESTS := tests/unit/test_compiled.py tests/unit/test_vstore.py tests/un
 		--deselect 'tests/unit/test_vstore.py::$(t)') \
 	--deselect tests/unit/test_ess.py::test_queue_lengths_are_capped_and_validated
 unit-compiled: $(COMPILED_STAMP)
-	VMW_EXPECT_COMPILED=1 $(COMPILED_PY) -m pytest $(COMPILED_TESTS)
+	VMW_EXPECT_COMPILED=1 $(COMPILED_PY) -m pytest $(PYTEST_WORKERS) $(COMPILED_TESTS)
 
 ## Benchmarks (not part of `make test`): see BENCHMARKS.md.
 bench: bench-core bench-e2e bench-e2e-compiled bench-kuksa bench-kuksa-ingest bench-providers bench-spark bench-export bench-export-lag bench-metrics bench-cluster bench-wildcard bench-instructions

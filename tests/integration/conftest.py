@@ -1,16 +1,22 @@
-"""A real middleware server on 127.0.0.1:0 per test, and raw stubs to call it."""
+"""Real middleware servers on 127.0.0.1:0 and raw stubs to call them: the ``server``
+fixture (one per test, settings from its ``settings`` markers), :func:`serving` (a
+server for a block), and ``secure`` (a token-mode server) with the ``keys`` that sign
+its tokens."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Any
+from pathlib import Path
+from typing import Any, Final
 
 import grpc
 import pytest
 from vmw.proto.ess.v1 import ess_pb2_grpc
 from vmw.proto.vstore.v1 import vstore_pb2_grpc
 from vmw.server import codecs
+from vmw.server.auth.tokens import generate_key_pair, mint
 from vmw.server.config import Settings, replace_settings
 from vmw.server.kuksa import v2 as kuksa_v2
 from vmw.server.server import RunningServer, start_server
@@ -18,6 +24,8 @@ from vmw.server.server import RunningServer, start_server
 TEST_SETTINGS = replace_settings(
     Settings(), listen="127.0.0.1:0", keepalive_time_s=1.0, keepalive_timeout_s=1.0
 )
+AUD: Final = "vmw-test"
+"""The audience of the tokens that ``secure`` servers accept."""
 NewServer = Callable[..., Awaitable[RunningServer]]
 """The type of the ``new_server`` fixture: ``await new_server(**overrides)``."""
 
@@ -50,6 +58,70 @@ async def new_server(request: pytest.FixtureRequest) -> AsyncIterator[NewServer]
     finally:
         for running in reversed(started):
             await running.stop(0)
+
+
+@contextlib.asynccontextmanager
+async def serving(
+    settings: Settings = TEST_SETTINGS, /, **overrides: Any
+) -> AsyncIterator[RunningServer]:
+    """A real middleware with ``settings`` and ``overrides`` for the ``async with`` block,
+    stopped when it ends: for a test whose servers' settings depend on what it made
+    (certificates, a journal directory), or that runs servers one after another."""
+    running = await start_server(replace_settings(settings, **overrides))
+    try:
+        yield running
+    finally:
+        await running.stop(0)
+
+
+@dataclasses.dataclass(frozen=True)
+class Keys:
+    """The keys that sign the tests' tokens (ES256): ``private`` pairs with ``public``,
+    the key ``secure`` servers trust; ``other_private`` signs tokens they must refuse."""
+
+    private: bytes
+    public: bytes
+    other_private: bytes
+
+    def token(self, subject: str, scope: str = "", **kw: Any) -> str:
+        """A token for ``subject`` with ``scope``, signed by ``private`` (or ``key=``),
+        for :data:`AUD` and valid for 600 s unless ``audience=`` or ``ttl_s=`` say
+        otherwise; other keywords go to :func:`vmw.server.auth.tokens.mint`."""
+        kw.setdefault("ttl_s", 600)
+        kw.setdefault("audience", AUD)
+        return mint(kw.pop("key", self.private), subject=subject, scope=scope, **kw)
+
+
+@pytest.fixture(scope="session")
+def keys() -> Keys:
+    """One set of :class:`Keys` for the whole run: keys are never changed."""
+    private, public = generate_key_pair("ES256")
+    other_private, _ = generate_key_pair("ES256")
+    return Keys(private, public, other_private)
+
+
+def token_mode(keys: Keys, tmp_path: Path) -> dict[str, Any]:
+    """The settings of a token-mode server that trusts ``keys.public`` (written under
+    ``tmp_path``) for tokens of :data:`AUD`."""
+    pub = tmp_path / "vmw.pub"
+    pub.write_bytes(keys.public)
+    return {"auth_mode": "token", "token_public_key": str(pub), "token_audience": AUD}
+
+
+@pytest.fixture
+def secure_settings() -> dict[str, Any]:
+    """What a module's ``secure`` servers set beyond token mode: none here; a module
+    overrides this fixture (e.g. a journal directory under ``tmp_path``)."""
+    return {}
+
+
+@pytest.fixture
+async def secure(
+    new_server: NewServer, keys: Keys, tmp_path: Path, secure_settings: dict[str, Any]
+) -> RunningServer:
+    """The test's token-mode middleware (:func:`token_mode`), with its module's
+    ``secure_settings`` and its ``settings`` markers."""
+    return await new_server(**token_mode(keys, tmp_path), **secure_settings)
 
 
 @dataclasses.dataclass

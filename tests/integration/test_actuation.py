@@ -24,11 +24,11 @@ from vmw.sdk import (
     AppClient,
     ProviderClient,
 )
-from vmw.server.auth.tokens import generate_key_pair, mint
+from vmw.server.auth.tokens import mint
 from vmw.server.server import RunningServer
 
 from tests.conftest import eventually, fails
-from tests.integration.conftest import NewServer
+from tests.integration.conftest import AUD, Keys, NewServer
 from tests.integration.test_kuksa_api import Provider as KuksaProvider
 
 CATALOG = Path(__file__).with_name("kuksa_catalog.json")
@@ -36,7 +36,6 @@ VOLUME = "Vehicle.Cabin.Infotainment.Volume"
 SOURCE = "Vehicle.Cabin.Infotainment.Source"
 DOOR = "Vehicle.Cabin.Door.Row1.DriverSide.IsOpen"
 SPEED = "Vehicle.Speed"
-AUD = "vmw-test"
 Code = grpc.StatusCode
 
 
@@ -265,23 +264,11 @@ async def test_another_providers_actuator_is_already_exists_across_both_apis(
         kuksa.call.cancel()
 
 
-@pytest.fixture(scope="module")
-def keys() -> tuple[bytes, bytes]:
-    return generate_key_pair("ES256")
-
-
-@pytest.fixture
-async def secure(new_server: NewServer, keys: tuple[bytes, bytes], tmp_path: Path) -> RunningServer:
-    pub = tmp_path / "vmw.pub"
-    pub.write_bytes(keys[1])
-    return await new_server(auth_mode="token", token_public_key=str(pub), token_audience=AUD)
-
-
 async def test_scopes_decide_who_may_actuate_and_who_may_provide(
-    secure: RunningServer, keys: tuple[bytes, bytes]
+    secure: RunningServer, keys: Keys
 ) -> None:
     def token(sub: str, scope: str) -> str:
-        return mint(keys[0], subject=sub, scope=scope, ttl_s=600, audience=AUD)
+        return mint(keys.private, subject=sub, scope=scope, ttl_s=600, audience=AUD)
 
     address = secure.address
     clients: list[Callable[[], Awaitable[None]]] = []

@@ -10,8 +10,6 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import grpc
@@ -21,33 +19,19 @@ from vmw.ess import DEFAULT_MIN_LENGTH
 from vmw.proto.admin.v1 import admin_pb2, admin_pb2_grpc
 from vmw.sdk import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
 from vmw.server.auth.tokens import generate_key_pair, mint
-from vmw.server.config import Settings, replace_settings
+from vmw.server.config import replace_settings
 from vmw.server.metrics import SERIES, Figure, MetricsListenError
 from vmw.server.server import RunningServer, start_server
 
 from tests.conftest import eventually, fails
+from tests.integration.conftest import TEST_SETTINGS, serving
 
 ROOT = Path(__file__).resolve().parents[2]
-BASE = replace_settings(
-    Settings(),
-    listen="127.0.0.1:0",
-    keepalive_time_s=1.0,
-    keepalive_timeout_s=1.0,
-    metrics_listen="127.0.0.1:0",
-    rate_limit_rps=10_000,
-)
+METERED = replace_settings(TEST_SETTINGS, metrics_listen="127.0.0.1:0", rate_limit_rps=10_000)
+"""A server with its metrics served on 127.0.0.1:0."""
 WRITES = 4_000
 """Of 2 KB each: the first few dozen fill the app's 64 KiB receive window."""
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
-
-
-@asynccontextmanager
-async def serving(**kw: object) -> AsyncIterator[RunningServer]:
-    running = await start_server(replace_settings(BASE, **kw))
-    try:
-        yield running
-    finally:
-        await running.stop(0)
 
 
 def _get(url: str) -> tuple[int, str]:
@@ -89,7 +73,7 @@ async def test_an_app_that_does_not_read_shows_a_full_queue_and_evictions(
     tmp_path: Path,
 ) -> None:
     async with (
-        serving(journal_dir=str(tmp_path / "journal"), slow_app_report_s=0.5) as server,
+        serving(METERED, journal_dir=str(tmp_path / "journal"), slow_app_report_s=0.5) as server,
         ProviderClient(server.address, "sensor") as provider,
         AppClient(
             server.address,
@@ -183,7 +167,7 @@ async def test_getstats_needs_the_admin_scope_and_checks_its_request(tmp_path: P
     reader = mint(private, subject="dash", scope="read", ttl_s=60)
     admin = mint(private, subject="ops", scope="admin", ttl_s=60)
     async with (
-        serving(auth_mode="token", token_public_key=str(tmp_path / "vmw.pub")) as server,
+        serving(METERED, auth_mode="token", token_public_key=str(tmp_path / "vmw.pub")) as server,
         grpc.aio.insecure_channel(server.address) as channel,
     ):
         stub = admin_pb2_grpc.AdminStub(channel)
@@ -213,7 +197,7 @@ async def test_getstats_needs_the_admin_scope_and_checks_its_request(tmp_path: P
 
 
 async def test_registered_collectors_add_figures_and_a_failing_one_breaks_nothing() -> None:
-    async with serving() as server:
+    async with serving(METERED) as server:
         server.runtime.collectors.register(
             "peers",
             lambda: [
@@ -236,20 +220,22 @@ async def test_registered_collectors_add_figures_and_a_failing_one_breaks_nothin
 
 
 async def test_the_endpoint_serves_only_metrics_and_is_off_by_default() -> None:
-    async with serving() as server:
+    async with serving(METERED) as server:
         assert server.metrics is not None
         status, body = await asyncio.to_thread(_get, f"http://{server.metrics.address}/other")
         assert (status, body) == (404, "the metrics are at /metrics\n")
-    async with serving(metrics_listen="") as server:
+    async with serving(METERED, metrics_listen="") as server:
         assert server.metrics is None
 
 
 async def test_a_taken_metrics_port_stops_the_start_naming_it() -> None:
-    async with serving() as first:
+    async with serving(METERED) as first:
         assert first.metrics is not None
         with pytest.raises(MetricsListenError, match="the address is in use"):
             await start_server(
-                replace_settings(BASE, listen="127.0.0.1:0", metrics_listen=first.metrics.address)
+                replace_settings(
+                    METERED, listen="127.0.0.1:0", metrics_listen=first.metrics.address
+                )
             )
 
 
