@@ -214,7 +214,7 @@ async def test_requests_are_checked_before_any_is_sent(
 
 
 async def test_no_provider_is_unavailable_and_a_claim_ends_with_its_stream(
-    app: AppClient, provider: ProviderClient
+    server: RunningServer, app: AppClient, provider: ProviderClient
 ) -> None:
     assert (
         await fails(app.actuate(DOOR, encode(True)), Code.UNAVAILABLE)
@@ -223,10 +223,27 @@ async def test_no_provider_is_unavailable_and_a_claim_ends_with_its_stream(
     stream = await provider.provide_actuators([DOOR], Recorder())
     await app.actuate(DOOR, encode(True))
     await stream.close()
+    # The client's close cancels its call; the middleware ends the claim when it
+    # sees the stream end (a request in between is told the provider went away).
+    actuation = server.actuation
+    assert actuation is not None
+    await eventually(lambda: actuation.provider_of(DOOR) is None, what="the claim's end")
     assert (
         await fails(app.actuate(DOOR, encode(False)), Code.UNAVAILABLE)
         == f"cannot actuate '{DOOR}': no provider provides this actuator"
     )
+
+
+async def test_a_request_whose_provider_goes_away_is_unavailable_naming_its_actuator(
+    app: AppClient, provider: ProviderClient
+) -> None:
+    handler = Recorder()
+    handler.hold = asyncio.Event()  # the provider takes the request and never answers
+    stream = await provider.provide_actuators([DOOR], handler)
+    waiting = asyncio.ensure_future(fails(app.actuate(DOOR, encode(True)), Code.UNAVAILABLE))
+    await eventually(lambda: len(handler.requests) == 1, what="the request at the provider")
+    await stream.close()
+    assert await waiting == f"cannot actuate '{DOOR}': provider 'infotainment' went away"
 
 
 async def test_another_providers_actuator_is_already_exists_across_both_apis(

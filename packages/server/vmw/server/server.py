@@ -109,6 +109,8 @@ class RunningServer:
     memory: GiveBack | None = None
     """Hands the memory of a surge of calls back when it ends (:mod:`vmw.server.memory`)."""
     journal_service: JournalService | None = None
+    actuation: Actuation | None = None
+    """The actuators' providers, shared by the project's API and KUKSA's."""
 
     async def stop(self, grace: float = 2.0) -> None:
         """Refuse new calls, end streams after ``grace`` seconds, forget every app, write
@@ -492,6 +494,7 @@ async def start_server(settings: Settings) -> RunningServer:
         calls=calls,
         memory=memory,
         journal_service=journal_service,
+        actuation=actuation,
     )
 
 
