@@ -14,7 +14,7 @@ COMPILED_VENV  := .venv-compiled
 COMPILED_PY    := $(COMPILED_VENV)/bin/python
 COMPILED_STAMP := $(COMPILED_VENV)/.installed
 
-.PHONY: install kuksa-venv compiled-venv demo serve sim dashboard proto test lint typecheck unit unit-compiled bench bench-core bench-e2e bench-e2e-compiled bench-kuksa bench-kuksa-ingest bench-providers bench-spark bench-export bench-export-lag bench-metrics bench-cluster bench-wildcard bench-instructions clean
+.PHONY: install fast kuksa-venv compiled-venv demo serve sim dashboard proto test lint typecheck unit unit-compiled bench bench-core bench-e2e bench-e2e-compiled bench-kuksa bench-kuksa-ingest bench-providers bench-spark bench-export bench-export-lag bench-metrics bench-cluster bench-wildcard bench-instructions clean
 
 # The distributions, one a top-level folder (docs/contributing.md), each editable, and
 # the checks' own tools.
@@ -24,11 +24,21 @@ DISTS := proto[grpc] vstore ess replica middleware sdk providers telemetry_expor
 $(STAMP): $(foreach p,$(PARTS),$(p)/pyproject.toml) requirements-dev.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	VMW_MYPYC=0 $(PY) -m pip install --quiet --disable-pip-version-check \
-		$(foreach d,$(DISTS),-e '$(d)') -r requirements-dev.txt \
+		$(foreach d,$(DISTS),-e './$(d)') -r requirements-dev.txt \
 		--config-settings editable_mode=compat
 	@touch $(STAMP)
 
-install: $(STAMP)
+install: $(STAMP) fast
+
+## The middleware's fast build where it can be built: .venv-compiled, with the cores and
+## the streams' encoders compiled by mypyc (docs/compiled-build.md). Where it cannot (no
+## C compiler, no Python headers), `make serve` and `make demo` run the pure build of
+## .venv instead, and the middleware's log says which runs (`codecs: fast (compiled)`).
+fast: $(STAMP)
+	@$(MAKE) --no-print-directory $(COMPILED_STAMP) || echo "make: the compiled build \
+	failed (above); the middleware runs pure Python from $(VENV)" >&2
+# The Python that runs the middleware: the compiled build's where it was built.
+RUN_PY = $$(test -f $(COMPILED_STAMP) && echo $(COMPILED_PY) || echo $(PY))
 
 $(KUKSA_STAMP): tests/kuksa-client.txt
 	@test -x $(KUKSA_VENV)/bin/python || $(PYTHON) -m venv $(KUKSA_VENV)
@@ -52,25 +62,26 @@ $(COMPILED_STAMP): $(shell find $(foreach p,$(PARTS),$(p)/vehicle_middleware) -t
 		$(foreach p,$(COMPILED_PARTS),$(p)/setup.py) build_support/compiled.py requirements-dev.txt
 	@test -x $(COMPILED_PY) || $(PYTHON) -m venv $(COMPILED_VENV)
 	VMW_MYPYC=0 $(COMPILED_PY) -m pip install --quiet --disable-pip-version-check \
-		$(foreach d,$(COMPILED_DISTS),'$(d)') -r requirements-dev.txt 'setuptools>=70.1'
+		$(foreach d,$(COMPILED_DISTS),'./$(d)') -r requirements-dev.txt 'setuptools>=70.1'
 	rm -rf $(foreach p,$(COMPILED_PARTS),$(p)/build)
 	VMW_MYPYC=1 $(COMPILED_PY) -m pip install --quiet --disable-pip-version-check \
-		--no-build-isolation --no-deps --force-reinstall $(COMPILED_PARTS)
+		--no-build-isolation --no-deps --force-reinstall $(addprefix ./,$(COMPILED_PARTS))
 	@touch $(COMPILED_STAMP)
 
-## The virtualenv of the compiled cores (make test sets it up too): docs/contributing.md.
+## The virtualenv of the compiled cores (make test sets it up too): docs/compiled-build.md.
 compiled-venv: $(COMPILED_STAMP)
 
 ## The main job: a middleware, the simulated car, apps (one too slow), then the
 ## Spark gap analysis of the journal. About 3 minutes (5 with the install); it prints
 ## progress as it goes. DURATION=60 runs longer.
 DURATION ?= 20
-demo: $(STAMP)
-	$(PY) -m vehicle_middleware.demo --duration $(DURATION) --out demo-out
+demo: $(STAMP) fast
+	@set -x; $(PY) -m vehicle_middleware.demo --duration $(DURATION) --out demo-out \
+		--middleware-python "$(RUN_PY)"
 
 ## Run the middleware on 127.0.0.1:50051 (Ctrl-C stops it).
-serve: $(STAMP)
-	$(PY) -m vehicle_middleware.server serve
+serve: $(STAMP) fast
+	@set -x; $(RUN_PY) -m vehicle_middleware.server serve
 
 ## The simulated car and a live dashboard, against `make serve` (each in its own terminal).
 sim: $(STAMP)
@@ -94,15 +105,22 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(PY) -m mypy
 
+# pytest-xdist: one worker per logical CPU (TEST_WORKERS=1 runs one). Many tests wait
+# on servers, processes and timers, so two workers overlap their waits even on two
+# cores. The tests that share a costly setup (three nodes, a Spark cluster, the SDK's
+# install) run on one worker: tests/conftest.py, SHARED_SETUP.
+TEST_WORKERS ?= logical
+PYTEST_WORKERS := -n $(TEST_WORKERS)
+
 unit: $(STAMP) $(KUKSA_STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_WORKERS)
 
 # The tests of vehicle_middleware.vstore, vehicle_middleware.ess, vehicle_middleware.replica and the two encoders, and an
 # end-to-end run through a server, in .venv-compiled; VMW_EXPECT_COMPILED=1 has
 # tests/unit/test_compiled.py check that they import the compiled modules, not the
 # sources. Deselected: what the pure cores do with ill-typed arguments (a bool or float
 # as a key, a time, a version or a queue length), where mypyc's own argument checks
-# answer first (docs/contributing.md, "Compiled cores").
+# answer first (docs/compiled-build.md, "What compiled code does differently").
 COMPILED_TESTS := tests/unit/test_compiled.py tests/unit/test_vstore.py tests/unit/test_ess.py \
 	tests/unit/test_ess_stats.py tests/unit/test_health.py tests/unit/test_state_machine.py \
 	tests/unit/test_random_walk.py tests/unit/test_slow_apps.py tests/unit/test_metrics_parts.py \
@@ -115,7 +133,7 @@ COMPILED_TESTS := tests/unit/test_compiled.py tests/unit/test_vstore.py tests/un
 		--deselect 'tests/unit/test_vstore.py::$(t)') \
 	--deselect tests/unit/test_ess.py::test_queue_lengths_are_capped_and_validated
 unit-compiled: $(COMPILED_STAMP)
-	VMW_EXPECT_COMPILED=1 $(COMPILED_PY) -m pytest $(COMPILED_TESTS)
+	VMW_EXPECT_COMPILED=1 $(COMPILED_PY) -m pytest $(PYTEST_WORKERS) $(COMPILED_TESTS)
 
 ## Benchmarks (not part of `make test`): see BENCHMARKS.md.
 bench: bench-core bench-e2e bench-e2e-compiled bench-kuksa bench-kuksa-ingest bench-providers bench-spark bench-export bench-export-lag bench-metrics bench-cluster bench-wildcard bench-instructions

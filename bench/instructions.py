@@ -33,8 +33,8 @@ Each figure is printed beside its floor, counted the same way in the same run:
   a ``delivered_batch`` record per app and batch, and the writer's step: records
   linked, hashed and written), per event; beside it ``own``, the journal off
   (what ``drops`` costs while nothing is dropped). valgrind's CPU has no SHA
-  extensions, so the hash counts in software there: about 850 instructions
-  an event of this scenario, several times what it costs on a CPU with them;
+  extensions, so the hash counts in software there, several times what it
+  costs on a CPU with them (BENCHMARKS.md, "Instructions per event");
 * ``own ids``: ``own`` with 1,000 other keys added to the V-Store first, so that
   its keys' ids are 1,001-1,100, as in a car's catalog, where ``own``'s are
   1-100; beside it ``own``. The interpreter shares one object for each number

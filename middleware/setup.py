@@ -16,9 +16,11 @@ from setuptools import setup
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# The modules compiled, relative to this directory. The encoders of the streams that write the most
-# messages and the reader of a KUKSA provider's publishes: pure functions of what they
-# encode, no I/O.
+# The modules compiled, relative to this directory: the fast codecs
+# (``vehicle_middleware/server/codecs.py``), the encoders of the streams that write the
+# most messages and the reader of a KUKSA provider's publishes. Pure functions of what
+# they encode or read, no I/O. Their reference twins (``*_reference.py``) stay Python:
+# they are the readable implementation, run with ``VMW_REFERENCE_CODECS=1``.
 COMPILED = [
     "vehicle_middleware/server/wire.py",
     "vehicle_middleware/server/rpc/batches.py",

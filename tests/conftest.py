@@ -1,4 +1,5 @@
-"""Shared test helpers: wait for a condition, and expect a gRPC call to fail.
+"""Shared test helpers: wait for a condition, and expect a gRPC call to fail; and
+which tests share a worker when pytest-xdist runs them (``make unit``).
 
 Every wait in the tests goes through :func:`eventually` (async),
 :func:`eventually_async` (an async probe) or :func:`wait_until` (threads); a
@@ -8,11 +9,50 @@ deadline loop written inline is a helper that was not found.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any, Final
 
 import grpc
 import pytest
+from hypothesis import settings
+
+# Hypothesis checks properties, not speed: its default 200 ms limit an example
+# would fail a test whose example ran long because the machine was busy.
+settings.register_profile("project", deadline=None)
+settings.load_profile("project")
+
+SHARED_SETUP: Final = (
+    "tests/integration/test_cluster.py",  # three nodes, started once for the module
+    "tests/integration/test_fuzz.py",  # one server for every fuzz case
+    "tests/integration/test_kuksa_client.py",  # .venv-kuksa, never made by two at once
+    "tests/integration/test_sdk_install.py",  # the SDK built and installed once
+    "tests/spark/test_cluster.py",  # a standalone Spark cluster, started once
+    "tests/spark/test_landing.py",  # a fleet's journals exported once
+    "tests/unit/test_docs.py",  # every documented command's --help, run once
+)
+"""Tests (by the start of their node id) that share a costly module-scoped setup:
+under pytest-xdist one worker runs all those of a prefix, so the setup is made once;
+every other test goes to whichever worker is free. (The Spark tests are not one
+group, although each worker that runs one starts its own SparkSession: as one group,
+one worker would run them all one after another while the others wait.)"""
+
+if importlib.util.find_spec("xdist") is not None:
+
+    def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+        """With ``-n`` and the default ``--dist load``: :data:`SHARED_SETUP`'s groups.
+        (xdist's own ``xdist_group`` marks would say the same, but ``--dist loadgroup``
+        does not see them under pytest 9.)"""
+        if config.getoption("dist") != "load":
+            return None
+        from xdist.scheduler import LoadScopeScheduling
+
+        class SharedSetupScheduling(LoadScopeScheduling):  # type: ignore[misc]
+            def _split_scope(self, nodeid: str) -> str:
+                return next((p for p in SHARED_SETUP if nodeid.startswith(p)), nodeid)
+
+        return SharedSetupScheduling(config, log)
 
 
 async def eventually(

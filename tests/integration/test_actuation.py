@@ -24,11 +24,11 @@ from vehicle_middleware.sdk import (
     AppClient,
     ProviderClient,
 )
-from vehicle_middleware.server.auth.tokens import generate_key_pair, mint
+from vehicle_middleware.server.auth.tokens import mint
 from vehicle_middleware.server.server import RunningServer
 
 from tests.conftest import eventually, fails
-from tests.integration.conftest import NewServer
+from tests.integration.conftest import AUD, Keys, NewServer
 from tests.integration.test_kuksa_api import Provider as KuksaProvider
 
 CATALOG = Path(__file__).with_name("kuksa_catalog.json")
@@ -36,7 +36,6 @@ VOLUME = "Vehicle.Cabin.Infotainment.Volume"
 SOURCE = "Vehicle.Cabin.Infotainment.Source"
 DOOR = "Vehicle.Cabin.Door.Row1.DriverSide.IsOpen"
 SPEED = "Vehicle.Speed"
-AUD = "vmw-test"
 Code = grpc.StatusCode
 
 
@@ -215,7 +214,7 @@ async def test_requests_are_checked_before_any_is_sent(
 
 
 async def test_no_provider_is_unavailable_and_a_claim_ends_with_its_stream(
-    app: AppClient, provider: ProviderClient
+    server: RunningServer, app: AppClient, provider: ProviderClient
 ) -> None:
     assert (
         await fails(app.actuate(DOOR, encode(True)), Code.UNAVAILABLE)
@@ -224,10 +223,27 @@ async def test_no_provider_is_unavailable_and_a_claim_ends_with_its_stream(
     stream = await provider.provide_actuators([DOOR], Recorder())
     await app.actuate(DOOR, encode(True))
     await stream.close()
+    # The client's close cancels its call; the middleware ends the claim when it
+    # sees the stream end (a request in between is told the provider went away).
+    actuation = server.actuation
+    assert actuation is not None
+    await eventually(lambda: actuation.provider_of(DOOR) is None, what="the claim's end")
     assert (
         await fails(app.actuate(DOOR, encode(False)), Code.UNAVAILABLE)
         == f"cannot actuate '{DOOR}': no provider provides this actuator"
     )
+
+
+async def test_a_request_whose_provider_goes_away_is_unavailable_naming_its_actuator(
+    app: AppClient, provider: ProviderClient
+) -> None:
+    handler = Recorder()
+    handler.hold = asyncio.Event()  # the provider takes the request and never answers
+    stream = await provider.provide_actuators([DOOR], handler)
+    waiting = asyncio.ensure_future(fails(app.actuate(DOOR, encode(True)), Code.UNAVAILABLE))
+    await eventually(lambda: len(handler.requests) == 1, what="the request at the provider")
+    await stream.close()
+    assert await waiting == f"cannot actuate '{DOOR}': provider 'infotainment' went away"
 
 
 async def test_another_providers_actuator_is_already_exists_across_both_apis(
@@ -265,23 +281,11 @@ async def test_another_providers_actuator_is_already_exists_across_both_apis(
         kuksa.call.cancel()
 
 
-@pytest.fixture(scope="module")
-def keys() -> tuple[bytes, bytes]:
-    return generate_key_pair("ES256")
-
-
-@pytest.fixture
-async def secure(new_server: NewServer, keys: tuple[bytes, bytes], tmp_path: Path) -> RunningServer:
-    pub = tmp_path / "vehicle_middleware.pub"
-    pub.write_bytes(keys[1])
-    return await new_server(auth_mode="token", token_public_key=str(pub), token_audience=AUD)
-
-
 async def test_scopes_decide_who_may_actuate_and_who_may_provide(
-    secure: RunningServer, keys: tuple[bytes, bytes]
+    secure: RunningServer, keys: Keys
 ) -> None:
     def token(sub: str, scope: str) -> str:
-        return mint(keys[0], subject=sub, scope=scope, ttl_s=600, audience=AUD)
+        return mint(keys.private, subject=sub, scope=scope, ttl_s=600, audience=AUD)
 
     address = secure.address
     clients: list[Callable[[], Awaitable[None]]] = []

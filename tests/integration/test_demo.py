@@ -34,6 +34,8 @@ def test_the_demo_slow_app_loses_events_the_logger_none_and_the_journal_explains
                     demo.kill()
                     demo.wait()
     assert demo.returncode == 0, stdout + stderr
+    # It says which implementation the middleware ran, and which Python ran it.
+    assert f"codecs fast, run by {sys.executable}" in stdout, stdout
     verdict = json.loads((out / "demo-summary.json").read_text())
     assert verdict["ok"], verdict["problems"]
     slow, logger = verdict["apps"]["slow"], verdict["apps"]["logger"]

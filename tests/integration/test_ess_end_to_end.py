@@ -1,4 +1,4 @@
-"""The ADR end to end over gRPC: a real server on 127.0.0.1, the SDKs, raw stubs."""
+"""docs/design.md's rules end to end over gRPC: a real server on 127.0.0.1, the SDKs, raw stubs."""
 
 from __future__ import annotations
 
@@ -9,12 +9,14 @@ from typing import Any
 import grpc
 import pytest
 from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2
+from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2
 from vehicle_middleware.sdk import (
     AppClient,
     DataEvent,
     KeyAddedEvent,
     ProviderClient,
     QueueSpec,
+    StreamReplacedError,
     Sub,
 )
 from vehicle_middleware.server.server import RunningServer
@@ -41,6 +43,7 @@ async def next_data(events: Any, n: int = 1, timeout: float = 5.0) -> list[DataE
     return out
 
 
+@pytest.mark.usefixtures("each_codecs")
 async def test_register_returns_current_values_and_events_follow_writes(
     server: RunningServer,
 ) -> None:
@@ -71,6 +74,7 @@ async def test_register_returns_current_values_and_events_follow_writes(
             assert got[1].time_ns > 0
 
 
+@pytest.mark.usefixtures("each_codecs")
 async def test_publish_keeps_the_source_time_given_and_stamps_one_left_out(
     server: RunningServer,
 ) -> None:
@@ -109,6 +113,7 @@ async def test_get_subscriptions_and_deregister(server: RunningServer) -> None:
             assert server.runtime.ess.watched_keys() == [provider.ids[TEMP]]
 
 
+@pytest.mark.usefixtures("each_codecs")
 async def test_key_added_and_removed_reach_the_apps(server: RunningServer) -> None:
     async with AppClient(server.address, "dash") as app, ProviderClient(server.address, "sim") as p:
         events = app.events()
@@ -122,6 +127,7 @@ async def test_key_added_and_removed_reach_the_apps(server: RunningServer) -> No
         assert ids[WINDOW] not in app.names
 
 
+@pytest.mark.usefixtures("each_codecs")
 async def test_slow_reader_loses_events_that_its_seq_gaps_account_for(
     server: RunningServer,
 ) -> None:
@@ -245,3 +251,69 @@ async def test_health_and_reflection_are_served(server: RunningServer) -> None:
             "vehicle.vstore.v1.VStore",
             "grpc.health.v1.Health",
         } <= names
+
+
+async def test_list_keys_answers_in_pages_that_together_hold_every_key(
+    server: RunningServer, connect: Any
+) -> None:
+    s = connect("tool")
+    names = sorted(f"Vehicle.K{i:03d}" for i in range(25))
+    await s.vstore.AddKeys(vstore_pb2.AddKeysRequest(names=names), metadata=s.md)
+    seen: list[str] = []
+    start = ""
+    pages = 0
+    while True:
+        page = await s.vstore.ListKeys(
+            vstore_pb2.ListKeysRequest(limit=10, start_after=start), metadata=s.md
+        )
+        seen += [k.name for k in page.keys]
+        pages += 1
+        start = page.next_start_after
+        if not start:
+            break
+    assert seen == names
+    assert pages == 3
+
+
+async def test_a_second_client_of_the_same_app_takes_over_without_a_fight(
+    server: RunningServer,
+) -> None:
+    first = AppClient(server.address, "dash")
+    second = AppClient(server.address, "dash")
+    try:
+        await first.connect()
+        events = first.events()
+        await second.connect()  # replaces the first stream
+        with pytest.raises(StreamReplacedError, match="another client of app 'dash'"):
+            await asyncio.wait_for(events.__anext__(), 5)
+        assert "dash" in server.runtime.streams
+    finally:
+        await first.close()
+        await second.close()
+
+
+@pytest.mark.settings(grace_period_s=30.0)
+async def test_a_resumed_subscription_reports_no_false_gap(server: RunningServer) -> None:
+    async with ProviderClient(server.address, "sim") as p:
+        await p.add_keys(["Vehicle.Speed"])
+        app = AppClient(server.address, "dash")
+        await app.connect()
+        await app.subscribe([Sub("Vehicle.Speed")])
+        for v in range(5):
+            await p.publish({"Vehicle.Speed": bytes([v])})
+        await p.flush()
+        await app.close()  # within the grace period its subscription stays, seq 5
+        async with AppClient(server.address, "dash") as again:
+            [r] = await again.subscribe([Sub("Vehicle.Speed")])
+            assert r.ok
+            events = again.events()
+            await p.publish({"Vehicle.Speed": b"\x09"})
+            e = await asyncio.wait_for(events.__anext__(), 5)
+            assert isinstance(e, DataEvent)
+            assert (e.seq, e.missed) == (6, 0)
+            await again.unsubscribe(["Vehicle.Speed"])
+            await again.subscribe([Sub("Vehicle.Speed")])  # new: from 1 again
+            await p.publish({"Vehicle.Speed": b"\x0a"})
+            e = await asyncio.wait_for(events.__anext__(), 5)
+            assert isinstance(e, DataEvent)
+            assert (e.seq, e.missed) == (1, 0)

@@ -26,8 +26,8 @@ from vehicle_middleware.sdk import AppClient, DataEvent, QueueSpec, Sub
 from vehicle_middleware.sdk.status_file import read_status
 from vehicle_middleware.server.auth.tokens import generate_key_pair, mint
 
+from bench.nodes import free_port
 from tests.conftest import eventually
-from tests.integration.test_providers import free_port
 
 PY = sys.executable
 

@@ -22,7 +22,7 @@ from google.protobuf.message import Message
 from hypothesis import HealthCheck, given, settings
 from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2
 from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2
-from vehicle_middleware.server.config import Settings
+from vehicle_middleware.server.config import Settings, replace_settings
 from vehicle_middleware.server.server import RunningServer, start_server
 
 KEYS = ["Vehicle.Speed", "Vehicle.Cabin.Temperature", "Vehicle.Body.Windows.Row2.Right.Level"]
@@ -110,7 +110,8 @@ class ServerThread:
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
-        settings = Settings(
+        settings = replace_settings(
+            Settings(),
             listen="127.0.0.1:0",
             max_keys_per_request=200,
             event_budget=2000,

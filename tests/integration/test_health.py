@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import os
 import signal
 import sys
 import textwrap
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +37,13 @@ from vehicle_middleware.sdk import (
     QueueSpec,
     Sub,
 )
+from vehicle_middleware.server.config import Settings, replace_settings
 from vehicle_middleware.server.health import TICK_S
 from vehicle_middleware.server.journal import read_journal
-from vehicle_middleware.server.server import RunningServer, start_server
+from vehicle_middleware.server.server import RunningServer
 
 from tests.conftest import eventually, fails
-from tests.integration.conftest import TEST_SETTINGS
+from tests.integration.conftest import TEST_SETTINGS, serving
 
 PERIOD = 0.5
 DELIVERY = 0.4
@@ -54,20 +53,15 @@ NOT_EXPECTED = "Vehicle.Other.Level"
 HEALTH_KINDS = ("key_stale", "key_fresh", "provider_gone", "provider_back")
 
 
-@contextlib.asynccontextmanager
-async def serving(tmp_path: Path, **kw: Any) -> AsyncIterator[RunningServer]:
-    settings = dataclasses.replace(
+def watching(tmp_path: Path) -> Settings:
+    """A server that expects ``Vehicle.Health.**`` every :data:`PERIOD` and journals
+    the lifecycle under ``tmp_path``."""
+    return replace_settings(
         TEST_SETTINGS,
         expect=(f"Vehicle.Health={PERIOD}",),
         journal_dir=str(tmp_path / "journal"),
         journal_level="lifecycle",
-        **kw,
     )
-    server = await start_server(settings)
-    try:
-        yield server
-    finally:
-        await server.stop(0)
 
 
 class Reader:
@@ -137,7 +131,7 @@ async def get(server: RunningServer, *names: str) -> dict[str, vstore_pb2.Value]
 async def test_a_watched_key_that_stops_being_written_is_stale_then_fresh(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with serving(tmp_path) as server:
+    async with serving(watching(tmp_path)) as server:
         provider = ProviderClient(server.address, "sensor")
         await provider.add_keys([HEALTHY, UNWATCHED, NOT_EXPECTED])
         watcher = await app(server.address, "watcher", HEALTHY, NOT_EXPECTED)
@@ -196,7 +190,7 @@ async def test_a_watched_key_that_stops_being_written_is_stale_then_fresh(
 
 
 async def test_health_events_survive_a_full_data_queue(tmp_path: Path) -> None:
-    async with serving(tmp_path, batch_max=5) as server:
+    async with serving(watching(tmp_path), batch_max=5) as server:
         provider = ProviderClient(server.address, "sensor")
         await provider.add_keys([HEALTHY, NOT_EXPECTED])
         await provider.publish({HEALTHY: b"once"})
@@ -227,7 +221,7 @@ async def test_health_events_survive_a_full_data_queue(tmp_path: Path) -> None:
 
 
 async def test_a_stale_key_is_told_to_an_app_that_subscribes_later(tmp_path: Path) -> None:
-    async with serving(tmp_path) as server:
+    async with serving(watching(tmp_path)) as server:
         provider = ProviderClient(server.address, "sensor")
         await provider.add_keys([HEALTHY])
         await provider.publish({HEALTHY: b"once"})
@@ -284,7 +278,7 @@ async def start_provider(address: str) -> asyncio.subprocess.Process:
 
 
 async def test_apps_hear_a_killed_provider_went_away_and_came_back(tmp_path: Path) -> None:
-    async with serving(tmp_path) as server:
+    async with serving(watching(tmp_path)) as server:
         other = ProviderClient(server.address, "other")
         await other.add_keys([FREE])
         proc = await start_provider(server.address)
@@ -343,7 +337,7 @@ async def test_a_provider_that_closes_is_gone_and_another_may_take_over(
     tmp_path: Path,
 ) -> None:
     # The grace a flush gets is long here: close() must not wait for it.
-    async with serving(tmp_path, claim_grace_s=30.0) as server:
+    async with serving(watching(tmp_path), claim_grace_s=30.0) as server:
         first = ProviderClient(server.address, "first-provider")
         await first.add_keys(CLAIMED, claim=True)
         subscriber = await app(server.address, "subscriber", *CLAIMED)
@@ -365,7 +359,7 @@ async def test_a_provider_that_closes_is_gone_and_another_may_take_over(
 async def test_a_provider_that_flushes_and_writes_on_keeps_its_claims(tmp_path: Path) -> None:
     """flush() ends the Publish stream (to get its summary); the next write opens
     another within the grace: the apps hear nothing, nobody else may take the keys."""
-    async with serving(tmp_path, claim_grace_s=1.0) as server:
+    async with serving(watching(tmp_path), claim_grace_s=1.0) as server:
         provider = ProviderClient(server.address, "flusher")
         await provider.add_keys(CLAIMED, claim=True)
         subscriber = await app(server.address, "subscriber", *CLAIMED)
@@ -394,7 +388,7 @@ async def test_a_provider_that_flushes_and_writes_on_keeps_its_claims(tmp_path: 
 
 
 async def test_a_kuksa_subscription_ignores_health_events(tmp_path: Path) -> None:
-    async with serving(tmp_path) as server:
+    async with serving(watching(tmp_path)) as server:
         provider = ProviderClient(server.address, "sensor")
         await provider.add_keys([HEALTHY])
         await provider.publish({HEALTHY: encode(1.0)})
@@ -425,4 +419,4 @@ def _after(event: asyncio.Event, seconds: float) -> asyncio.Event:
 @pytest.mark.parametrize("rule", ["Vehicle.Cabin", "Vehicle=soon"])
 def test_a_bad_expect_setting_is_refused_naming_the_rule(rule: str) -> None:
     with pytest.raises(ValueError, match="expect rule"):
-        dataclasses.replace(TEST_SETTINGS, expect=(rule,))
+        replace_settings(TEST_SETTINGS, expect=(rule,))

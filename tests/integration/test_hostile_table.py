@@ -60,16 +60,14 @@ from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2 as ess
 from vehicle_middleware.proto.vehicle.journal.v1 import journal_pb2 as jnl
 from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2 as vs
 from vehicle_middleware.sdk.write_races import ATTEMPTS, write_raced_end
-from vehicle_middleware.server.auth.tokens import generate_key_pair, mint
 from vehicle_middleware.server.server import RunningServer
 
-from tests.integration.conftest import NewServer
+from tests.integration.conftest import AUD, Keys
 
 Code = grpc.StatusCode
 Metadata = tuple[tuple[str, str], ...]
 Ref = Literal["name", "id", "branch", "pattern"]
 
-AUD: Final = "vmw-hostile"
 EVERY_SCOPE: Final = "read provide create actuate admin peer journal:read"
 TIMEOUT_S: Final = 30.0
 """Each call's first answer must come within this: a hang fails, and nothing passes by
@@ -624,47 +622,29 @@ def _bearer(token: str) -> Metadata:
 # -- fixtures ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Keys:
-    private: bytes
-    public: bytes
-    other_private: bytes
-
-    def token(self, subject: str, scope: str = "", **kw: Any) -> str:
-        kw.setdefault("ttl_s", 600)
-        kw.setdefault("audience", AUD)
-        return mint(kw.pop("key", self.private), subject=subject, scope=scope, **kw)
-
-
-@pytest.fixture(scope="module")
-def keys() -> Keys:
-    private, public = generate_key_pair("ES256")
-    other, _ = generate_key_pair("ES256")
-    return Keys(private, public, other)
+@pytest.fixture
+def secure_settings(tmp_path: Path) -> dict[str, Any]:
+    """The table's token-mode server has its journal on (every service live) and
+    listens on a Unix socket beside TCP."""
+    return {
+        "journal_dir": str(tmp_path / "journal"),
+        "unix_socket": str(tmp_path / "vehicle_middleware.sock"),
+    }
 
 
 @pytest.fixture
-async def secure(new_server: NewServer, keys: Keys, tmp_path: Path) -> RunningServer:
-    """A token-mode middleware with its journal on (every service live), on TCP and a
-    Unix socket, holding :data:`SECRET` (with a value) and its siblings."""
-    pub = tmp_path / "vehicle_middleware.pub"
-    pub.write_bytes(keys.public)
-    running = await new_server(
-        auth_mode="token",
-        token_public_key=str(pub),
-        token_audience=AUD,
-        journal_dir=str(tmp_path / "journal"),
-        unix_socket=str(tmp_path / "vehicle_middleware.sock"),
-    )
-    async with grpc.aio.insecure_channel(running.address) as channel:
+async def channel(secure: RunningServer, keys: Keys) -> AsyncIterator[grpc.aio.Channel]:
+    """A channel to ``secure``, which holds :data:`SECRET` (with a value) and its
+    siblings by then."""
+    async with grpc.aio.insecure_channel(secure.address) as ch:
         admin = _bearer(keys.token("admin", EVERY_SCOPE))
-        add = channel.unary_unary(
+        add = ch.unary_unary(
             f"/{VSTORE}/AddKeys",
             request_serializer=vs.AddKeysRequest.SerializeToString,
             response_deserializer=vs.AddKeysResponse.FromString,
         )
         await add(vs.AddKeysRequest(names=[*SIBLINGS, SECRET]), metadata=admin)
-        write = channel.unary_unary(
+        write = ch.unary_unary(
             f"/{VSTORE}/Set",
             request_serializer=vs.SetRequest.SerializeToString,
             response_deserializer=vs.SetResponse.FromString,
@@ -672,12 +652,6 @@ async def secure(new_server: NewServer, keys: Keys, tmp_path: Path) -> RunningSe
         await write(
             vs.SetRequest(updates=[vs.Update(name=SECRET, data=encode(42.0))]), metadata=admin
         )
-    return running
-
-
-@pytest.fixture
-async def channel(secure: RunningServer) -> AsyncIterator[grpc.aio.Channel]:
-    async with grpc.aio.insecure_channel(secure.address) as ch:
         yield ch
 
 

@@ -19,7 +19,7 @@ from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2
 from vehicle_middleware.sdk.write_races import ATTEMPTS, write_raced_end
 from vehicle_middleware.server.auth.authentication import Authenticator
 from vehicle_middleware.server.auth.rate_limits import RateLimits
-from vehicle_middleware.server.config import AccessSettings, Settings
+from vehicle_middleware.server.config import AccessSettings
 from vehicle_middleware.server.rpc.identity import Identify, caller
 from vehicle_middleware.server.server import RunningServer
 
@@ -84,7 +84,7 @@ async def test_every_method_refuses_a_call_without_identity_before_its_handler(
 async def test_a_handler_that_never_asks_who_calls_is_still_protected() -> None:
     """A service whose handler forgets identity: the interceptor refuses for it,
     and what the handler asks afterwards is what the interceptor established."""
-    access = AccessSettings.of(Settings())
+    access = AccessSettings()
     authenticator = Authenticator.of(access, RateLimits.of(access))
     seen: list[str] = []
 

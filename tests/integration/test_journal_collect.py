@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import itertools
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -29,6 +27,7 @@ import grpc
 from vehicle_middleware.contract.journal.chain import succ, verify_line
 from vehicle_middleware.contract.journal.segments import lines, segment_files
 from vehicle_middleware.sdk import ProviderClient
+from vehicle_middleware.server.config import replace_settings
 from vehicle_middleware.server.server import start_server
 from vehicle_middleware.telemetry_export.collector import Collector, Options
 from vehicle_middleware.telemetry_export.landing_area import Landing
@@ -37,12 +36,6 @@ from tests.conftest import eventually, wait_until
 from tests.integration.conftest import TEST_SETTINGS
 from tests.integration.test_journal_faults import SPEED, kill9, publish, serve
 from tests.integration.test_process import stop
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextlib.contextmanager
@@ -151,13 +144,13 @@ async def test_a_middleware_killed_and_restarted_is_followed_into_its_new_boot(
     tmp_path: Path,
 ) -> None:
     journal, landing = tmp_path / "journal", tmp_path / "landing"
-    listen = ("--listen", f"127.0.0.1:{free_port()}", "--journal-level", "full")
-    mw, address = serve(journal, *listen)
+    mw, address = serve(journal, "--journal-level", "full")  # on the port it chose
+    again = ("--listen", address, "--journal-level", "full")
     try:
         with collector(address, landing) as coll:
             await publish(address, 300)
             kill9(mw)  # mid-run: the collector is following
-            mw, _ = serve(journal, *listen)
+            mw, _ = serve(journal, *again)
             await publish(address, 300)
             disk = wait_landed(journal, landing, coll, boots=2)
             code, out, err = end(coll)
@@ -314,9 +307,7 @@ async def test_polling_releases_only_what_is_landed(tmp_path: Path) -> None:
     """A polling collector reads ahead of what it has landed (it lands a flush interval
     at a time); the middleware must keep those records until they are landed: each Poll
     acknowledges the landed position (its ``ack``), not the position it reads from."""
-    s = dataclasses.replace(
-        TEST_SETTINGS, journal_dir=str(tmp_path / "journal"), journal_level="full"
-    )
+    s = replace_settings(TEST_SETTINGS, journal_dir=str(tmp_path / "journal"), journal_level="full")
     server = await start_server(s)
     try:
         await publish(server.address, 100)
@@ -369,8 +360,8 @@ async def test_a_collector_acknowledging_as_its_middleware_dies_follows_it_back(
     grpc's InvalidStateError ("RPC already finished"), which the collector must take
     as the end of the stream, like any other, and follow the middleware back."""
     journal, landing = tmp_path / "journal", tmp_path / "landing"
-    listen = ("--listen", f"127.0.0.1:{free_port()}", "--journal-level", "full")
-    mw, address = serve(journal, *listen)
+    mw, address = serve(journal, "--journal-level", "full")  # on the port it chose
+    again = ("--listen", address, "--journal-level", "full")
     log = tmp_path / "collector.log"
     try:
         with collector(address, landing, "--window", "1", log=log) as coll:
@@ -391,7 +382,7 @@ async def test_a_collector_acknowledging_as_its_middleware_dies_follows_it_back(
                 killed |= {key(x)[0] for x in landed(landing)[0]}
                 kill9(mw)
                 assert coll.poll() is None, f"the collector died: {log.read_text()[-3000:]}"
-                mw, _ = serve(journal, *listen)
+                mw, _ = serve(journal, *again)
             await publish(address, 100)
             wait_landed(journal, landing, coll, boots=7)  # the first, and one per kill
             code, _, _ = end(coll)

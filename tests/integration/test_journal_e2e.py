@@ -3,11 +3,11 @@ what that app lost, and it verifies."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 from vehicle_middleware.contract.journal.records import expand
 from vehicle_middleware.sdk import ProviderClient
+from vehicle_middleware.server.config import replace_settings
 from vehicle_middleware.server.journal import JournalReport, read_journal, verify
 from vehicle_middleware.server.server import start_server
 
@@ -16,7 +16,7 @@ from tests.integration.scenarios import slow_app
 
 
 async def test_the_full_journal_accounts_for_every_event_a_slow_app_lost(tmp_path: Path) -> None:
-    settings = dataclasses.replace(
+    settings = replace_settings(
         TEST_SETTINGS, journal_dir=str(tmp_path), journal_level="full", vehicle_id="car-7"
     )
     server = await start_server(settings)
@@ -63,7 +63,7 @@ async def test_the_full_journal_records_each_write_of_a_request_with_its_own_ver
     """What a fleet's analysis reads of each write: who wrote which key, the version
     that write made (a key written twice in one request: each its own), whether the
     value changed, and its size; one record per request."""
-    settings = dataclasses.replace(
+    settings = replace_settings(
         TEST_SETTINGS, journal_dir=str(tmp_path), journal_level="full", vehicle_id="car-8"
     )
     server = await start_server(settings)

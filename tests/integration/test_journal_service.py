@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import itertools
 import json
 import time
@@ -21,7 +20,7 @@ from vehicle_middleware.proto.vehicle.journal.v1 import journal_pb2 as pb
 from vehicle_middleware.proto.vehicle.journal.v1 import journal_pb2_grpc as pb_grpc
 from vehicle_middleware.sdk import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
 from vehicle_middleware.server.auth.tokens import generate_key_pair, mint
-from vehicle_middleware.server.config import Settings
+from vehicle_middleware.server.config import Settings, replace_settings
 from vehicle_middleware.server.journal.consumers import CONSUMERS_NAME
 from vehicle_middleware.server.server import RunningServer, start_server
 
@@ -35,7 +34,7 @@ TOP = OFFSET_MOD - 20  # the boot's offsets wrap after 20 records
 
 
 def settings(tmp_path: Path, **kw: Any) -> Settings:
-    return dataclasses.replace(
+    return replace_settings(
         TEST_SETTINGS, journal_dir=str(tmp_path / "journal"), journal_level="full", **kw
     )
 
@@ -266,7 +265,7 @@ async def test_bad_input_gets_a_status_and_a_message_naming_the_field(tmp_path: 
         await fails(
             read_until_it_ends(), Code.INVALID_ARGUMENT, "ack.seq: group 7 was not sent yet"
         )
-    async with running(dataclasses.replace(TEST_SETTINGS)) as (_, stub):
+    async with running(replace_settings(TEST_SETTINGS)) as (_, stub):
         await fails(
             poll(stub),
             Code.FAILED_PRECONDITION,
@@ -429,7 +428,7 @@ async def test_a_consumer_that_stops_reading_is_cut_loose_and_nobody_else_is_aff
                     return
                 else:
                     await asyncio.sleep(0.005)  # the fast consumer's polling pace, not a wait
-                most_on_disk = max(most_on_disk, disk_bytes(Path(s.journal_dir)))
+                most_on_disk = max(most_on_disk, disk_bytes(Path(s.journal.dir)))
 
         events: list[DataEvent] = []
 

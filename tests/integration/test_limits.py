@@ -1,7 +1,9 @@
-"""Every limit is enforced with RESOURCE_EXHAUSTED naming it, and harms no other client."""
+"""Every limit is enforced with RESOURCE_EXHAUSTED naming it, and harms no other client;
+what fits the limits in parts (a batch of large values) is sent in parts."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
@@ -13,12 +15,15 @@ from vehicle_middleware.proto.kuksa.val.v2 import val_pb2 as val_v2
 from vehicle_middleware.proto.kuksa.val.v2 import val_pb2_grpc as val_v2_grpc
 from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2
 from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+from vehicle_middleware.sdk import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
 from vehicle_middleware.server.server import RunningServer
 
 from tests.conftest import eventually, fails
 from tests.integration.conftest import NewServer
 
 Code = grpc.StatusCode
+BIG = 60 * 1024
+"""A large value: 150 of them are more than one gRPC message holds."""
 
 
 async def exhausted(call: Awaitable[Any], *fragments: str) -> None:
@@ -226,3 +231,66 @@ async def test_apps_on_the_unix_socket_each_have_their_own_rate(
             stub.ListKeys(vstore_pb2.ListKeysRequest(), metadata=(("app-id", "a"),)),
             "app 'a'",
         )
+
+
+@pytest.mark.settings(max_value_size=BIG, event_budget=100_000)
+async def test_batches_of_large_values_are_split_to_fit_the_message_limit(
+    server: RunningServer,
+) -> None:
+    names = [f"Vehicle.Blob{i}" for i in range(150)]
+    async with ProviderClient(server.address, "sim") as p:
+        await p.add_keys(names)
+        app = AppClient(server.address, "big", queues=[QueueSpec(0, 150, 200)])
+        async with app:
+            await app.subscribe([Sub(n) for n in names])
+            events = app.events()
+            for i, name in enumerate(names):  # 150 x 60 KiB queue up before the app reads
+                await p.publish({name: bytes([i % 256]) * BIG})
+            await p.flush()
+            got: list[DataEvent] = []
+
+            async def take() -> None:
+                async for e in events:
+                    if isinstance(e, DataEvent):
+                        got.append(e)
+                        if len(got) == len(names):
+                            return
+
+            await asyncio.wait_for(take(), 10)
+            assert sorted(e.name or "" for e in got) == sorted(names)
+            assert all(e.missed == 0 and e.data is not None and len(e.data) == BIG for e in got)
+
+
+@pytest.mark.settings(max_value_size=BIG, max_message_bytes=1024 * 1024)
+async def test_responses_that_would_not_fit_are_refused_before_changing_anything(
+    server: RunningServer, connect: Any
+) -> None:
+    s = connect("tool")
+    names = [f"Vehicle.Blob{i}" for i in range(20)]
+    await s.vstore.AddKeys(vstore_pb2.AddKeysRequest(names=names), metadata=s.md)
+    for half in (names[:10], names[10:]):  # a request must fit the limit too
+        await s.vstore.Set(
+            vstore_pb2.SetRequest(
+                updates=[vstore_pb2.Update(name=n, data=bytes(BIG)) for n in half]
+            ),
+            metadata=s.md,
+        )
+    await fails(
+        s.vstore.Get(vstore_pb2.GetRequest(names=names), metadata=s.md),
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        "get fewer keys per request",
+    )
+    call = s.events.GetEvents(ess_pb2.GetEventsRequest(), metadata=s.md)
+    await call.read()
+    await fails(
+        s.events.Register(
+            ess_pb2.RegisterRequest(
+                subscriptions=[ess_pb2.Subscription(key=n, want_current=True) for n in names]
+            ),
+            metadata=s.md,
+        ),
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        "current values asked for",
+    )
+    assert server.runtime.ess.subscriptions("tool") == []
+    call.cancel()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -17,12 +16,6 @@ from tests.conftest import eventually
 from tests.integration.test_process import start, stop
 
 SPEED = "Vehicle.Speed"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def speeds(app: AppClient, n: int) -> list[float]:
@@ -39,9 +32,8 @@ async def speeds(app: AppClient, n: int) -> list[float]:
 
 
 async def test_the_simulated_car_survives_a_middleware_restart(tmp_path: Path) -> None:
-    address = f"127.0.0.1:{free_port()}"
     status = tmp_path / "sim.json"
-    middleware, _ = start("--listen", address)
+    middleware, address = start("--listen", "127.0.0.1:0")  # it says which port it took
     provider = subprocess.Popen(
         [
             sys.executable,
@@ -71,7 +63,7 @@ async def test_the_simulated_car_survives_a_middleware_restart(tmp_path: Path) -
 
             code, _ = stop(middleware)
             assert code == 0
-            middleware, _ = start("--listen", address)  # a new process, same address
+            middleware, _ = start("--listen", address)  # a new process, the same address
 
             restarted = False
             async for e in app.events():

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 
 from vehicle_middleware.sdk import AppClient, DataEvent, ProviderClient, ReconnectedEvent, Sub
 from vehicle_middleware.sdk.events import ClientEvent
+from vehicle_middleware.server.config import replace_settings
 from vehicle_middleware.server.server import start_server
 
 from tests.conftest import eventually
@@ -52,7 +52,7 @@ async def test_after_a_middleware_restart_clients_reconnect_and_resubscribe() ->
         old_boot = app.boot_id
 
         await first.stop(0)
-        settings = dataclasses.replace(TEST_SETTINGS, listen=f"127.0.0.1:{port}")
+        settings = replace_settings(TEST_SETTINGS, listen=f"127.0.0.1:{port}")
         second = await start_server(settings)
         assert second.runtime.boot_id != old_boot
 
@@ -98,7 +98,7 @@ async def test_after_flush_and_restart_a_provider_never_writes_into_another_key(
         await p.flush()  # no stream open when the middleware goes away
         await first.stop(0)
         second = await start_server(
-            dataclasses.replace(TEST_SETTINGS, listen=f"127.0.0.1:{first.port}")
+            replace_settings(TEST_SETTINGS, listen=f"127.0.0.1:{first.port}")
         )
         q = ProviderClient(second.address, "door-provider")
         await q.add_keys(["Vehicle.Door"])  # takes the id Speed had
@@ -161,7 +161,7 @@ async def test_an_app_holding_a_batch_when_the_middleware_restarts_reconnects() 
         (held,) = await asyncio.wait_for(anext(batches), 5)
         assert isinstance(held, DataEvent)
         await first.stop(0)
-        settings = dataclasses.replace(TEST_SETTINGS, listen=f"127.0.0.1:{first.port}")
+        settings = replace_settings(TEST_SETTINGS, listen=f"127.0.0.1:{first.port}")
         second = await start_server(settings)
         (back,) = await asyncio.wait_for(anext(batches), 10)
         assert isinstance(back, ReconnectedEvent)

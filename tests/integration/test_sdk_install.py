@@ -146,7 +146,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     pip = ("-m", "pip", "--disable-pip-version-check", "-q")
     _run(sys.executable, *pip, "wheel", "--no-deps", "-w", wheels, *sources, cwd=base)
     built = sorted(p.name for p in wheels.glob("*.whl"))
-    assert [n.split("-")[0] for n in built] == ["vmw_contract", "vmw_sdk"], built
+    assert [n.split("-")[0] for n in built] == [
+        "vehicle_middleware_contract",
+        "vehicle_middleware_sdk",
+    ], built
     seconds["build wheels"] = time.monotonic() - t
     t = time.monotonic()
     venv = base / "venv"

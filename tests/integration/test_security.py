@@ -27,34 +27,17 @@ from vehicle_middleware.server.auth.tokens import generate_key_pair, mint
 from vehicle_middleware.server.server import RunningServer
 
 from tests.conftest import eventually, fails
-from tests.integration.conftest import NewServer
+from tests.integration.conftest import AUD, Keys, NewServer, token_mode
 
-AUD = "vmw-test"
 CABIN = "Vehicle.Cabin.Temperature"
 SPEED = "Vehicle.Speed"
 Code = grpc.StatusCode
 
 
-@pytest.fixture(scope="module")
-def keys() -> dict[str, bytes]:
-    es_private, es_public = generate_key_pair("ES256")
-    rs_private, _ = generate_key_pair("RS256")
-    other_private, _ = generate_key_pair("ES256")
-    return {
-        "private": es_private,
-        "public": es_public,
-        "rs_private": rs_private,
-        "other_private": other_private,
-    }
-
-
 @pytest.fixture
-async def secure(new_server: NewServer, keys: dict[str, bytes], tmp_path: Path) -> RunningServer:
-    pub = tmp_path / "vehicle_middleware.pub"
-    pub.write_bytes(keys["public"])
-    return await new_server(
-        auth_mode="token", token_public_key=str(pub), token_audience=AUD, claim_grace_s=0.5
-    )
+def secure_settings() -> dict[str, Any]:
+    """A provider's claim outlives its stream by half a second here."""
+    return {"claim_grace_s": 0.5}
 
 
 class Client:
@@ -76,7 +59,7 @@ class Client:
 
 
 @pytest.fixture
-async def client(secure: RunningServer, keys: dict[str, bytes]) -> AsyncIterator[Any]:
+async def client(secure: RunningServer, keys: Keys) -> AsyncIterator[Any]:
     made: list[Client] = []
 
     def make(
@@ -84,14 +67,13 @@ async def client(secure: RunningServer, keys: dict[str, bytes]) -> AsyncIterator
         scope: str = "",
         *,
         app_id: str | None = None,
-        key: str = "private",
         aud: str | None = AUD,
         ttl: float = 600,
         raw: str | None = None,
     ) -> Client:
         token = raw
         if token is None and sub is not None:
-            token = mint(keys[key], subject=sub, scope=scope, ttl_s=ttl, audience=aud)
+            token = mint(keys.private, subject=sub, scope=scope, ttl_s=ttl, audience=aud)
         c = Client(secure.address, token, app_id)
         made.append(c)
         return c
@@ -134,20 +116,18 @@ async def test_a_call_without_a_token_is_unauthenticated(client: Any) -> None:
         ("bad_scope", "bad scope 'write:Vehicle'"),
     ],
 )
-async def test_bad_tokens_are_refused(
-    client: Any, keys: dict[str, bytes], kind: str, fragment: str
-) -> None:
+async def test_bad_tokens_are_refused(client: Any, keys: Keys, kind: str, fragment: str) -> None:
     import jwt
     from cryptography.hazmat.primitives import serialization
 
-    good = mint(keys["private"], subject="app", scope="read:**", ttl_s=600, audience=AUD)
+    good = mint(keys.private, subject="app", scope="read:**", ttl_s=600, audience=AUD)
     tokens = {
-        "expired": mint(keys["private"], subject="app", scope="read:**", ttl_s=-10, audience=AUD),
+        "expired": mint(keys.private, subject="app", scope="read:**", ttl_s=-10, audience=AUD),
         "wrong_audience": mint(
-            keys["private"], subject="app", scope="read:**", ttl_s=600, audience="someone-else"
+            keys.private, subject="app", scope="read:**", ttl_s=600, audience="someone-else"
         ),
         "wrong_key": mint(
-            keys["other_private"], subject="app", scope="read:**", ttl_s=600, audience=AUD
+            keys.other_private, subject="app", scope="read:**", ttl_s=600, audience=AUD
         ),
         "alg_none": jwt.encode(
             {"sub": "app", "scope": "read:**", "aud": AUD, "exp": int(time.time()) + 600},
@@ -156,13 +136,13 @@ async def test_bad_tokens_are_refused(
         ),
         "no_exp": jwt.encode(
             {"sub": "app", "scope": "read:**", "aud": AUD},
-            serialization.load_pem_private_key(keys["private"], None),  # type: ignore[arg-type]
+            serialization.load_pem_private_key(keys.private, None),  # type: ignore[arg-type]
             algorithm="ES256",
         ),
         "garbage": "not.a.token",
         "bad_scope": jwt.encode(
             {"sub": "app", "scope": "write:Vehicle", "aud": AUD, "exp": int(time.time()) + 600},
-            serialization.load_pem_private_key(keys["private"], None),  # type: ignore[arg-type]
+            serialization.load_pem_private_key(keys.private, None),  # type: ignore[arg-type]
             algorithm="ES256",
         ),
     }
@@ -182,7 +162,7 @@ async def test_bad_tokens_are_refused(
 
 
 async def test_rs256_tokens_are_accepted_when_the_key_is_rsa(
-    new_server: NewServer, keys: dict[str, bytes], tmp_path: Path
+    new_server: NewServer, keys: Keys, tmp_path: Path
 ) -> None:
     _, rs_public = generate_key_pair("RS256")  # a different pair: generate a matching one
     private, public = generate_key_pair("RS256")
@@ -438,7 +418,7 @@ async def test_a_stream_reopened_with_a_weaker_token_loses_what_it_may_no_longer
 
 @pytest.mark.parametrize("kind", ["rs256_header_on_ec_key", "absurd_exp", "huge"])
 async def test_hostile_tokens_are_unauthenticated_never_internal(
-    client: Any, keys: dict[str, bytes], kind: str
+    client: Any, keys: Keys, kind: str
 ) -> None:
     import jwt
 
@@ -455,7 +435,7 @@ async def test_hostile_tokens_are_unauthenticated_never_internal(
     elif kind == "absurd_exp":
         from cryptography.hazmat.primitives import serialization
 
-        key = serialization.load_pem_private_key(keys["private"], None)
+        key = serialization.load_pem_private_key(keys.private, None)
         token = jwt.encode(
             {"sub": "x", "aud": AUD, "exp": 10**30},
             key,  # type: ignore[arg-type]
@@ -588,19 +568,12 @@ STREAMS = {
 
 @pytest.mark.parametrize("stream", STREAMS)
 async def test_every_stream_ends_when_its_token_expires(
-    new_server: NewServer, keys: dict[str, bytes], tmp_path: Path, stream: str
+    new_server: NewServer, keys: Keys, tmp_path: Path, stream: str
 ) -> None:
     """Not only the event streams: a journal follower, a KUKSA provider and an actuator
     provider whose token expired are cut off then, and told why."""
-    pub = tmp_path / "vehicle_middleware.pub"
-    pub.write_bytes(keys["public"])
-    server = await new_server(
-        auth_mode="token",
-        token_public_key=str(pub),
-        token_audience=AUD,
-        journal_dir=str(tmp_path / "journal"),
-    )
-    admin = mint(keys["private"], subject="admin", scope="create:**", ttl_s=600, audience=AUD)
+    server = await new_server(**token_mode(keys, tmp_path), journal_dir=str(tmp_path / "journal"))
+    admin = mint(keys.private, subject="admin", scope="create:**", ttl_s=600, audience=AUD)
     opener, scope = STREAMS[stream]
     async with grpc.aio.insecure_channel(server.address) as channel:
         await vstore_pb2_grpc.VStoreStub(channel).AddKeys(
@@ -611,7 +584,7 @@ async def test_every_stream_ends_when_its_token_expires(
         # the door ("token refused: ..."), which is not what this test is about: then
         # again with a longer life, until a stream opens and outlives its token.
         for ttl_s in (2, 8, 32):
-            token = mint(keys["private"], subject="short", scope=scope, ttl_s=ttl_s, audience=AUD)
+            token = mint(keys.private, subject="short", scope=scope, ttl_s=ttl_s, audience=AUD)
             call = await opener(channel, (("authorization", f"Bearer {token}"),))
 
             async def read_to_the_end(call: Any = call) -> None:

@@ -1,10 +1,11 @@
 """Every subscriber stream is one session: the own event streams and KUKSA
 subscriptions end for the same reasons, with the same statuses and the same
-``vmw-reason`` trailer, and the journal records why each ended as one field."""
+``vmw-reason`` trailer, and the journal records why each ended as one field; a
+shutdown ends every open stream at once, without waiting out the grace period."""
 
 from __future__ import annotations
 
-import dataclasses
+import time
 from pathlib import Path
 
 import grpc
@@ -20,10 +21,11 @@ from vehicle_middleware.proto.kuksa.val.v2 import val_pb2 as v2
 from vehicle_middleware.proto.kuksa.val.v2 import val_pb2_grpc as v2_grpc
 from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2, ess_pb2_grpc
 from vehicle_middleware.sdk import ProviderClient
+from vehicle_middleware.server.config import replace_settings
 from vehicle_middleware.server.journal import JournalReport, read_journal
 from vehicle_middleware.server.server import start_server
 
-from tests.conftest import eventually
+from tests.conftest import eventually, fails
 from tests.integration.conftest import TEST_SETTINGS
 
 SPEED = "Vehicle.Speed"
@@ -45,7 +47,7 @@ async def _ended(call: object) -> grpc.aio.AioRpcError:
 async def test_each_stream_ends_with_its_reason_as_status_trailer_and_journal_field(
     tmp_path: Path,
 ) -> None:
-    settings = dataclasses.replace(TEST_SETTINGS, journal_dir=str(tmp_path))
+    settings = replace_settings(TEST_SETTINGS, journal_dir=str(tmp_path))
     server = await start_server(settings)
     stopped = False
     try:
@@ -90,3 +92,17 @@ async def test_each_stream_ends_with_its_reason_as_status_trailer_and_journal_fi
     assert len(ended) == 3
     assert ended[2][0].startswith("hmi/kuksa-sub-")
     assert ended[2][1] == "shutdown"
+
+
+async def test_shutdown_ends_open_streams_at_once_with_unavailable() -> None:
+    running = await start_server(replace_settings(TEST_SETTINGS, grace_period_s=30.0))
+    async with grpc.aio.insecure_channel(running.address) as channel:
+        call = ess_pb2_grpc.EventServiceStub(channel).GetEvents(
+            ess_pb2.GetEventsRequest(), metadata=(("app-id", "dash"),)
+        )
+        await call.read()
+        t0 = time.monotonic()
+        await running.stop(10.0)
+        assert time.monotonic() - t0 < 3.0
+        await fails(call.read(), grpc.StatusCode.UNAVAILABLE)
+    assert running.runtime.ess.apps() == []

@@ -16,8 +16,6 @@ import os
 import stat
 import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import grpc
@@ -25,14 +23,14 @@ import pytest
 from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 from vehicle_middleware.sdk import AppClient, DataEvent, ProviderClient, Sub, Tls
 from vehicle_middleware.server.auth.tokens import generate_key_pair, mint
-from vehicle_middleware.server.config import Settings
-from vehicle_middleware.server.server import RunningServer, start_server
+from vehicle_middleware.server.config import Settings, replace_settings
+from vehicle_middleware.server.server import start_server
 from vehicle_middleware.server.tls import TlsConfigError
 
 from tests.conftest import eventually, fails
+from tests.integration.conftest import TEST_SETTINGS, serving
 from tests.integration.pki import Authority
 
-BASE = Settings(listen="127.0.0.1:0", keepalive_time_s=1.0, keepalive_timeout_s=1.0)
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -50,20 +48,15 @@ def pki(tmp_path: Path) -> Pki:
     return Pki(Authority(tmp_path, "car"), Authority(tmp_path, "rogue"))
 
 
-@asynccontextmanager
-async def serving(pki: Pki, *, mutual: bool = False, **kw: object) -> AsyncIterator[RunningServer]:
-    settings = dataclasses.replace(
-        BASE,
+def tls_settings(pki: Pki, *, mutual: bool = False) -> Settings:
+    """A server with ``pki``'s server certificate; with ``mutual``, clients must show
+    one from the car's CA."""
+    return replace_settings(
+        TEST_SETTINGS,
         tls_cert=str(pki.server.cert),
         tls_key=str(pki.server.key),
         tls_client_ca=str(pki.car.cert) if mutual else "",
-        **kw,  # type: ignore[arg-type]
     )
-    running = await start_server(settings)
-    try:
-        yield running
-    finally:
-        await running.stop(0)
 
 
 async def _add_keys(
@@ -78,7 +71,7 @@ async def _add_keys(
 
 
 async def test_a_client_that_trusts_the_ca_gets_events_over_tls(pki: Pki) -> None:
-    async with serving(pki) as server:
+    async with serving(tls_settings(pki)) as server:
         tls = Tls(ca=pki.car.cert)
         async with (
             ProviderClient(server.address, "sensor", tls=tls) as provider,
@@ -95,7 +88,7 @@ async def test_a_client_that_trusts_the_ca_gets_events_over_tls(pki: Pki) -> Non
 
 
 async def test_plaintext_and_untrusting_clients_are_refused_by_a_tls_listener(pki: Pki) -> None:
-    async with serving(pki) as server:
+    async with serving(tls_settings(pki)) as server:
         async with grpc.aio.insecure_channel(server.address) as plain:
             await fails(_add_keys(plain, ["A"], "a"), grpc.StatusCode.UNAVAILABLE)
         wrong = Tls(ca=pki.rogue.cert)  # the middleware's certificate is not from this CA
@@ -109,7 +102,7 @@ async def test_mutual_tls_refuses_a_foreign_an_expired_and_a_missing_client_cert
 ) -> None:
     foreign = pki.rogue.issue("foreign", "cabin")
     expired = pki.car.issue("expired", "cabin", expired=True)
-    async with serving(pki, mutual=True) as server:
+    async with serving(tls_settings(pki, mutual=True)) as server:
         for what, tls in (
             ("another CA's certificate", Tls(ca=pki.car.cert, cert=foreign.cert, key=foreign.key)),
             ("an expired certificate", Tls(ca=pki.car.cert, cert=expired.cert, key=expired.key)),
@@ -126,7 +119,7 @@ async def test_the_client_certificate_names_the_app_and_an_app_id_must_agree(pki
     cabin = pki.car.issue("cabin", "cabin-app", dns=("climate-app",))
     tls = Tls(ca=pki.car.cert, cert=cabin.cert, key=cabin.key)
     async with (
-        serving(pki, mutual=True) as server,
+        serving(tls_settings(pki, mutual=True)) as server,
         grpc.aio.secure_channel(server.address, tls.credentials()) as channel,
     ):
         # No app-id at all: the certificate's CN is the app.
@@ -159,8 +152,7 @@ async def test_with_tokens_and_mutual_tls_the_token_subject_must_be_the_certific
     other = mint(private, subject="powertrain", scope="create:**", ttl_s=60)
     async with (
         serving(
-            pki,
-            mutual=True,
+            tls_settings(pki, mutual=True),
             auth_mode="token",
             token_public_key=str(tmp_path / "vehicle_middleware.pub"),
         ) as server,
@@ -197,7 +189,7 @@ async def test_the_unix_socket_stays_plaintext_and_private_beside_mutual_tls(
     pki: Pki, tmp_path: Path
 ) -> None:
     sock = tmp_path / "vehicle_middleware.sock"
-    async with serving(pki, mutual=True, unix_socket=str(sock)) as server:
+    async with serving(tls_settings(pki, mutual=True), unix_socket=str(sock)) as server:
         assert stat.S_IMODE(os.stat(sock).st_mode) == 0o660
         async with grpc.aio.insecure_channel(f"unix:{sock}") as channel:
             await _add_keys(channel, ["Vehicle.Speed"], "local-tool", claim=True)
@@ -211,7 +203,7 @@ async def test_the_unix_socket_stays_plaintext_and_private_beside_mutual_tls(
 
 async def test_the_socket_mode_is_a_setting(pki: Pki, tmp_path: Path) -> None:
     sock = tmp_path / "own.sock"
-    settings = dataclasses.replace(BASE, unix_socket=str(sock), unix_socket_mode="0600")
+    settings = replace_settings(TEST_SETTINGS, unix_socket=str(sock), unix_socket_mode="0600")
     running = await start_server(settings)
     try:
         assert stat.S_IMODE(os.stat(sock).st_mode) == 0o600
@@ -228,7 +220,7 @@ async def test_bad_tls_files_stop_the_server_before_it_listens(pki: Pki) -> None
         (pki.server.cert, Path("/nonexistent/key.pem"), "tls_key /nonexistent/key.pem: cannot"),
         (pki.server.key, pki.server.key, "not a PEM certificate"),
     ):
-        settings = dataclasses.replace(BASE, tls_cert=str(cert), tls_key=str(key))
+        settings = replace_settings(TEST_SETTINGS, tls_cert=str(cert), tls_key=str(key))
         with pytest.raises(TlsConfigError, match=expected):
             await start_server(settings)
 
@@ -256,7 +248,7 @@ async def test_the_cli_clients_take_the_tls_options(pki: Pki) -> None:
     cabin = pki.car.issue("cabin", "cabin-app")
     tls_args = ["--tls-ca", str(pki.car.cert), "--tls-cert", str(cabin.cert)]
     tls_args += ["--tls-key", str(cabin.key)]
-    async with serving(pki, mutual=True) as server:
+    async with serving(tls_settings(pki, mutual=True)) as server:
         sim = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "vehicle_middleware.providers", "sim", "--target", server.address,
             "--duration", "1", *tls_args,

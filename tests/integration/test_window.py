@@ -130,7 +130,7 @@ async def _read_to_the_end(call: Any) -> None:
 async def test_window_protocol_errors_end_the_stream_with_a_clear_status(
     server: RunningServer, connect: Any
 ) -> None:
-    settings = server.runtime.settings
+    settings = server.runtime.settings.limits
 
     async def status(*requests: ess_pb2.EventsRequest) -> tuple[grpc.StatusCode, str]:
         stubs = connect("bad")
@@ -172,7 +172,7 @@ async def test_the_server_default_window_applies_when_the_app_asks_none(
     call = stubs.events.Events(metadata=stubs.md)
     await call.write(_open(window=0))
     started = (await call.read()).events[0].started
-    assert started.window == server.runtime.settings.stream_window
+    assert started.window == server.runtime.settings.limits.stream_window
     call.cancel()
 
 

@@ -4,14 +4,13 @@ journal under a slow app, and on a synthetic fleet with restarts and tampering."
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import shlex
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 from vehicle_middleware.contract.journal.chain import Chain, OffsetCounter
-from vehicle_middleware.server.config import Settings
+from vehicle_middleware.server.config import Settings, replace_settings
 from vehicle_middleware.server.server import start_server
 from vehicle_middleware.telemetry_export import job
 from vehicle_middleware.telemetry_export.__main__ import analyze_options, parser, synth_options
@@ -22,8 +21,9 @@ from tests.integration.scenarios import slow_app
 
 async def slow_app_journal(journal_dir: Path, n: int) -> dict[str, int]:
     """Run a real middleware with a full journal and a deliberately slow app."""
-    settings = dataclasses.replace(
-        Settings(listen="127.0.0.1:0"),
+    settings = replace_settings(
+        Settings(),
+        listen="127.0.0.1:0",
         journal_dir=str(journal_dir),
         journal_level="full",
         vehicle_id="car-real",

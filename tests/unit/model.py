@@ -1,7 +1,7 @@
 """A plain reference model of the V-Store and the ESS, for the state-machine test.
 
 Written for obviousness, not speed: lists and linear scans, straight from the
-rules in the issue and the ADR. The real structures must agree with it after
+rules of docs/design.md. The real structures must agree with it after
 every step.
 """
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import hypothesis.strategies as st
@@ -11,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from vehicle_middleware.server.auth.authentication import Authenticator
 from vehicle_middleware.server.auth.rate_limits import RateLimits
 from vehicle_middleware.server.auth.tokens import generate_key_pair, mint
-from vehicle_middleware.server.config import AccessSettings, Settings
+from vehicle_middleware.server.config import AccessSettings
 from vehicle_middleware.server.errors import LimitExceededError, UnauthenticatedError
 from vehicle_middleware.server.kuksa.subscriptions import SUBSCRIPTION_MARK
 
@@ -21,8 +20,7 @@ def token_access(tmp_path_factory: pytest.TempPathFactory) -> tuple[Authenticato
     private, public = generate_key_pair("ES256")
     pub: Path = tmp_path_factory.mktemp("keys") / "k.pub"
     pub.write_bytes(public)
-    s = dataclasses.replace(
-        Settings(),
+    s = AccessSettings(
         auth_mode="token",
         token_public_key=str(pub),
         token_audience="vehicle_middleware",
@@ -32,8 +30,7 @@ def token_access(tmp_path_factory: pytest.TempPathFactory) -> tuple[Authenticato
     return _authenticator(s), private
 
 
-def _authenticator(s: Settings) -> Authenticator:
-    access = AccessSettings.of(s)
+def _authenticator(access: AccessSettings) -> Authenticator:
     return Authenticator.of(access, RateLimits.of(access))
 
 
@@ -96,6 +93,6 @@ def test_no_caller_can_claim_the_identity_of_a_kuksa_subscription(
     )
     with pytest.raises(UnauthenticatedError):
         access.authenticate([("authorization", f"Bearer {token}")])
-    open_mode = _authenticator(Settings(rate_limit_rps=1e9, rate_limit_burst=10**9))
+    open_mode = _authenticator(AccessSettings(rate_limit_rps=1e9, rate_limit_burst=10**9))
     with pytest.raises(UnauthenticatedError):
         open_mode.authenticate([("app-id", name)], peer="ipv4:127.0.0.1:1")

@@ -22,7 +22,7 @@ def test_the_shipped_catalog_has_a_few_hundred_realistic_unique_keys() -> None:
     names = [s.name for s in signals]
     assert 200 <= len(signals) <= 1000
     assert len(set(names)) == len(names)
-    assert "Vehicle.Body.Windows.Row2.Right.Level" in names  # the ADR's example
+    assert "Vehicle.Body.Windows.Row2.Right.Level" in names  # docs/design.md's example key
     for expected in (
         "Vehicle.Speed",
         "Vehicle.Chassis.Axle.Row1.Wheel.Left.Speed",

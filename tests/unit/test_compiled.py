@@ -71,6 +71,15 @@ stream's batches and a KUKSA v2 subscription's responses (its drained events
 cut into them, and their bytes), and a KUKSA provider's publishes of floats
 read (pure functions of their input, no I/O)."""
 
+REFERENCES = [
+    "vehicle_middleware.server.codecs",
+    "vehicle_middleware.server.rpc.batches_reference",
+    "vehicle_middleware.server.kuksa.entries_reference",
+    "vehicle_middleware.server.kuksa.ingest_reference",
+]
+"""The seam and the reference twins of the fast codecs: Python in both builds (the
+readable implementation, and the one ``VMW_REFERENCE_CODECS=1`` runs)."""
+
 
 def test_setup_compiles_the_hot_modules_of_the_cores() -> None:
     assert set(CORES) | set(ENCODERS) >= COMPILED, (
@@ -86,9 +95,10 @@ def test_setup_compiles_the_hot_modules_of_the_cores() -> None:
         *ENCODERS,
     }
     assert hot <= COMPILED
+    assert not set(REFERENCES) & COMPILED
 
 
-@pytest.mark.parametrize("name", CORES + ENCODERS)
+@pytest.mark.parametrize("name", CORES + ENCODERS + REFERENCES)
 def test_the_core_module_is_compiled_only_where_expected(name: str) -> None:
     module = importlib.import_module(name)
     where = Path(module.__file__ or "")

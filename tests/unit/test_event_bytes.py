@@ -1,5 +1,7 @@
-"""An app stream's ``EventBatch`` messages put together as bytes
-(``vehicle_middleware.server.rpc.batches``).
+"""An app stream's ``EventBatch`` messages, in both implementations of
+:class:`vehicle_middleware.server.codecs.BatchEncoder`: put together as bytes
+(``vehicle_middleware.server.rpc.batches``) and built by protobuf
+(``vehicle_middleware.server.rpc.batches_reference``).
 
 Whatever the events (data with any key, seq, time, value and queue; the
 lifecycle and health events protobuf encodes), the bytes must be what
@@ -10,6 +12,9 @@ every message fits, none is cut early, and together they are the batch.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from vehicle_middleware.ess import (
@@ -24,7 +29,9 @@ from vehicle_middleware.ess import (
     ResyncRequired,
 )
 from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2
+from vehicle_middleware.server.codecs import BatchEncoder
 from vehicle_middleware.server.rpc.batches import EventBytes
+from vehicle_middleware.server.rpc.batches_reference import EventMessages
 from vehicle_middleware.server.rpc.convert import event_batch
 
 _U32 = st.integers(1, 2**32 - 1)
@@ -62,6 +69,10 @@ _EVENTS = st.tuples(st.lists(_OTHER, max_size=6), st.lists(_DATA, max_size=34)).
     lambda parts: [*parts[0], *parts[1]]
 )
 
+ENCODERS = [pytest.param(EventBytes, id="fast"), pytest.param(EventMessages, id="reference")]
+"""Both implementations: every test runs over each."""
+both = pytest.mark.parametrize("encoder_type", ENCODERS)
+
 
 def _parsed(message: bytes) -> ess_pb2.EventBatch:
     batch = ess_pb2.EventBatch()
@@ -69,12 +80,15 @@ def _parsed(message: bytes) -> ess_pb2.EventBatch:
     return batch
 
 
+@both
 @given(st.lists(_EVENTS, min_size=1, max_size=3))
-def test_each_batch_is_protobufs_own_bytes(batches: list[list[Event]]) -> None:
+def test_each_batch_is_protobufs_own_bytes(
+    encoder_type: Callable[[], BatchEncoder], batches: list[list[Event]]
+) -> None:
     """And the same bytes when each data event is the plain tuple of its fields,
     as the server's streams drain them (``drain_raw``)."""
-    encoder = EventBytes()  # one per stream: its caches carry from batch to batch
-    raw_encoder = EventBytes()
+    encoder = encoder_type()  # one per stream: its caches carry from batch to batch
+    raw_encoder = encoder_type()
     for events in batches:
         [message] = encoder.messages(events, 1 << 30)
         built = event_batch(events)
@@ -86,20 +100,24 @@ def test_each_batch_is_protobufs_own_bytes(batches: list[list[Event]]) -> None:
         assert event_batch(raw) == built
 
 
+@both
 @given(st.lists(_DATA, min_size=2, max_size=40), st.integers(1, 8))
 def test_events_of_one_time_share_it_and_a_new_time_is_written(
-    events: list[DataUpdated], every: int
+    encoder_type: Callable[[], BatchEncoder], events: list[DataUpdated], every: int
 ) -> None:
     timed = [
         e._replace(time_ns=1_764_000_000_000_000_000 + i // every) for i, e in enumerate(events)
     ]
-    [message] = EventBytes().messages(timed, 1 << 30)
+    [message] = encoder_type().messages(timed, 1 << 30)
     assert [e.data_updated.time_ns for e in _parsed(message).events] == [e.time_ns for e in timed]
 
 
+@both
 @given(_EVENTS, st.integers(1, 3000))
-def test_a_batch_over_the_limit_is_cut_between_events(events: list[Event], limit: int) -> None:
-    messages = EventBytes().messages(events, limit)
+def test_a_batch_over_the_limit_is_cut_between_events(
+    encoder_type: Callable[[], BatchEncoder], events: list[Event], limit: int
+) -> None:
+    messages = encoder_type().messages(events, limit)
     pieces = [event_batch((e,)).SerializeToString() for e in events]
     assert b"".join(messages) == b"".join(pieces)
     assert [e for m in messages for e in _parsed(m).events] == list(event_batch(events).events)
@@ -114,28 +132,34 @@ def test_a_batch_over_the_limit_is_cut_between_events(events: list[Event], limit
     assert taken == len(events)
 
 
+@both
 @given(st.lists(st.tuples(st.integers(1, 3), _SEQS), min_size=1, max_size=60))
 def test_a_keys_seq_is_encoded_right_whatever_came_before_it(
+    encoder_type: Callable[[], BatchEncoder],
     writes: list[tuple[int, int]],
 ) -> None:
     """The encoder keeps each key's last seq's high part: seqs of few keys that
     rise across multiples of 128, fall back below 128, jump and wrap, one event a
     batch on one stream, are each protobuf's bytes."""
-    encoder = EventBytes()
+    encoder = encoder_type()
     edges = [(1, 127), (1, 128), (1, 255), (1, 256), (1, 5), (1, 2**32 - 1), (1, 1), (1, 129)]
     for key, seq in edges + writes:
         events = [DataUpdated(key, seq, 1_764_000_000_000_000_000, b"v", 0)]
         assert encoder.messages(events, 1 << 30) == [event_batch(events).SerializeToString()]
 
 
-def test_no_events_is_one_empty_message() -> None:
-    assert EventBytes().messages([], 100) == [b""]
+@both
+def test_no_events_is_one_empty_message(encoder_type: Callable[[], BatchEncoder]) -> None:
+    assert encoder_type().messages([], 100) == [b""]
 
 
-def test_every_value_length_around_one_byte_lengths_is_encoded_right() -> None:
+@both
+def test_every_value_length_around_one_byte_lengths_is_encoded_right(
+    encoder_type: Callable[[], BatchEncoder],
+) -> None:
     # Where an event's lengths stop fitting one byte each: values of 90 to 140 bytes
     # under the smallest and the largest key, seq and time fields, in each queue.
-    encoder = EventBytes()
+    encoder = encoder_type()
     for size in range(90, 141):
         for key, seq, time_ns in ((1, 1, 0), (2**32 - 1, 2**32 - 1, 2**64 - 1), (300, 20_000, 1)):
             for queue in (0, 2):
@@ -145,12 +169,13 @@ def test_every_value_length_around_one_byte_lengths_is_encoded_right() -> None:
                 ], (size, key, seq, time_ns, queue)
 
 
-def test_the_cut_falls_exactly_at_the_limit() -> None:
+@both
+def test_the_cut_falls_exactly_at_the_limit(encoder_type: Callable[[], BatchEncoder]) -> None:
     events = [DataUpdated(7, 1000 + i, 1_764_000_000_000_000_000, b"x" * 9, 0) for i in range(10)]
     size = len(event_batch(events[:1]).SerializeToString())  # every event the same size
     for per_message in (1, 3, 4, 10):
         for limit, fits in ((per_message * size, per_message), (per_message * size - 1, None)):
-            messages = EventBytes().messages(events, limit)
+            messages = encoder_type().messages(events, limit)
             expected = fits or max(1, per_message - 1)
             assert [len(m) for m in messages[:-1]] == [expected * size] * (len(messages) - 1)
             assert len(messages) == -(-10 // expected)

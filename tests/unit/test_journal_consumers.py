@@ -228,7 +228,7 @@ def test_poll_limits_and_kinds_are_checked_with_the_field_named() -> None:
         check_want(["lost", "nope"])
 
 
-def test_components_follow_ftn18_and_live_is_reserved() -> None:
+def test_a_component_is_1_to_16_word_characters_and_live_is_reserved() -> None:
     check_component("collector_1")
     check_component("LIVE")
     with pytest.raises(InvalidRequestError, match="'LIVE' is reserved"):

@@ -1,5 +1,7 @@
-"""KUKSA v2 subscription responses built as bytes (``vehicle_middleware.server.kuksa.entries``),
-property-based.
+"""KUKSA v2 subscription responses, property-based, in both implementations of
+:class:`vehicle_middleware.server.codecs.EntryEncoder`: built as bytes
+(``vehicle_middleware.server.kuksa.entries``)
+and by protobuf (``vehicle_middleware.server.kuksa.entries_reference``).
 
 Whatever the path an entry takes (spliced from a stored float, or encoded by
 protobuf), protobuf must parse the response to the message the servicer
@@ -11,17 +13,23 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from vehicle_middleware.contract.values import DOUBLE_TAG, FLOAT32_TAG, encode
 from vehicle_middleware.proto.kuksa.val.v2 import val_pb2
+from vehicle_middleware.server.codecs import EntryEncoderFactory
 from vehicle_middleware.server.kuksa import convert
 from vehicle_middleware.server.kuksa.entries import Entries
+from vehicle_middleware.server.kuksa.entries_reference import EntryMessages
 from vehicle_middleware.server.kuksa.response_cuts import Update
 from vehicle_middleware.vss import Signal
 
 _DATATYPES = ("float", "double", "int32", "uint64", "string", "boolean", "float[]", None)
 _NAMES = ["Vehicle.Speed", "V" * 200, "Vehicle.Cabin.Température", "X"]
+ENCODERS = [pytest.param(Entries, id="fast"), pytest.param(EntryMessages, id="reference")]
+"""Both implementations: every test runs over each."""
+both = pytest.mark.parametrize("encoder", ENCODERS)
 
 
 def _signal(datatype: str | None) -> Signal | None:
@@ -76,13 +84,17 @@ def _same(a: object, b: object) -> bool:
     return bool(a == b) or str(a).replace("nan", "N") == str(b).replace("nan", "N")
 
 
+@both
 @given(
     st.lists(st.tuples(st.sampled_from(_DATATYPES), _stored(), _TIMES), min_size=0, max_size=6),
     st.booleans(),
     st.booleans(),
 )
 def test_a_response_parses_to_the_message_built_field_by_field(
-    rows: list[tuple[str | None, bytes | None, int]], by_name: bool, shared_time: bool
+    encoder: EntryEncoderFactory,
+    rows: list[tuple[str | None, bytes | None, int]],
+    by_name: bool,
+    shared_time: bool,
 ) -> None:
     response = val_pb2.SubscribeResponse if by_name else val_pb2.SubscribeByIdResponse
     names = {i + 1: _NAMES[i % len(_NAMES)] + str(i) for i in range(len(rows))}
@@ -92,7 +104,7 @@ def test_a_response_parses_to_the_message_built_field_by_field(
     }
     time0 = rows[0][2] if rows else 0
     batch = [(i + 1, data, time0 if shared_time else t) for i, (_, data, t) in enumerate(rows)]
-    entries = Entries(response, by_name=by_name, name_of=names.get, signal_of=signals.get)
+    entries = encoder(response, by_name=by_name, name_of=names.get, signal_of=signals.get)
 
     got = response.FromString(entries.encode(_updates(batch)))
 
@@ -100,6 +112,7 @@ def test_a_response_parses_to_the_message_built_field_by_field(
     assert sorted(got.entries) == sorted(keys[k][0] for k, _, _ in batch)
 
 
+@both
 @given(
     st.lists(
         st.lists(st.tuples(st.integers(1, 4), _stored(), _TIMES), max_size=6).map(
@@ -110,6 +123,7 @@ def test_a_response_parses_to_the_message_built_field_by_field(
     )
 )
 def test_a_streams_responses_stay_right_as_its_keys_come_again_with_other_times(
+    encoder: EntryEncoderFactory,
     batches: list[list[tuple[int, bytes | None, int]]],
 ) -> None:
     """One stream's encoder across responses (what it keeps of a key carries from
@@ -130,10 +144,10 @@ def test_a_streams_responses_stay_right_as_its_keys_come_again_with_other_times(
     by_id: dict[int, tuple[str | int, Signal | None]] = {
         key_id: (key_id, signals[name]) for key_id, name in names.items()
     }
-    entries = Entries(
+    entries = encoder(
         val_pb2.SubscribeResponse, by_name=True, name_of=names.get, signal_of=signals.get
     )
-    other = Entries(
+    other = encoder(
         val_pb2.SubscribeByIdResponse, by_name=False, name_of=names.get, signal_of=signals.get
     )
     for n, batch in enumerate(batches):
@@ -144,9 +158,10 @@ def test_a_streams_responses_stay_right_as_its_keys_come_again_with_other_times(
         assert _same(got_by_id, _expected(val_pb2.SubscribeByIdResponse, shifted, by_id))
 
 
+@both
 @given(st.floats(width=32), st.floats(), st.integers(0, 2**64 - 1))
 def test_a_float_in_its_own_width_is_spliced_bit_for_bit(
-    single: float, double: float, time_ns: int
+    encoder: EntryEncoderFactory, single: float, double: float, time_ns: int
 ) -> None:
     """The 4 or 8 stored bytes go out as they are: a NaN keeps its payload too."""
     names = {1: "Vehicle.F", 2: "Vehicle.D"}
@@ -154,7 +169,7 @@ def test_a_float_in_its_own_width_is_spliced_bit_for_bit(
     f, d = encode(single, kind="float32"), encode(double, kind="float")
     assert f[0] == FLOAT32_TAG
     assert d[0] == DOUBLE_TAG
-    raw = Entries(
+    raw = encoder(
         val_pb2.SubscribeResponse, by_name=True, name_of=names.get, signal_of=signals.get
     ).encode(_updates([(1, f, time_ns), (2, d, time_ns)]))
     assert f[1:] in raw
@@ -169,12 +184,15 @@ def test_a_float_in_its_own_width_is_spliced_bit_for_bit(
         assert ts.seconds * 1_000_000_000 + ts.nanos == time_ns
 
 
-def test_a_float32_read_as_double_and_a_removed_key_go_their_own_ways() -> None:
+@both
+def test_a_float32_read_as_double_and_a_removed_key_go_their_own_ways(
+    encoder: EntryEncoderFactory,
+) -> None:
     """A float32 value of a ``double`` signal is widened (protobuf's path); an id whose
     key is gone has no entry; no value yet: an empty datapoint."""
     names = {1: "Vehicle.D", 3: "Vehicle.Empty"}
     signals = {"Vehicle.D": _signal("double"), "Vehicle.Empty": _signal("float")}
-    entries = Entries(
+    entries = encoder(
         val_pb2.SubscribeResponse, by_name=True, name_of=names.get, signal_of=signals.get
     )
     got = val_pb2.SubscribeResponse.FromString(
@@ -189,7 +207,10 @@ def test_a_float32_read_as_double_and_a_removed_key_go_their_own_ways() -> None:
     assert not got.entries["Vehicle.Empty"].HasField("timestamp")
 
 
-def test_an_entry_is_protobufs_own_bytes_on_either_side_of_one_byte_lengths() -> None:
+@both
+def test_an_entry_is_protobufs_own_bytes_on_either_side_of_one_byte_lengths(
+    encoder: EntryEncoderFactory,
+) -> None:
     """Paths of 80 to 140 bytes put an entry's length on either side of 128, where
     it stops fitting one byte: each response is the bytes protobuf writes."""
     signals = {"float": _signal("float"), "double": _signal("double")}
@@ -198,7 +219,7 @@ def test_an_entry_is_protobufs_own_bytes_on_either_side_of_one_byte_lengths() ->
             name = "V" * size
             batch = [(1, encode(1.5, kind=kind), 1_764_000_000_123_456_789)]
             keys: dict[int, tuple[str | int, Signal | None]] = {1: (name, signals[datatype])}
-            raw = Entries(
+            raw = encoder(
                 val_pb2.SubscribeResponse,
                 by_name=True,
                 name_of={1: name}.get,

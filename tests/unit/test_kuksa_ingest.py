@@ -1,5 +1,7 @@
-"""A KUKSA provider's publish of floats read without a message per value
-(``vehicle_middleware.server.kuksa.ingest``).
+"""A KUKSA provider's publish of floats read by both implementations of
+:class:`vehicle_middleware.server.codecs.PublishReader`: without a message per value
+(``vehicle_middleware.server.kuksa.ingest``), and by protobuf
+(``vehicle_middleware.server.kuksa.ingest_reference``).
 
 Where it answers at all, the reader and the V-Store's value check of each
 signal (which judges the range, as the servicer's ``write_many`` does) must
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import math
 import struct
+from typing import Any
 
 import pytest
 from google.protobuf.message import DecodeError
@@ -24,8 +27,10 @@ from hypothesis import strategies as st
 from vehicle_middleware.contract.values import DOUBLE_TAG, FLOAT32_TAG
 from vehicle_middleware.proto.kuksa.val.v2 import types_pb2 as t2
 from vehicle_middleware.proto.kuksa.val.v2 import val_pb2 as v2
+from vehicle_middleware.server.codecs import PublishReaderFactory
 from vehicle_middleware.server.kuksa import convert
 from vehicle_middleware.server.kuksa.ingest import PUBLISH_BYTES, FloatRows, parse
+from vehicle_middleware.server.kuksa.ingest_reference import PublishMessages
 from vehicle_middleware.server.kuksa.v2 import provider_request
 from vehicle_middleware.server.signals import Signals, value_check
 from vehicle_middleware.vss import Signal
@@ -39,6 +44,10 @@ _SECONDS = st.one_of(
 )
 _NANOS = st.one_of(st.integers(0, 999_999_999), st.integers(-(2**31), 2**31 - 1))
 _OPAQUE = dict.fromkeys(_NAMES.values())
+READERS = [pytest.param(FloatRows, id="fast"), pytest.param(PublishMessages, id="reference")]
+"""Both implementations."""
+both = pytest.mark.parametrize("reader_type", READERS)
+Reader = PublishReaderFactory[Any]
 
 
 def _NO_CHANGE() -> int:
@@ -122,14 +131,17 @@ def _judged(rows: list[UpdateRow] | None, signals: dict[str, Signal | None]) -> 
     return True
 
 
-def _rows(raw: bytes, signals: dict[str, Signal | None]) -> list[tuple[object, ...]] | None:
+def _rows(
+    reader_type: Reader, raw: bytes, signals: dict[str, Signal | None]
+) -> list[tuple[object, ...]] | None:
     """The rows of ``raw`` the servicer writes as they are (None: left to the general
     way), checked against what the general way makes of the same bytes wherever
     the reader and the value checks answer."""
-    published = parse(raw)
+    reader = reader_type(_NAMES.get, signals.get, _NO_CHANGE)
+    published = reader.parse(raw)
     if published is None:
         return None
-    rows = FloatRows(_NAMES.get, signals.get, _NO_CHANGE).rows(published)
+    rows = reader.rows(published)
     if rows is None or not _judged(rows, signals):
         return None
     message = v2.OpenProviderStreamRequest.FromString(raw)  # it decodes: the rows say so
@@ -147,39 +159,47 @@ def _rows(raw: bytes, signals: dict[str, Signal | None]) -> list[tuple[object, .
     return [tuple(row) for row in rows]
 
 
+@both
 @given(st.integers(0, 2**32 - 1), st.dictionaries(_IDS, _point(simple=True), max_size=90))
 def test_floats_with_or_without_a_timestamp_to_opaque_keys_take_this_way(
-    request_id: int, points: dict[int, t2.Datapoint]
+    reader_type: Reader, request_id: int, points: dict[int, t2.Datapoint]
 ) -> None:
     points.pop(99, None)
     raw = _request(request_id, points)
-    rows = _rows(raw, _OPAQUE)
+    rows = _rows(reader_type, raw, _OPAQUE)
     if any(
         math.isnan(getattr(p.value, p.value.WhichOneof("typed_value"))) for p in points.values()
     ):
         return  # a NaN is stored as written (the general way's encoder judges it)
     assert rows is not None
     assert len(rows) == len(points)
-    assert isinstance(provider_request(raw), type(parse(raw)))
+    reader = reader_type(_NAMES.get, _OPAQUE.get, _NO_CHANGE)
+    assert isinstance(provider_request(raw, read=reader.parse), type(reader.parse(raw)))
 
 
+@both
 @given(_SIGNALS, st.dictionaries(_IDS, _point(simple=True), max_size=8))
 def test_floats_to_signals_with_rules_are_written_as_the_general_way_writes_them(
-    signals: dict[str, Signal | None], points: dict[int, t2.Datapoint]
+    reader_type: Reader, signals: dict[str, Signal | None], points: dict[int, t2.Datapoint]
 ) -> None:
-    _rows(_request(1, points), signals)
+    _rows(reader_type, _request(1, points), signals)
 
 
+@both
 @given(_SIGNALS, st.integers(0, 2**32 - 1), st.dictionaries(st.integers(-5, 2**31 - 1), _point()))
 def test_other_values_ids_and_timestamps_are_written_as_the_general_way_writes_them_or_left_to_it(
-    signals: dict[str, Signal | None], request_id: int, points: dict[int, t2.Datapoint]
+    reader_type: Reader,
+    signals: dict[str, Signal | None],
+    request_id: int,
+    points: dict[int, t2.Datapoint],
 ) -> None:
-    _rows(_request(request_id, points), signals)
+    _rows(reader_type, _request(request_id, points), signals)
 
 
+@both
 @given(st.dictionaries(_IDS, _point(simple=True), min_size=1, max_size=4), st.data())
 def test_cut_or_changed_bytes_are_read_as_the_general_way_reads_them_or_left_to_it(
-    points: dict[int, t2.Datapoint], data: st.DataObject
+    reader_type: Reader, points: dict[int, t2.Datapoint], data: st.DataObject
 ) -> None:
     """A byte changed, bytes cut off or added: never read differently from protobuf,
     never read where protobuf fails."""
@@ -192,9 +212,10 @@ def test_cut_or_changed_bytes_are_read_as_the_general_way_reads_them_or_left_to_
         del raw[at:]
     else:
         raw[at:at] = data.draw(st.binary(min_size=1, max_size=3))
-    _rows(bytes(raw), _OPAQUE)
+    _rows(reader_type, bytes(raw), _OPAQUE)
 
 
+@both
 @pytest.mark.parametrize(
     "message",
     [
@@ -210,13 +231,17 @@ def test_cut_or_changed_bytes_are_read_as_the_general_way_reads_them_or_left_to_
         v2.OpenProviderStreamRequest(),
     ],
 )
-def test_every_other_action_is_protobufs_message(message: v2.OpenProviderStreamRequest) -> None:
+def test_every_other_action_is_protobufs_message(
+    reader_type: Reader, message: v2.OpenProviderStreamRequest
+) -> None:
     raw = message.SerializeToString()
-    assert parse(raw) is None
-    assert provider_request(raw) == message
+    reader = reader_type(_NAMES.get, _OPAQUE.get, _NO_CHANGE)
+    assert reader.parse(raw) is None
+    assert provider_request(raw, read=reader.parse) == message
 
 
-def test_a_publish_beside_another_action_is_protobufs_message() -> None:
+@both
+def test_a_publish_beside_another_action_is_protobufs_message(reader_type: Reader) -> None:
     """A oneof's last field on the wire is the request's action: here the publish
     comes first, so the request is a ProvideSignalRequest."""
     publish = v2.OpenProviderStreamRequest(
@@ -226,13 +251,15 @@ def test_a_publish_beside_another_action_is_protobufs_message() -> None:
     )
     provide = v2.OpenProviderStreamRequest(provide_signal_request=v2.ProvideSignalRequest())
     raw = publish.SerializeToString() + provide.SerializeToString()
-    assert parse(raw) is None
-    assert provider_request(raw) == provide
+    reader = reader_type(_NAMES.get, _OPAQUE.get, _NO_CHANGE)
+    assert reader.parse(raw) is None
+    assert provider_request(raw, read=reader.parse) == provide
 
 
 def test_an_encoding_protobuf_would_not_write_is_left_to_it() -> None:
-    """An id twice (the last wins), a Datapoint's field twice in one entry (the
-    Datapoints merge): what protobuf makes of such bytes is its own to say."""
+    """The fast reader's (the reference reads what protobuf reads). An id twice (the
+    last wins), a Datapoint's field twice in one entry (the Datapoints merge): what
+    protobuf makes of such bytes is its own to say."""
     one = v2.PublishValuesRequest(data_points={1: t2.Datapoint(value=t2.Value(float=1.0))})
     two = v2.PublishValuesRequest(data_points={1: t2.Datapoint(value=t2.Value(float=2.0))})
     publish = one.SerializeToString() + two.SerializeToString()  # id 1 twice
@@ -252,12 +279,15 @@ def test_an_encoding_protobuf_would_not_write_is_left_to_it() -> None:
     assert parse(raw) is None
 
 
-def test_rows_of_the_common_case_and_each_refusal_left_to_the_general_way() -> None:
+@both
+def test_rows_of_the_common_case_and_each_refusal_left_to_the_general_way(
+    reader_type: Reader,
+) -> None:
     speed = Signal(name="Vehicle.A", type="sensor", datatype="float", min=0, max=300)
     signals: dict[str, Signal | None] = {"Vehicle.A": speed}
 
     def rows(points: dict[int, t2.Datapoint]) -> list[tuple[object, ...]] | None:
-        found = _rows(_request(1, points), signals)
+        found = _rows(reader_type, _request(1, points), signals)
         return None if found is None else sorted(found)  # type: ignore[type-var]
 
     def point(value: t2.Value, seconds: int = 0, nanos: int = 0) -> t2.Datapoint:
@@ -289,7 +319,10 @@ def test_rows_of_the_common_case_and_each_refusal_left_to_the_general_way() -> N
     assert rows({2: t2.Datapoint()}) is None  # no value
 
 
-def test_each_value_keeps_its_own_time_where_neighbours_share_or_differ_by_a_byte() -> None:
+@both
+def test_each_value_keeps_its_own_time_where_neighbours_share_or_differ_by_a_byte(
+    reader_type: Reader,
+) -> None:
     """The reader reads a timestamp once for values that share their bytes before the
     number: a neighbour whose timestamp differs in one byte only (same length), or
     whose number is of the other width, is read anew."""
@@ -306,7 +339,7 @@ def test_each_value_keeps_its_own_time_where_neighbours_share_or_differ_by_a_byt
         40: point(t2.Value(double=4.0), 6),
         2**31 - 1: point(t2.Value(float=5.0), 5),
     }
-    rows = _rows(_request(1, points), _OPAQUE)
+    rows = _rows(reader_type, _request(1, points), _OPAQUE)
     assert rows is not None
     assert {row[0]: row[3] for row in rows} == {
         1: 1_700_000_000_000_000_005,
@@ -318,17 +351,18 @@ def test_each_value_keeps_its_own_time_where_neighbours_share_or_differ_by_a_byt
     assert {row[0]: row[1] for row in rows}[40] == bytes((DOUBLE_TAG,)) + struct.pack("<d", 4.0)
 
 
-def test_a_signal_that_changes_is_judged_anew() -> None:
+@both
+def test_a_signal_that_changes_is_judged_anew(reader_type: Reader) -> None:
     """Its key removed and added again under another signal (the generation says
     so): the rule of the signal now, not the last."""
     signals: dict[str, Signal | None] = {
         "Vehicle.A": Signal(name="Vehicle.A", type="sensor", datatype="double")
     }
     generation = 0
-    reader = FloatRows(_NAMES.get, signals.get, lambda: generation)
+    reader = reader_type(_NAMES.get, signals.get, lambda: generation)
 
     def taken(value: t2.Value) -> bool:
-        published = parse(_request(1, {1: t2.Datapoint(value=value)}))
+        published = reader.parse(_request(1, {1: t2.Datapoint(value=value)}))
         assert published is not None
         return _judged(reader.rows(published), signals)
 
@@ -344,7 +378,8 @@ def test_a_signal_that_changes_is_judged_anew() -> None:
     assert taken(t2.Value(double=5.0))
 
 
-def test_an_id_a_removed_key_left_is_judged_by_the_key_that_has_it_now() -> None:
+@both
+def test_an_id_a_removed_key_left_is_judged_by_the_key_that_has_it_now(reader_type: Reader) -> None:
     """Through the V-Store, as the server wires it (each signal's value check by
     name, the rows written with ``write_many``): a key removed, its id handed to a
     new key of another signal; neither the reader nor the check may judge by the
@@ -356,12 +391,12 @@ def test_an_id_a_removed_key_left_is_judged_by_the_key_that_has_it_now() -> None
     }
     Signals(s for s in signals.values() if s is not None).install(store)
     store.remove_key("Vehicle.Narrow")
-    reader = FloatRows(store.name_of, signals.get, lambda: store.removals)
+    reader = reader_type(store.name_of, signals.get, lambda: store.removals)
     key_id = store.id_of("Vehicle.Wide")
     assert key_id is not None
 
     def taken(value: t2.Value) -> bool:
-        published = parse(_request(1, {key_id: t2.Datapoint(value=value)}))
+        published = reader.parse(_request(1, {key_id: t2.Datapoint(value=value)}))
         assert published is not None
         rows = reader.rows(published)
         if rows is None:
@@ -398,6 +433,7 @@ _BAD_UTF8 = bytes.fromhex(
 
 
 def test_an_entry_with_an_unknown_field_hides_nothing() -> None:
+    """The fast reader's second schema (the reference reads what protobuf reads)."""
     merged = v2.OpenProviderStreamRequest.FromString(_MERGED).publish_values_request
     assert merged.data_points[1].timestamp.seconds == 1_700_000_000  # protobuf merged them
     assert parse(_MERGED) is None
@@ -407,6 +443,7 @@ def test_an_entry_with_an_unknown_field_hides_nothing() -> None:
 
 
 def test_a_timestamp_field_of_128_bytes_or_more_is_left_to_protobuf() -> None:
+    """The fast reader's (bytes protobuf refuses the reference never reads)."""
     stamp = b"\x08\x01" + b"\x1a\x7d" + bytes(125)  # 129 bytes: seconds 1, an unknown field
     point = b"\x0a\x81" + stamp + b"\x12\x06\x8d\x01" + struct.pack("<f", 1.0)
     raw = PUBLISH_BYTES(publish_values_request={"data_points": {1: point}}).SerializeToString()
@@ -417,18 +454,23 @@ def test_a_timestamp_field_of_128_bytes_or_more_is_left_to_protobuf() -> None:
     assert FloatRows(_NAMES.get, _OPAQUE.get, _NO_CHANGE).rows(published) is None
 
 
+@both
 @pytest.mark.parametrize("bound", [2**53 + 1, 10**400])
-def test_an_integer_bound_no_float_holds_is_left_to_the_general_way(bound: int) -> None:
+def test_an_integer_bound_no_float_holds_is_left_to_the_general_way(
+    reader_type: Reader, bound: int
+) -> None:
     """Compared as floats (as compiled code would), 2**53 + 1 is 2**53: 2**53 would
     pass a min it is below; 10**400 is no float at all."""
     signals: dict[str, Signal | None] = {
         "Vehicle.A": Signal(name="Vehicle.A", type="sensor", datatype="double", min=bound)
     }
-    published = parse(_request(1, {1: t2.Datapoint(value=t2.Value(double=2.0**53))}))
+    reader = reader_type(_NAMES.get, signals.get, _NO_CHANGE)
+    published = reader.parse(_request(1, {1: t2.Datapoint(value=t2.Value(double=2.0**53))}))
     assert published is not None
-    assert FloatRows(_NAMES.get, signals.get, _NO_CHANGE).rows(published) is None
+    assert reader.rows(published) is None
 
 
+@both
 @given(
     st.fixed_dictionaries(
         {name: st.sampled_from(["float", "double", None]) for name in _NAMES.values()}
@@ -437,7 +479,7 @@ def test_an_integer_bound_no_float_holds_is_left_to_the_general_way(bound: int) 
     st.booleans(),
 )
 def test_floats_to_signals_without_a_rule_take_this_way(
-    datatypes: dict[str, str | None], values: dict[int, float], timed: bool
+    reader_type: Reader, datatypes: dict[str, str | None], values: dict[int, float], timed: bool
 ) -> None:
     """A signal without min, max or allowed takes any number of its datatype (within
     single precision for a float: every float32 but the infinities)."""
@@ -457,6 +499,6 @@ def test_floats_to_signals_without_a_rule_take_this_way(
         points[key_id] = t2.Datapoint(value=value)
         if timed:
             points[key_id].timestamp.seconds = 1_700_000_000
-    rows = _rows(_request(1, points), signals)
+    rows = _rows(reader_type, _request(1, points), signals)
     assert rows is not None
     assert len(rows) == len(points)

@@ -1,13 +1,18 @@
-"""A KUKSA subscription's drained events cut into responses
-(``vehicle_middleware.server.kuksa.response_cuts``)."""
+"""A KUKSA subscription's drained events cut into responses, in both implementations of
+:class:`vehicle_middleware.server.codecs.Cut` (``vehicle_middleware.server.kuksa.response_cuts``,
+and its reference twin in
+``vehicle_middleware.server.kuksa.entries_reference``)."""
 
 from __future__ import annotations
 
 import itertools
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from vehicle_middleware.ess import DataUpdated, Event, KeyAdded, ResyncRequired
+from vehicle_middleware.server.codecs import Cut
+from vehicle_middleware.server.kuksa import entries_reference
 from vehicle_middleware.server.kuksa.response_cuts import cut
 
 _DATA = st.builds(
@@ -26,10 +31,13 @@ _LIFECYCLE = st.one_of(
 _DRAIN = st.tuples(st.lists(_LIFECYCLE, max_size=3), st.lists(_DATA, max_size=20)).map(
     lambda parts: [*parts[0], *parts[1]]
 )
+CUTS = [pytest.param(cut, id="fast"), pytest.param(entries_reference.cut, id="reference")]
+"""Both implementations."""
 
 
+@pytest.mark.parametrize("cut", CUTS)
 @given(_DRAIN)
-def test_a_batch_is_cut_where_a_key_repeats(events: list[Event]) -> None:
+def test_a_batch_is_cut_where_a_key_repeats(cut: Cut, events: list[Event]) -> None:
     """In order, each key at most once a response, as few responses as that allows,
     every update the data event as drained."""
     responses = cut(events)
@@ -46,7 +54,8 @@ def test_a_batch_is_cut_where_a_key_repeats(events: list[Event]) -> None:
     assert cut(raw) == responses
 
 
-def test_events_without_data_updates_make_no_response() -> None:
+@pytest.mark.parametrize("cut", CUTS)
+def test_events_without_data_updates_make_no_response(cut: Cut) -> None:
     events: list[Event] = [KeyAdded(1, "K"), ResyncRequired(lost=2)]
     assert cut(events) == []
     assert cut([]) == []
@@ -55,6 +64,7 @@ def test_events_without_data_updates_make_no_response() -> None:
 
 
 def test_a_batch_of_data_with_each_key_once_is_one_response_without_a_copy() -> None:
+    """The fast implementation's: no copy of the drained batch."""
     batch = [(1, 1, 5, b"v", 0), (2, 1, 5, b"w", 0)]
     [response] = cut(batch)
     assert response is batch

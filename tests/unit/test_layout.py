@@ -30,6 +30,7 @@ import tomllib
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
+from typing import Final
 
 import grpc
 import pytest
@@ -497,6 +498,23 @@ def _layout_rows() -> dict[str, str]:
 
 def _package_dirs() -> list[Path]:
     return sorted(p for p in ROOT.glob("*/vehicle_middleware/*") if (p / "__init__.py").exists())
+
+
+PARALLEL: Final = frozenset({"convert"})
+"""Module names that are the same concept in parallel packages (each API's
+conversions between its messages and the domain: docs/contributing.md)."""
+
+
+def test_no_two_modules_of_a_distribution_share_a_name() -> None:
+    """A name says what a module holds: two modules of one distribution with one
+    name would be two things called the same."""
+    seen: dict[tuple[str, str], list[str]] = {}
+    for module, (dist, path) in _modules().items():
+        leaf = module.rsplit(".", 1)[-1]
+        if path.name != "__init__.py" and leaf not in {"__main__", *PARALLEL}:
+            seen.setdefault((dist, leaf), []).append(module)
+    shared = {key: names for key, names in seen.items() if len(names) > 1}
+    assert not shared, f"modules sharing a name in one distribution: {shared}"
 
 
 def test_the_layout_table_matches_the_tree() -> None:

@@ -53,4 +53,4 @@ def test_an_unknown_loop_is_refused_naming_the_setting_and_its_values() -> None:
         loop_factory("tokio")
     with pytest.raises(ValueError, match=r"event_loop must be one of auto, uvloop, asyncio"):
         load_settings(overrides={"event_loop": "tokio"})
-    assert load_settings().event_loop == "auto"
+    assert load_settings().process.event_loop == "auto"

@@ -8,7 +8,7 @@ import pytest
 from vehicle_middleware.proto.vehicle.admin.v1 import admin_pb2
 from vehicle_middleware.server.auth.authentication import Authenticator
 from vehicle_middleware.server.auth.rate_limits import RateLimits
-from vehicle_middleware.server.config import AccessSettings, Settings
+from vehicle_middleware.server.config import AccessSettings, Settings, replace_settings
 from vehicle_middleware.server.errors import UnauthenticatedError
 from vehicle_middleware.server.metrics import Collectors, Figure
 from vehicle_middleware.server.metrics.rates import KeyRates, RateSample
@@ -110,7 +110,7 @@ def test_a_top_frame_puts_dropping_apps_first_with_rates_from_the_reading_before
 
 
 def _access(mode: str = "open") -> Authenticator:
-    access = AccessSettings.of(Settings(listen="127.0.0.1:0", auth_mode=mode))
+    access = AccessSettings(auth_mode=mode)
     return Authenticator.of(access, RateLimits.of(access))
 
 
@@ -149,4 +149,4 @@ def test_bad_tls_and_metrics_settings_are_refused_naming_them(
     settings: dict[str, object], message: str
 ) -> None:
     with pytest.raises(ValueError, match=message):
-        Settings(**settings)  # type: ignore[arg-type]
+        replace_settings(Settings(), **settings)

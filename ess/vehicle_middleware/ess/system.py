@@ -180,8 +180,8 @@ class EventSubSystem:
 
         ``key_id`` and ``time_ns`` are ints, annotated ``Any`` so that the compiled
         build queues the caller's objects as they are, as the interpreter does
-        (docs/contributing.md, "Compiled cores": an ``int`` there would be a new
-        object for each subscriber's event).
+        (docs/compiled-build.md, "Ints on the hot path": an ``int`` there would be
+        a new object for each subscriber's event).
         """
         try:
             if not self._watched[key_id]:

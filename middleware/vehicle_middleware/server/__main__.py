@@ -3,6 +3,8 @@
 Settings come from defaults, ``--config FILE`` (TOML), ``VMW_*`` environment
 variables, then flags, later ones winning. SIGINT or SIGTERM stop it
 gracefully: health turns NOT_SERVING, streams get ``--stop-grace`` seconds.
+``VMW_REFERENCE_CODECS=1`` runs the reference implementations of the hot
+encoders and readers instead of the fast ones (:mod:`vehicle_middleware.server.codecs`).
 """
 
 from __future__ import annotations
@@ -14,24 +16,49 @@ import logging
 import os
 import signal
 import sys
-from dataclasses import fields
 from pathlib import Path
 
-from vehicle_middleware.server import dev_certs
-from vehicle_middleware.server.config import Settings, load_settings, masked
+from vehicle_middleware.server import codecs, dev_certs
+from vehicle_middleware.server.config import (
+    SETTINGS_BY_NAME,
+    Setting,
+    Settings,
+    load_settings,
+    masked,
+)
 from vehicle_middleware.server.loop import loop_factory
+from vehicle_middleware.server.rpc import batches
 from vehicle_middleware.server.server import start_server
 from vehicle_middleware.server.tls import TlsConfigError
 from vehicle_middleware.vss import CatalogError
 
 log = logging.getLogger("vehicle_middleware.server")
 
+REFERENCE_CODECS = "VMW_REFERENCE_CODECS"
+"""The environment variable that, set to 1, selects the reference codecs."""
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+
+def _select_codecs(value: str) -> codecs.Codecs:
+    """The codecs ``VMW_REFERENCE_CODECS`` asks for, selected: 1 the reference, 0 or
+    unset the fast ones.
+
+    Raises:
+        ValueError: any other value.
+    """
+    wanted = value.strip()
+    if wanted not in ("", "0", "1"):
+        raise ValueError(
+            f"{REFERENCE_CODECS}={value!r}: 1 runs the reference codecs, 0 or unset the fast ones"
+        )
+    return codecs.select("reference" if wanted == "1" else "fast")
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line: ``serve`` takes a flag per setting (:data:`SETTINGS_BY_NAME`)."""
+    top = argparse.ArgumentParser(
         prog="python -m vehicle_middleware.server", description=__doc__.split("\n\n")[0]
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = top.add_subparsers(dest="command", required=True)
     token = sub.add_parser("token", help="development key pairs and tokens")
     token_sub = token.add_subparsers(dest="token_command", required=True)
     keygen = token_sub.add_parser("keygen", help="write a key pair: NAME.key (private), NAME.pub")
@@ -71,26 +98,35 @@ def _parser() -> argparse.ArgumentParser:
         default=2.0,
         help="seconds streams get to finish on shutdown (default 2)",
     )
-    for f in fields(Settings):
-        kind = type(f.default)
-        if kind is tuple:  # a list setting: the flag is repeated
-            serve.add_argument(
-                f"--{f.name.replace('_', '-')}",
-                *(("--peer",) if f.name == "peers" else ()),
-                dest=f.name,
-                action="append",
+    for section, settings in _by_section().items():
+        group = serve.add_argument_group(f"{section} settings")
+        for setting in settings:
+            if setting.kind is tuple:  # a list setting: the flag is repeated
+                group.add_argument(
+                    setting.flag,
+                    *(("--peer",) if setting.name == "peers" else ()),
+                    dest=setting.name,
+                    action="append",
+                    default=None,
+                    help=f"(repeatable; env {setting.env}, comma-separated)",
+                )
+                continue
+            group.add_argument(
+                setting.flag,
+                dest=setting.name,
+                type=str if setting.kind is bool else setting.kind,  # load_settings parses bools
                 default=None,
-                help=f"(repeatable; env VMW_{f.name.upper()}, comma-separated)",
+                help=f"(default {setting.default!r}; env {setting.env})",
             )
-            continue
-        serve.add_argument(
-            f"--{f.name.replace('_', '-')}",
-            dest=f.name,
-            type=str if kind is bool else kind,  # load_settings parses true/false
-            default=None,
-            help=f"(default {f.default!r}; env VMW_{f.name.upper()})",
-        )
-    return parser
+    return top
+
+
+def _by_section() -> dict[str, list[Setting]]:
+    """The settings, grouped by their section of :class:`Settings` (for ``--help``)."""
+    out: dict[str, list[Setting]] = {}
+    for setting in SETTINGS_BY_NAME.values():
+        out.setdefault(setting.section, []).append(setting)
+    return out
 
 
 async def _serve(settings: Settings, stop_grace: float) -> None:
@@ -213,64 +249,75 @@ def _journal(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     if args.command == "token":
         return _token(args)
     if args.command == "journal":
         return _journal(args)
     if args.command == "tls":
         return dev_certs.main(args)
-    overrides = {f.name: getattr(args, f.name) for f in fields(Settings)}
+    overrides = {name: getattr(args, name) for name in SETTINGS_BY_NAME}
     try:
         settings = load_settings(toml_path=args.config, env=os.environ, overrides=overrides)
+        chosen = _select_codecs(os.environ.get(REFERENCE_CODECS, ""))
     except (ValueError, OSError) as e:
         print(f"middleware: {e}", file=sys.stderr)
         return 2
     logging.basicConfig(
-        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        level=settings.process.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     log.info(
         "settings: %s", " ".join(f"{name}={value!r}" for name, value in masked(settings).items())
     )
-    mutual_tls = bool(settings.tls_client_ca)
-    if settings.auth_mode == "open" and mutual_tls:
+    mutual_tls = bool(settings.access.tls_client_ca)
+    if settings.access.auth_mode == "open" and mutual_tls:
         log.warning(
             "AUTH MODE IS OPEN with mutual TLS: TCP callers are the apps their client "
             "certificates name, and every app may read, write, add and remove every key "
             "(Unix socket callers may claim any app id). Use --auth-mode token to limit what "
             "each app may do."
         )
-    elif settings.auth_mode == "open":
+    elif settings.access.auth_mode == "open":
         log.warning(
             "AUTH MODE IS OPEN: any caller may claim any app id and read, write, add and remove "
             "every key. For development only; use --auth-mode token in a vehicle."
         )
-    if settings.listen and not settings.listen.startswith(("127.", "localhost", "[::1]", "unix:")):
+    if settings.network.listen and not settings.network.listen.startswith(
+        ("127.", "localhost", "[::1]", "unix:")
+    ):
         log.warning(
             "listening on %s: reachable beyond this machine%s%s",
-            settings.listen,
+            settings.network.listen,
             " BY ANYONE (auth mode open)"
-            if settings.auth_mode == "open" and not mutual_tls
+            if settings.access.auth_mode == "open" and not mutual_tls
             else "",
             ""
-            if settings.tls_cert
+            if settings.network.tls_cert
             else "; in plaintext: tokens and values can be read on the "
             "network (use --tls-cert and --tls-key)",
         )
-    if settings.metrics_listen and not settings.metrics_listen.startswith(
+    if settings.metrics.listen and not settings.metrics.listen.startswith(
         ("127.", "localhost", "[::1]")
     ):
         log.warning(
             "metrics on %s: reachable beyond this machine, in plaintext and to anyone; "
             "they name every app and the busiest keys",
-            settings.metrics_listen,
+            settings.metrics.listen,
         )
     try:
-        loop_name, new_loop = loop_factory(settings.event_loop)
+        loop_name, new_loop = loop_factory(settings.process.event_loop)
     except RuntimeError as e:
         print(f"middleware: {e}", file=sys.stderr)
         return 2
     log.info("event loop: %s", loop_name)
+    log.info(
+        "codecs: %s%s",
+        chosen.value,
+        " (compiled)"
+        if chosen is codecs.Codecs.FAST and not (batches.__file__ or "").endswith(".py")
+        else "",
+    )
     try:
         with asyncio.Runner(loop_factory=new_loop) as runner:
             runner.run(_serve(settings, args.stop_grace))

@@ -1,9 +1,17 @@
 """The middleware's settings: one frozen object, built at the entry point.
 
-Sources, later ones winning: defaults, an optional TOML file, ``VMW_*``
-environment variables, command-line flags. Every setting has the same name in
-each: ``event_budget`` is ``event_budget = 20000`` in TOML, ``VMW_EVENT_BUDGET``
-in the environment and ``--event-budget`` on the command line.
+:class:`Settings` holds one section per part of the process (the listeners,
+access, request limits, streams, the ESS, the store, the signals, the journal,
+metrics, the cluster, the process itself); each part is handed the section it
+uses. A section declares each of its settings once: its name, default, meaning
+and checks.
+
+Operators name settings flat (docs/operators.md): a setting's name is its
+section's :attr:`Section.PREFIX` followed by its field's name, and it is the
+same in every source. Sources, later ones winning: defaults, an optional TOML
+file, ``VMW_*`` environment variables, command-line flags: ``event_budget`` is
+``event_budget = 20000`` in TOML, ``VMW_EVENT_BUDGET`` in the environment and
+``--event-budget`` on the command line.
 """
 
 from __future__ import annotations
@@ -12,74 +20,108 @@ import dataclasses
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Final
+from types import MappingProxyType
+from typing import Any, ClassVar, Final
 
 from vehicle_middleware.contract.journal.chain import OFFSET_MOD
 from vehicle_middleware.ess import parse_expect_rule
 from vehicle_middleware.server.loop import check_choice
 
 __all__ = [
+    "SETTINGS_BY_NAME",
     "AccessSettings",
     "ClusterSettings",
+    "EssSettings",
+    "JournalSettings",
+    "MetricsSettings",
+    "NetworkSettings",
+    "ProcessSettings",
     "RequestLimits",
+    "Section",
+    "Setting",
     "Settings",
+    "SignalSettings",
+    "StoreSettings",
     "StreamSettings",
+    "flat_settings",
     "load_settings",
     "masked",
     "parse_peer",
+    "replace_settings",
 ]
 
 
+class Section:
+    """What every section of :class:`Settings` shares: how its settings are named."""
+
+    __slots__ = ()
+    PREFIX: ClassVar[str] = ""
+    """Put before a field's name, it makes the setting's name (flag, variable, TOML key)."""
+
+
+def _at_least(section: Section, low: int, *names: str) -> None:
+    for name in names:
+        value = getattr(section, name)
+        if value < low:
+            raise ValueError(f"{section.PREFIX}{name} must be >= {low}, got {value}")
+
+
+def _above_zero(section: Section, *names: str) -> None:
+    for name in names:
+        value = getattr(section, name)
+        if value <= 0:
+            raise ValueError(f"{section.PREFIX}{name} must be above 0, got {value}")
+
+
 @dataclass(frozen=True, slots=True)
-class Settings:
-    """Everything the middleware process can be told. Defaults are the documented ones."""
+class NetworkSettings(Section):
+    """Where the gRPC server listens, how (TLS), and how it finds dead peers
+    (:mod:`vehicle_middleware.server.server`, :mod:`vehicle_middleware.server.tls`)."""
 
     listen: str = "127.0.0.1:50051"
     """TCP address to listen on; empty to listen on the Unix socket only. Port 0 picks one."""
     unix_socket: str = ""
     """Also listen on this Unix socket path (empty: no)."""
-    event_budget: int = 20_000
-    """Most data events queued for all apps together."""
-    lifecycle_capacity: int = 1_000
-    """Per-app buffer of key_added/key_removed events before a resync is forced."""
-    batch_max: int = 500
-    """Most events in one EventBatch."""
-    stream_window: int = 32
-    """Messages (batches) an app's ``Events`` stream keeps sent and not yet
-    acknowledged, at most, when the app does not ask for another window: what it
-    can lag behind beyond its queues. 32, not 4 (before): with 100 apps at 200
-    writes/s the apps' acknowledgements (one per half window) and the waits for
-    them held events in their queues (p99 0.5-1 s against 80-150 ms with 32)."""
-    max_stream_window: int = 64
-    """Largest window an app may ask for."""
-    stream_writes_per_s: int = 5_000
-    """Stream writes a second, at most, all apps together (0: no budget): beyond,
-    a write waits its turn and its app's queues collect more for it
-    (:mod:`vehicle_middleware.server.pacing`). A quarter of a core's worth of writes on the
-    development machine; under it no write ever waits. 5,000 rather than
-    10,000: with 10 apps at 1,000 messages a second it binds, and there the p99
-    was 0.18x the bare relay's against 1.09x (make bench-e2e, three runs each)."""
-    grace_period_s: float = 0.0
-    """How long an app's subscriptions outlive its stream (0: removed at once)."""
-    max_value_size: int = 64 * 1024
-    """Largest value accepted, in bytes."""
-    max_keys: int = 100_000
-    """Most keys in the store."""
-    max_keys_per_request: int = 1_000
-    """Most keys, names or updates in one request (and in one Publish batch)."""
-    max_message_bytes: int = 4 * 1024 * 1024
-    """Largest gRPC message accepted or sent."""
+    unix_socket_mode: str = "0660"
+    """File mode of the Unix socket (octal): who may connect to it (plaintext)."""
+    tls_cert: str = ""
+    """PEM certificate (chain) of the middleware: TLS on the TCP listener (empty: plaintext)."""
+    tls_key: str = ""
+    """PEM private key of ``tls_cert``."""
     keepalive_time_s: float = 10.0
     """Ping an idle client after this long, to find dead peers."""
     keepalive_timeout_s: float = 5.0
     """A client that does not answer a ping within this is gone."""
-    log_level: str = "INFO"
-    event_loop: str = "auto"
-    """The process's asyncio loop: ``auto`` (uvloop where installed, else
-    asyncio's own), ``uvloop`` (it or a start-up error) or ``asyncio``
-    (:mod:`vehicle_middleware.server.loop`)."""
+
+    def __post_init__(self) -> None:
+        _at_least(self, 0, "keepalive_time_s", "keepalive_timeout_s")
+        if not self.listen and not self.unix_socket:
+            raise ValueError("listen and unix_socket are both empty: nothing to listen on")
+        if bool(self.tls_cert) != bool(self.tls_key):
+            raise ValueError("tls_cert and tls_key go together: give both or neither")
+        if self.tls_cert and not self.listen:
+            raise ValueError("tls_cert is for the TCP listener, but listen is empty")
+        if not 0 <= self.unix_socket_file_mode <= 0o777:
+            raise ValueError(
+                f"unix_socket_mode must be an octal file mode such as 0660, "
+                f"got {self.unix_socket_mode!r}"
+            )
+
+    @property
+    def unix_socket_file_mode(self) -> int:
+        """``unix_socket_mode`` as a number (-1 where it is no octal number)."""
+        try:
+            return int(self.unix_socket_mode, 8)
+        except ValueError:
+            return -1
+
+
+@dataclass(frozen=True, slots=True)
+class AccessSettings(Section):
+    """Identity, rate limits and claims (:mod:`vehicle_middleware.server.auth`)."""
+
     auth_mode: str = "open"
     """``open``: the app-id header is trusted, everything allowed (development).
     ``token``: every call carries ``authorization: Bearer <JWT>``."""
@@ -89,10 +131,9 @@ class Settings:
     """Required ``aud`` of tokens (empty: not checked)."""
     token_leeway_s: float = 5.0
     """Clock skew tolerated on ``exp``, ``nbf`` and ``iat``."""
-    max_apps: int = 256
-    """Apps with an open event stream at once."""
-    max_subscriptions_per_app: int = 10_000
-    max_publish_streams_per_app: int = 4
+    tls_client_ca: str = ""
+    """PEM CA certificate(s): mutual TLS, every TCP client shows a certificate they
+    signed, and its subject CN (or a SAN) is the app's identity."""
     rate_limit_rps: float = 500.0
     """Requests (calls and stream opens) per second per app, refilled continuously."""
     rate_limit_burst: int = 1_000
@@ -101,34 +142,120 @@ class Settings:
     publish_burst: int = 10_000
     claim_grace_s: float = 5.0
     """A key claimed by an app with no open stream is released after this long."""
+    max_publish_streams_per_app: int = 4
+
+    def __post_init__(self) -> None:
+        _at_least(
+            self,
+            1,
+            "max_publish_streams_per_app",
+            "rate_limit_rps",
+            "rate_limit_burst",
+            "publish_messages_per_s",
+            "publish_burst",
+        )
+        _at_least(self, 0, "claim_grace_s", "token_leeway_s")
+        if self.auth_mode not in ("open", "token"):
+            raise ValueError(f"auth_mode must be 'open' or 'token', got {self.auth_mode!r}")
+        if self.auth_mode == "token" and not self.token_public_key:
+            raise ValueError("auth_mode 'token' needs token_public_key (a PEM file)")
+
+
+@dataclass(frozen=True, slots=True)
+class RequestLimits(Section):
+    """What every servicer checks a request against."""
+
+    max_keys_per_request: int = 1_000
+    """Most keys, names or updates in one request (and in one Publish batch)."""
+    max_message_bytes: int = 4 * 1024 * 1024
+    """Largest gRPC message accepted or sent."""
+    max_subscriptions_per_app: int = 10_000
+    """Subscriptions one app holds, at most."""
+    stream_window: int = 32
+    """Messages (batches) an app's ``Events`` stream keeps sent and not yet
+    acknowledged, at most, when the app does not ask for another window: what it
+    can lag behind beyond its queues. Wide enough that with many apps writing
+    often, the acknowledgements (one per half window) and the waits for them do
+    not hold events in the apps' queues."""
+    max_stream_window: int = 64
+    """Largest window an app may ask for."""
+
+    def __post_init__(self) -> None:
+        _at_least(
+            self,
+            1,
+            "max_keys_per_request",
+            "max_message_bytes",
+            "max_subscriptions_per_app",
+            "stream_window",
+            "max_stream_window",
+        )
+        if self.stream_window > self.max_stream_window:
+            raise ValueError(
+                f"stream_window ({self.stream_window}) exceeds max_stream_window "
+                f"({self.max_stream_window})"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class StreamSettings(Section):
+    """The subscriber streams (:mod:`vehicle_middleware.server.session`)."""
+
+    max_apps: int = 256
+    """Apps with an open event stream at once."""
+    grace_period_s: float = 0.0
+    """How long an app's subscriptions outlive its stream (0: removed at once)."""
+    batch_max: int = 500
+    """Most events in one EventBatch."""
+    stream_writes_per_s: int = 5_000
+    """Stream writes a second, at most, all apps together (0: no budget): beyond,
+    a write waits its turn and its app's queues collect more for it
+    (:mod:`vehicle_middleware.server.pacing`). A quarter of a core's worth of writes: under it no
+    write waits; where it binds (many apps, each written often), fewer and fuller
+    batches keep the tail latency down."""
+
+    def __post_init__(self) -> None:
+        _at_least(self, 1, "max_apps", "batch_max")
+        _at_least(self, 0, "grace_period_s", "stream_writes_per_s")
+
+
+@dataclass(frozen=True, slots=True)
+class EssSettings(Section):
+    """The event subsystem's queues (:mod:`vehicle_middleware.ess`,
+    :mod:`vehicle_middleware.server.slow_apps`)."""
+
+    event_budget: int = 20_000
+    """Most data events queued for all apps together."""
+    lifecycle_capacity: int = 1_000
+    """Per-app buffer of key_added/key_removed events before a resync is forced."""
     slow_app_report_s: float = 10.0
     """While an app's queues keep dropping events, a warning with running counts this often."""
-    vehicle_id: str = "vehicle"
-    """Written in every journal record."""
-    journal_dir: str = ""
-    """Directory of the telemetry journal (empty: no journal)."""
-    journal_level: str = "drops"
-    """``lifecycle``, ``drops`` or ``full`` (see vehicle_middleware.contract.journal.records)."""
-    journal_segment_bytes: int = 8 * 1024 * 1024
-    journal_max_bytes: int = 256 * 1024 * 1024
-    """Retention: the oldest segments go when the journal is bigger."""
-    journal_gzip: bool = False
-    journal_buffer: int = 100_000
-    """Records waiting for the writer; beyond it they are dropped and counted."""
-    journal_history_records: int = 100_000
-    """Newest journal records kept in memory for consumers (JournalService);
-    older ones are read from the segments on disk."""
-    journal_history_bytes: int = 16 * 1024 * 1024
-    """Bytes of those records (their lines), at most."""
-    journal_consumer_max_lag_bytes: int = 512 * 1024 * 1024
-    """Bytes on disk a registered journal consumer may leave unacknowledged before
-    retention removes them anyway (and cuts it loose); retention keeps up to this
-    much beyond journal_max_bytes for a consumer that lags."""
-    journal_max_consumers: int = 16
-    """Registered journal consumers, at most."""
-    journal_offset_start: int = -1
-    """The first journal offset of a boot: -1 (random, as the offsets scheme asks);
-    0..2^32-1 for tests (e.g. near 2^32, to see the wrap)."""
+
+    def __post_init__(self) -> None:
+        _above_zero(self, "slow_app_report_s")
+        _at_least(self, 1, "event_budget", "lifecycle_capacity")
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSettings(Section):
+    """The V-Store's bounds (:mod:`vehicle_middleware.vstore`)."""
+
+    max_value_size: int = 64 * 1024
+    """Largest value accepted, in bytes."""
+    max_keys: int = 100_000
+    """Most keys in the store."""
+
+    def __post_init__(self) -> None:
+        _at_least(self, 1, "max_keys")
+        _at_least(self, 0, "max_value_size")
+
+
+@dataclass(frozen=True, slots=True)
+class SignalSettings(Section):
+    """The vehicle's signals: their catalogs, how long each may go unwritten, and
+    how long an actuation waits (:mod:`vehicle_middleware.server.signals`,
+    :mod:`vehicle_middleware.server.health`, :mod:`vehicle_middleware.server.actuation`)."""
+
     vss: tuple[str, ...] = ()
     """VSS JSON catalogs: every signal is a key from the start, with its metadata
     (datatype, entry type, unit, min, max, allowed values) checked on every write.
@@ -140,31 +267,116 @@ class Settings:
     (repeatable), TOML a list, ``VMW_EXPECT`` comma-separated."""
     actuation_timeout_s: float = 5.0
     """How long an actuation waits for its provider's answer (KUKSA Actuate)."""
-    metrics_listen: str = ""
+
+    def __post_init__(self) -> None:
+        _at_least(self, 0, "actuation_timeout_s")
+        for rule in self.expect:
+            parse_expect_rule(rule)  # raises ValueError naming the rule
+
+
+@dataclass(frozen=True, slots=True)
+class JournalSettings(Section):
+    """The telemetry journal and the history its consumers read
+    (:mod:`vehicle_middleware.server.journal`). Each setting's name starts with ``journal_``."""
+
+    PREFIX: ClassVar[str] = "journal_"
+
+    dir: str = ""
+    """Directory of the telemetry journal (empty: no journal)."""
+    level: str = "drops"
+    """``lifecycle``, ``drops`` or ``full`` (see vehicle_middleware.contract.journal.records)."""
+    segment_bytes: int = 8 * 1024 * 1024
+    max_bytes: int = 256 * 1024 * 1024
+    """Retention: the oldest segments go when the journal is bigger."""
+    gzip: bool = False
+    buffer: int = 100_000
+    """Records waiting for the writer; beyond it they are dropped and counted."""
+    history_records: int = 100_000
+    """Newest journal records kept in memory for consumers (JournalService);
+    older ones are read from the segments on disk."""
+    history_bytes: int = 16 * 1024 * 1024
+    """Bytes of those records (their lines), at most."""
+    consumer_max_lag_bytes: int = 512 * 1024 * 1024
+    """Bytes on disk a registered journal consumer may leave unacknowledged before
+    retention removes them anyway (and cuts it loose); retention keeps up to this
+    much beyond journal_max_bytes for a consumer that lags."""
+    max_consumers: int = 16
+    """Registered journal consumers, at most."""
+    offset_start: int = -1
+    """The first journal offset of a boot: -1 (random, as the offsets scheme asks);
+    0..2^32-1 for tests (e.g. near 2^32, to see the wrap)."""
+
+    def __post_init__(self) -> None:
+        _at_least(
+            self,
+            1,
+            "segment_bytes",
+            "max_bytes",
+            "buffer",
+            "history_records",
+            "history_bytes",
+            "consumer_max_lag_bytes",
+            "max_consumers",
+        )
+        if not -1 <= self.offset_start < OFFSET_MOD:
+            raise ValueError(
+                f"journal_offset_start must be -1 (random) or 0..{OFFSET_MOD - 1}, "
+                f"got {self.offset_start}"
+            )
+        if self.level not in ("lifecycle", "drops", "full"):
+            raise ValueError(f"journal_level must be lifecycle, drops or full, got {self.level!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsSettings(Section):
+    """The Prometheus endpoint (:mod:`vehicle_middleware.server.metrics`). Each setting's name
+    starts with ``metrics_``."""
+
+    PREFIX: ClassVar[str] = "metrics_"
+
+    listen: str = ""
     """Serve Prometheus text at ``http://ADDRESS/metrics`` (empty: no). Port 0 picks one."""
-    metrics_remote: bool = False
+    remote: bool = False
     """Allow ``metrics_listen`` on an address other than loopback. The endpoint is
     plain HTTP with no authentication (app and key names, drops): off unless the
     vehicle network around it is trusted; ``GetStats`` (TLS, the admin scope) is
     the protected way."""
-    metrics_top_keys: int = 20
+    top_keys: int = 20
     """Keys in the per-key series (the busiest by writes per second; 0 to 1000)."""
-    tls_cert: str = ""
-    """PEM certificate (chain) of the middleware: TLS on the TCP listener (empty: plaintext)."""
-    tls_key: str = ""
-    """PEM private key of ``tls_cert``."""
-    tls_client_ca: str = ""
-    """PEM CA certificate(s): mutual TLS, every TCP client shows a certificate they
-    signed, and its subject CN (or a SAN) is the app's identity."""
-    unix_socket_mode: str = "0660"
-    """File mode of the Unix socket (octal): who may connect to it (plaintext)."""
-    # -- several nodes (vehicle_middleware.server.cluster; README "Several nodes") --
+
+    def __post_init__(self) -> None:
+        if self.listen:
+            _host, sep, port = self.listen.rpartition(":")
+            if not sep or not port.isdigit() or int(port) > 65535:
+                raise ValueError(
+                    f"metrics_listen {self.listen!r}: use HOST:PORT, e.g. 127.0.0.1:9464"
+                )
+            host = _host.strip("[]")
+            if host not in ("127.0.0.1", "::1", "localhost") and not self.remote:
+                raise ValueError(
+                    f"metrics_listen {self.listen!r} is not a loopback address: the "
+                    "metrics endpoint has no authentication; listen on 127.0.0.1 (a local "
+                    "scraper or agent), use GetStats (TLS, the admin scope), or set "
+                    "metrics_remote = true on a trusted network"
+                )
+        if not 0 <= self.top_keys <= 1000:
+            raise ValueError(f"metrics_top_keys must be 0 to 1000, got {self.top_keys}")
+
+
+_NODE_ID: Final = re.compile(r"[A-Za-z0-9_.\-]{1,64}", re.ASCII)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSettings(Section):
+    """Several nodes (:mod:`vehicle_middleware.server.cluster`; docs/operators.md "Several
+    nodes")."""
+
     node_id: str = ""
     """This node's id among the vehicle's middleware nodes (needed with peers)."""
     peers: tuple[str, ...] = ()
     """The other nodes, ``NAME=ADDRESS`` (NAME is the peer's node_id). Flag
     ``--peer`` (repeatable), TOML a list, ``VMW_PEERS`` comma-separated. None:
-    a single node, exactly as without this feature."""
+    a single node."""
     max_confirms: str = "0"
     """Confirmations by nodes other than an event's origin and this node before
     this node applies it: 0 (on receipt), 1, ... or ``all`` (every other node)."""
@@ -195,118 +407,15 @@ class Settings:
     """The private key of ``peer_tls_cert``."""
 
     def __post_init__(self) -> None:
-        positive = (
-            "event_budget",
-            "lifecycle_capacity",
-            "batch_max",
-            "stream_window",
-            "max_stream_window",
-            "max_keys",
-            "max_keys_per_request",
-            "max_message_bytes",
-            "max_apps",
-            "max_subscriptions_per_app",
-            "max_publish_streams_per_app",
-            "rate_limit_rps",
-            "rate_limit_burst",
-            "publish_messages_per_s",
-            "publish_burst",
-            "journal_segment_bytes",
-            "journal_max_bytes",
-            "journal_buffer",
-            "journal_history_records",
-            "journal_history_bytes",
-            "journal_consumer_max_lag_bytes",
-            "journal_max_consumers",
-        )
-        if self.slow_app_report_s <= 0:
-            raise ValueError(f"slow_app_report_s must be above 0, got {self.slow_app_report_s}")
-        for name in positive:
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in (
-            "grace_period_s",
-            "stream_writes_per_s",
-            "max_value_size",
-            "keepalive_time_s",
-            "keepalive_timeout_s",
-            "claim_grace_s",
-            "token_leeway_s",
-            "actuation_timeout_s",
-        ):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
-        if not -1 <= self.journal_offset_start < OFFSET_MOD:
-            raise ValueError(
-                f"journal_offset_start must be -1 (random) or 0..{OFFSET_MOD - 1}, "
-                f"got {self.journal_offset_start}"
-            )
-        if self.journal_level not in ("lifecycle", "drops", "full"):
-            raise ValueError(
-                f"journal_level must be lifecycle, drops or full, got {self.journal_level!r}"
-            )
-        check_choice(self.event_loop)
-        if self.auth_mode not in ("open", "token"):
-            raise ValueError(f"auth_mode must be 'open' or 'token', got {self.auth_mode!r}")
-        if self.auth_mode == "token" and not self.token_public_key:
-            raise ValueError("auth_mode 'token' needs token_public_key (a PEM file)")
-        if not self.listen and not self.unix_socket:
-            raise ValueError("listen and unix_socket are both empty: nothing to listen on")
-        if self.stream_window > self.max_stream_window:
-            raise ValueError(
-                f"stream_window ({self.stream_window}) exceeds max_stream_window "
-                f"({self.max_stream_window})"
-            )
-        if self.metrics_listen:
-            _host, sep, port = self.metrics_listen.rpartition(":")
-            if not sep or not port.isdigit() or int(port) > 65535:
-                raise ValueError(
-                    f"metrics_listen {self.metrics_listen!r}: use HOST:PORT, e.g. 127.0.0.1:9464"
-                )
-            host = _host.strip("[]")
-            if host not in ("127.0.0.1", "::1", "localhost") and not self.metrics_remote:
-                raise ValueError(
-                    f"metrics_listen {self.metrics_listen!r} is not a loopback address: the "
-                    "metrics endpoint has no authentication; listen on 127.0.0.1 (a local "
-                    "scraper or agent), use GetStats (TLS, the admin scope), or set "
-                    "metrics_remote = true on a trusted network"
-                )
-        if not 0 <= self.metrics_top_keys <= 1000:
-            raise ValueError(f"metrics_top_keys must be 0 to 1000, got {self.metrics_top_keys}")
-        if bool(self.tls_cert) != bool(self.tls_key):
-            raise ValueError("tls_cert and tls_key go together: give both or neither")
-        if self.tls_client_ca and not self.tls_cert:
-            raise ValueError("tls_client_ca (mutual TLS) needs tls_cert and tls_key")
-        if self.tls_cert and not self.listen:
-            raise ValueError("tls_cert is for the TCP listener, but listen is empty")
-        try:
-            mode = int(self.unix_socket_mode, 8)
-        except ValueError:
-            mode = -1
-        if not 0 <= mode <= 0o777:
-            raise ValueError(
-                f"unix_socket_mode must be an octal file mode such as 0660, "
-                f"got {self.unix_socket_mode!r}"
-            )
-        for rule in self.expect:
-            parse_expect_rule(rule)  # raises ValueError naming the rule
-        if self.max_value_size + 1024 > self.max_message_bytes:
-            raise ValueError("max_message_bytes must exceed max_value_size by at least 1 KiB")
-        self._check_cluster()
-
-    def _check_cluster(self) -> None:
-        for name in ("cluster_max_events", "cluster_max_bytes", "cluster_max_pending"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in (
+        _at_least(self, 1, "cluster_max_events", "cluster_max_bytes", "cluster_max_pending")
+        _above_zero(
+            self,
             "sync_interval_s",
             "send_unread_interval_s",
             "event_max_age_s",
             "event_max_ahead_s",
             "guard_timeout_s",
-        ):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be above 0, got {getattr(self, name)}")
+        )
         if self.max_confirms != "all" and not (
             self.max_confirms.isdigit() and int(self.max_confirms) < 1000
         ):
@@ -326,143 +435,70 @@ class Settings:
             raise ValueError("peer_tls_cert and peer_tls_key go together: give both or neither")
         if self.peer_tls_cert and not self.peer_tls_ca:
             raise ValueError("peer_tls_cert (mutual TLS to peers) needs peer_tls_ca")
-        for name in ("peer_tls_ca", "peer_tls_cert", "peer_tls_key"):
+        for name in ("peer_tls_ca", "peer_tls_cert", "peer_tls_key", "peer_token_file"):
             if getattr(self, name) and not Path(getattr(self, name)).is_file():
                 raise ValueError(f"{name} {getattr(self, name)}: no such file")
-        if self.peer_token_file and not Path(self.peer_token_file).is_file():
-            raise ValueError(f"peer_token_file {self.peer_token_file}: no such file")
-        if self.peers and self.auth_mode == "token" and not self.peer_token_file:
+
+    @property
+    def peer_addresses(self) -> dict[str, str]:
+        """Every other node's address by its name, in the order of ``peers``
+        (each entry checked when the section was built)."""
+        return dict(parse_peer(entry) for entry in self.peers)
+
+    @property
+    def confirms_needed(self) -> int | None:
+        """``max_confirms`` as a count; None for ``all`` (every other node's)."""
+        return None if self.max_confirms == "all" else int(self.max_confirms)
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessSettings(Section):
+    """The process around the parts: the vehicle it serves, its log and its event loop."""
+
+    vehicle_id: str = "vehicle"
+    """The vehicle this middleware serves: written in every journal record and in the figures."""
+    log_level: str = "INFO"
+    event_loop: str = "auto"
+    """The process's asyncio loop: ``auto`` (uvloop where installed, else
+    asyncio's own), ``uvloop`` (it or a start-up error) or ``asyncio``
+    (:mod:`vehicle_middleware.server.loop`)."""
+
+    def __post_init__(self) -> None:
+        check_choice(self.event_loop)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything the middleware process can be told, by section. Defaults are the
+    documented ones; each section checks its own settings, this class the few
+    rules that join two sections."""
+
+    network: NetworkSettings = field(default_factory=NetworkSettings)
+    access: AccessSettings = field(default_factory=AccessSettings)
+    limits: RequestLimits = field(default_factory=RequestLimits)
+    streams: StreamSettings = field(default_factory=StreamSettings)
+    ess: EssSettings = field(default_factory=EssSettings)
+    store: StoreSettings = field(default_factory=StoreSettings)
+    signals: SignalSettings = field(default_factory=SignalSettings)
+    journal: JournalSettings = field(default_factory=JournalSettings)
+    metrics: MetricsSettings = field(default_factory=MetricsSettings)
+    cluster: ClusterSettings = field(default_factory=ClusterSettings)
+    process: ProcessSettings = field(default_factory=ProcessSettings)
+
+    def __post_init__(self) -> None:
+        if self.access.tls_client_ca and not self.network.tls_cert:
+            raise ValueError("tls_client_ca (mutual TLS) needs tls_cert and tls_key")
+        if self.store.max_value_size + 1024 > self.limits.max_message_bytes:
+            raise ValueError("max_message_bytes must exceed max_value_size by at least 1 KiB")
+        if (
+            self.cluster.peers
+            and self.access.auth_mode == "token"
+            and not self.cluster.peer_token_file
+        ):
             raise ValueError(
                 "auth_mode 'token' with peers needs peer_token_file (a token with the peer "
                 "scope whose subject is node_id)"
             )
-
-
-_NODE_ID: Final = re.compile(r"[A-Za-z0-9_.\-]{1,64}", re.ASCII)
-
-
-@dataclass(frozen=True, slots=True)
-class AccessSettings:
-    """The section of :class:`Settings` identity, rate limits and claims use
-    (:mod:`vehicle_middleware.server.auth`)."""
-
-    auth_mode: str
-    token_public_key: str
-    token_audience: str
-    token_leeway_s: float
-    tls_client_ca: str
-    """Set: TCP callers show client certificates that name their app."""
-    rate_limit_rps: float
-    rate_limit_burst: int
-    publish_messages_per_s: float
-    publish_burst: int
-    claim_grace_s: float
-    max_publish_streams_per_app: int
-
-    @classmethod
-    def of(cls, s: Settings) -> AccessSettings:
-        return cls(
-            auth_mode=s.auth_mode,
-            token_public_key=s.token_public_key,
-            token_audience=s.token_audience,
-            token_leeway_s=s.token_leeway_s,
-            tls_client_ca=s.tls_client_ca,
-            rate_limit_rps=s.rate_limit_rps,
-            rate_limit_burst=s.rate_limit_burst,
-            publish_messages_per_s=s.publish_messages_per_s,
-            publish_burst=s.publish_burst,
-            claim_grace_s=s.claim_grace_s,
-            max_publish_streams_per_app=s.max_publish_streams_per_app,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class RequestLimits:
-    """The section of :class:`Settings` every servicer checks a request against."""
-
-    max_keys_per_request: int
-    """Entries of one request (keys, updates, subscriptions), at most."""
-    max_message_bytes: int
-    """The most bytes of one message, either way."""
-    max_subscriptions_per_app: int
-    """Subscriptions one app holds, at most."""
-    stream_window: int
-    """An ``Events`` stream's window when its app asks for none."""
-    max_stream_window: int
-    """The largest window an app may ask for."""
-
-    @classmethod
-    def of(cls, s: Settings) -> RequestLimits:
-        return cls(
-            max_keys_per_request=s.max_keys_per_request,
-            max_message_bytes=s.max_message_bytes,
-            max_subscriptions_per_app=s.max_subscriptions_per_app,
-            stream_window=s.stream_window,
-            max_stream_window=s.max_stream_window,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class StreamSettings:
-    """The section of :class:`Settings` the subscriber streams use
-    (:mod:`vehicle_middleware.server.session`)."""
-
-    max_apps: int
-    """Apps with an open stream, at most."""
-    grace_period_s: float
-    """How long an app's state outlives its stream (0: removed at once)."""
-    batch_max: int
-    """Events drained into one batch, at most."""
-    writes_per_s: int
-    """Stream writes a second, at most, all apps together (0: no budget)."""
-
-    @classmethod
-    def of(cls, s: Settings) -> StreamSettings:
-        return cls(
-            max_apps=s.max_apps,
-            grace_period_s=s.grace_period_s,
-            batch_max=s.batch_max,
-            writes_per_s=s.stream_writes_per_s,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterSettings:
-    """The section of :class:`Settings` a cluster node uses
-    (:mod:`vehicle_middleware.server.cluster`)."""
-
-    node_id: str
-    peers: tuple[tuple[str, str], ...]
-    """``(name, address)`` of every other node."""
-    max_confirms: int | None
-    """Confirmations an event needs (None: every peer's)."""
-    max_events: int
-    max_bytes: int
-    event_max_age_s: float
-    event_max_ahead_s: float
-    max_pending: int
-    send_unread_interval_s: float
-    sync_interval_s: float
-    guard_timeout_s: float
-    max_message_bytes: int
-    """The most bytes of one message (a link's send limit; events up to a quarter)."""
-
-    @classmethod
-    def of(cls, s: Settings) -> ClusterSettings:
-        return cls(
-            node_id=s.node_id,
-            peers=tuple(parse_peer(entry) for entry in s.peers),
-            max_confirms=None if s.max_confirms == "all" else int(s.max_confirms),
-            max_events=s.cluster_max_events,
-            max_bytes=s.cluster_max_bytes,
-            event_max_age_s=s.event_max_age_s,
-            event_max_ahead_s=s.event_max_ahead_s,
-            max_pending=s.cluster_max_pending,
-            send_unread_interval_s=s.send_unread_interval_s,
-            sync_interval_s=s.sync_interval_s,
-            guard_timeout_s=s.guard_timeout_s,
-            max_message_bytes=s.max_message_bytes,
-        )
 
 
 def parse_peer(entry: str) -> tuple[str, str]:
@@ -480,6 +516,80 @@ def parse_peer(entry: str) -> tuple[str, str]:
     return name, address.strip()
 
 
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One setting as operators name it: the TOML key ``name``, the flag
+    ``--name`` (dashes for underscores), the variable ``VMW_NAME``."""
+
+    name: str
+    section: str
+    """The attribute of :class:`Settings` that holds its section."""
+    field_name: str
+    """Its attribute in that section."""
+    default: Any
+
+    @property
+    def kind(self) -> type:
+        """The type its values are read as: that of its default (``tuple``: a list of strings)."""
+        return type(self.default)
+
+    @property
+    def flag(self) -> str:
+        return f"--{self.name.replace('_', '-')}"
+
+    @property
+    def env(self) -> str:
+        return f"VMW_{self.name.upper()}"
+
+
+def _by_name() -> dict[str, Setting]:
+    defaults = Settings()
+    out: dict[str, Setting] = {}
+    for s in fields(Settings):
+        section = getattr(defaults, s.name)
+        for f in fields(section):
+            name: str = section.PREFIX + f.name
+            if name in out:
+                raise RuntimeError(f"setting {name!r} is named twice")  # a bug in this module
+            out[name] = Setting(name, s.name, f.name, getattr(section, f.name))
+    return out
+
+
+SETTINGS_BY_NAME: Final[Mapping[str, Setting]] = MappingProxyType(_by_name())
+"""Every setting by its name, in the order of the sections and their fields."""
+
+
+def replace_settings(settings: Settings, /, **values: Any) -> Settings:
+    """A copy of ``settings`` with the settings named (by their flat names, as
+    :data:`SETTINGS_BY_NAME` has them) set to ``values``; each section changed is
+    checked again, then the whole.
+
+    Raises:
+        ValueError: an unknown name, or a value out of range, naming the setting.
+    """
+    changes: dict[str, dict[str, Any]] = {}
+    for name, value in values.items():
+        setting = SETTINGS_BY_NAME.get(name)
+        if setting is None:
+            raise ValueError(f"unknown setting {name!r}")
+        changes.setdefault(setting.section, {})[setting.field_name] = value
+    return dataclasses.replace(
+        settings,
+        **{
+            section: dataclasses.replace(getattr(settings, section), **kw)
+            for section, kw in changes.items()
+        },
+    )
+
+
+def flat_settings(settings: Settings) -> dict[str, Any]:
+    """Every setting by its name (as :data:`SETTINGS_BY_NAME` orders them), flat."""
+    return {
+        name: getattr(getattr(settings, s.section), s.field_name)
+        for name, s in SETTINGS_BY_NAME.items()
+    }
+
+
 _SECRET_WORDS: Final = frozenset({"token", "key", "secret", "password", "private", "credential"})
 """A setting with one of these among the words of its name is masked when shown."""
 MASK: Final = "***"
@@ -492,12 +602,10 @@ def masked(settings: Settings) -> dict[str, Any]:
     among the words of its name) shows ``***`` when set and ``''`` when empty,
     so the log says whether it is configured without saying what it is.
     """
-    out: dict[str, Any] = {}
-    for f in fields(settings):
-        value = getattr(settings, f.name)
-        if isinstance(value, str) and _SECRET_WORDS & set(f.name.split("_")):
-            value = MASK if value else ""
-        out[f.name] = value
+    out = flat_settings(settings)
+    for name, value in out.items():
+        if isinstance(value, str) and _SECRET_WORDS & set(name.split("_")):
+            out[name] = MASK if value else ""
     return out
 
 
@@ -536,27 +644,32 @@ def load_settings(
     env: Mapping[str, str] | None = None,
     overrides: Mapping[str, Any] | None = None,
 ) -> Settings:
-    """Build the settings from a TOML file, ``VMW_*`` variables and overrides.
+    """Build the settings from a TOML file, ``VMW_*`` variables and overrides,
+    each naming settings flat (:data:`SETTINGS_BY_NAME`).
+
+    The TOML file is one flat table of settings, at its top level or under
+    ``[middleware]``. An override of None is no override (a flag not given).
 
     Raises:
         ValueError: an unknown setting in the file, a value of the wrong type,
             or a value out of range, naming the setting.
     """
-    kinds = {f.name: type(f.default) for f in fields(Settings)}
     values: dict[str, Any] = {}
     if toml_path is not None:
         with toml_path.open("rb") as fh:
             table = tomllib.load(fh)
         table = table.get("middleware", table)
         for name, raw in table.items():
-            if name not in kinds:
+            if name not in SETTINGS_BY_NAME:
                 raise ValueError(f"{toml_path}: unknown setting {name!r}")
-            values[name] = _coerce(name, raw, kinds[name])
-    for name, kind in kinds.items():
-        raw_env = (env or {}).get(f"VMW_{name.upper()}")
+            values[name] = _coerce(name, raw, SETTINGS_BY_NAME[name].kind)
+    for name, setting in SETTINGS_BY_NAME.items():
+        raw_env = (env or {}).get(setting.env)
         if raw_env is not None:
-            values[name] = _coerce(f"VMW_{name.upper()}", raw_env, kind)
+            values[name] = _coerce(setting.env, raw_env, setting.kind)
     for name, raw in (overrides or {}).items():
         if raw is not None:
-            values[name] = _coerce(name, raw, kinds[name])
-    return dataclasses.replace(Settings(), **values)
+            if name not in SETTINGS_BY_NAME:
+                raise ValueError(f"unknown setting {name!r}")
+            values[name] = _coerce(name, raw, SETTINGS_BY_NAME[name].kind)
+    return replace_settings(Settings(), **values)

@@ -4,7 +4,7 @@ The rules are the ESS's (:mod:`vehicle_middleware.ess.health`: stale and fresh k
 :mod:`vehicle_middleware.ess.presence`: keys whose provider went away). :class:`HealthWatch`
 feeds them:
 
-* expected periods from ``Settings.expect`` (``PREFIX=SECONDS`` rules) and
+* expected periods from ``SignalSettings.expect`` (``PREFIX=SECONDS`` rules) and
   the VSS catalogs (:func:`vss.expected_period`), installed once the catalogs
   are loaded;
 * a tick every :data:`TICK_S` seconds (:meth:`HealthWatch.run`, a task of
@@ -70,7 +70,7 @@ class HealthWatch:
         ess: the ESS whose subscribers are told.
         store: the V-Store (key names, and the ESS's source of write times).
         record: journals a record (``Runtime.record``).
-        rules: ``PREFIX=SECONDS`` expectations (``Settings.expect``, validated there).
+        rules: ``PREFIX=SECONDS`` expectations (``SignalSettings.expect``, validated there).
         clock: the store's clock (ns since the epoch).
         """
         self._ess = ess

@@ -4,8 +4,8 @@ A write to an app's stream costs about the same whatever it carries: gRPC's
 CPU per write is many times the middleware's per event in it (figures in
 BENCHMARKS.md). With many apps each getting a few events per
 provider message, the number of writes, not of events, sets what delivery
-costs: 100 apps at 200 writes a second are 20,000 stream writes a second, a
-whole core, and every event then waits behind the others.
+costs: 100 apps at 200 writes a second are 20,000 stream writes a second, and
+every event then waits behind the others.
 
 :class:`WritePace` keeps the stream writes of all apps within ``per_s`` a
 second, with a burst of ``burst_s`` seconds' worth at once. Before each

@@ -25,12 +25,7 @@ from vehicle_middleware.server.auth.rate_limits import RateLimits
 from vehicle_middleware.server.auth.read_policy import StreamReadPolicy
 from vehicle_middleware.server.auth.stream_counts import StreamCounts
 from vehicle_middleware.server.cluster.node import ClusterNode, PeerCredentials
-from vehicle_middleware.server.config import (
-    AccessSettings,
-    ClusterSettings,
-    Settings,
-    StreamSettings,
-)
+from vehicle_middleware.server.config import Settings
 from vehicle_middleware.server.health import HealthWatch
 from vehicle_middleware.server.journal.build import build_journal
 from vehicle_middleware.server.journal.feed import Feed
@@ -59,29 +54,36 @@ class Runtime:
     ) -> None:
         """Build the parts, in order: the store with the catalogs' keys
         (``signals``: configuration every node has, never replicated), the
-        journal, the ESS and its listeners, then, with ``settings.peers``, the
+        journal, the ESS and its listeners, then, with ``settings.cluster.peers``, the
         cluster node (``peers``: the credentials its links present)."""
         self.settings = settings
         self.boot_id = uuid.uuid4().hex
-        access = AccessSettings.of(settings)
+        access = settings.access
         self.rate_limits = RateLimits.of(access)
         self.authenticator = Authenticator.of(access, self.rate_limits)
         """Who is calling (the servicers' identity interceptor)."""
         self.read_policy = StreamReadPolicy(open_mode=self.authenticator.open_mode)
         """What an app may read through the ESS."""
-        self.store = VStore(max_value_size=settings.max_value_size, max_keys=settings.max_keys)
+        self.store = VStore(
+            max_value_size=settings.store.max_value_size, max_keys=settings.store.max_keys
+        )
         self.journal: Journal | None = None
         self.journal_feed: Feed | None = None
         """What the journal's consumers read (JournalService); with the journal."""
         drops: DropJournal | None = None
-        if settings.journal_dir:
-            self.journal, self.journal_feed = build_journal(settings, self.boot_id)
+        if settings.journal.dir:
+            self.journal, self.journal_feed = build_journal(
+                settings.journal,
+                self.boot_id,
+                vehicle_id=settings.process.vehicle_id,
+                max_message_bytes=settings.limits.max_message_bytes,
+            )
             drops = DropJournal(self.journal, self.store)
         full = self.journal is not None and self.journal.full
         self.ess = EventSubSystem(
             self.store,
-            event_budget=settings.event_budget,
-            lifecycle_capacity=settings.lifecycle_capacity,
+            event_budget=settings.ess.event_budget,
+            lifecycle_capacity=settings.ess.lifecycle_capacity,
             read_policy=self.read_policy,
             observer=drops if self.journal is not None and self.journal.drops else None,
         )
@@ -91,9 +93,9 @@ class Runtime:
             self.store.set_listener(self.publish_tap)
         else:
             self.store.set_listener(self.ess)
-        self.slow_apps = SlowAppWatch(self.ess, every=settings.slow_app_report_s)
+        self.slow_apps = SlowAppWatch(self.ess, every=settings.ess.slow_app_report_s)
         """Reports apps whose queues drop events (driven by the server)."""
-        self.health = HealthWatch(self.ess, self.store, self.record, settings.expect)
+        self.health = HealthWatch(self.ess, self.store, self.record, settings.signals.expect)
         """Stale keys and lost providers (ticked by the server; catalogs added there)."""
         self.claims = WriteClaims(
             grace_s=access.claim_grace_s, on_claims=self.health.claims_changed
@@ -107,7 +109,7 @@ class Runtime:
         """More figures for the metrics and GetStats, registered by the parts that
         keep them (e.g. the journal's consumers, peer links)."""
         self.streams = Streams(
-            StreamSettings.of(settings),
+            settings.streams,
             self.ess,
             self.read_policy,
             self.stream_counts,
@@ -117,22 +119,23 @@ class Runtime:
         )
         """Every app's open stream (own event streams and KUKSA subscriptions)."""
         self.cluster: ClusterNode | None = None
-        """The replication with peers (with ``settings.peers``)."""
+        """The replication with peers (with ``settings.cluster.peers``)."""
         if signals is not None:
             signals.install(self.store)
             self.health.expect_catalog(signals)
-        if settings.peers:
+        if settings.cluster.peers:
             # After the catalogs: their keys are every node's own configuration, not writes.
             listener = self.store.listener
             assert listener is not None
             self.cluster = ClusterNode(
-                ClusterSettings.of(settings),
+                settings.cluster,
                 self.boot_id,
                 self.store,
                 listener,
                 self.publish_tap,
                 self.record,
                 peers or PeerCredentials(),
+                max_message_bytes=settings.limits.max_message_bytes,
             )
             self.store.set_listener(self.cluster.tap)
         self.writes = WritePath(

@@ -4,14 +4,14 @@ Serves ``vehicle.ess.v1.EventService``, ``vehicle.vstore.v1.VStore``,
 ``vehicle.actuation.v1.Actuation``, ``vehicle.cluster.v1.Peer`` (several
 nodes, :mod:`vehicle_middleware.server.cluster`), ``vehicle.admin.v1.Admin`` (the metrics
 figures, :mod:`vehicle_middleware.server.metrics`; also as Prometheus text with
-``Settings.metrics_listen``), the KUKSA.val services ``kuksa.val.v1.VAL``
+``MetricsSettings.listen``), the KUKSA.val services ``kuksa.val.v1.VAL``
 and ``kuksa.val.v2.VAL``
 (:mod:`vehicle_middleware.server.kuksa`; actuation shares one core with the project's own,
 :mod:`vehicle_middleware.server.actuation`), the standard ``grpc.health.v1.Health`` and server
-reflection. The VSS catalogs of ``Settings.vss`` are loaded first: their
+reflection. The VSS catalogs of ``SignalSettings.vss`` are loaded first: their
 signals are keys from the start, typed (:mod:`vehicle_middleware.server.signals`). Keepalive is on,
 so
-a peer that vanished is found and its app removed. With ``Settings.tls_cert``
+a peer that vanished is found and its app removed. With ``NetworkSettings.tls_cert``
 the TCP listener speaks TLS (mutual with ``tls_client_ca``, :mod:`vehicle_middleware.server.tls`);
 the Unix socket stays plaintext, its file mode set to ``unix_socket_mode``.
 """
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import errno
 import logging
 import os
@@ -40,14 +39,16 @@ from vehicle_middleware.proto.vehicle.cluster.v1 import cluster_pb2, cluster_pb2
 from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2, ess_pb2_grpc
 from vehicle_middleware.proto.vehicle.journal.v1 import journal_pb2, journal_pb2_grpc
 from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
+from vehicle_middleware.server import codecs
 from vehicle_middleware.server.actuation import Actuation
 from vehicle_middleware.server.cluster.node import PeerCredentials
-from vehicle_middleware.server.config import RequestLimits, Settings
+from vehicle_middleware.server.config import ClusterSettings, Settings, flat_settings
 from vehicle_middleware.server.kuksa import KUKSA_SERVICES, KuksaV1, KuksaV2, add_kuksa_services
 from vehicle_middleware.server.kuksa.common import authenticate_kuksa
 from vehicle_middleware.server.kuksa.subscriptions import KuksaSubscriptions
 from vehicle_middleware.server.memory_trim import MemoryTrim, malloc_trim
 from vehicle_middleware.server.metrics import (
+    Figure,
     MetricsEndpoint,
     MetricsListenError,
     StatsReader,
@@ -100,9 +101,9 @@ class RunningServer:
     watch: asyncio.Task[None] | None = None
     """Reports apps that do not keep up (see :mod:`vehicle_middleware.server.slow_apps`)."""
     signals: Signals | None = None
-    """The VSS metadata of the typed keys (``Settings.vss``)."""
+    """The VSS metadata of the typed keys (``SignalSettings.vss``)."""
     metrics: MetricsEndpoint | None = None
-    """The Prometheus endpoint (``Settings.metrics_listen``); its ``address`` has the port."""
+    """The Prometheus endpoint (``MetricsSettings.listen``); its ``address`` has the port."""
     health_watch: asyncio.Task[None] | None = None
     """Tells apps about stale keys (see :mod:`vehicle_middleware.server.health`)."""
     calls: CallTracker | None = None
@@ -111,6 +112,8 @@ class RunningServer:
     """Hands the memory of a surge of calls back when it ends
     (:mod:`vehicle_middleware.server.memory_trim`)."""
     journal_service: JournalService | None = None
+    actuation: Actuation | None = None
+    """The actuators' providers, shared by the project's API and KUKSA's."""
 
     async def stop(self, grace: float = 2.0) -> None:
         """Refuse new calls, end streams after ``grace`` seconds, forget every app, write
@@ -144,13 +147,14 @@ class RunningServer:
 
 
 def _options(s: Settings) -> list[tuple[str, int]]:
+    network = s.network
     return [
-        ("grpc.max_receive_message_length", s.max_message_bytes),
-        ("grpc.max_send_message_length", s.max_message_bytes),
-        ("grpc.keepalive_time_ms", int(s.keepalive_time_s * 1000)),
-        ("grpc.keepalive_timeout_ms", int(s.keepalive_timeout_s * 1000)),
+        ("grpc.max_receive_message_length", s.limits.max_message_bytes),
+        ("grpc.max_send_message_length", s.limits.max_message_bytes),
+        ("grpc.keepalive_time_ms", int(network.keepalive_time_s * 1000)),
+        ("grpc.keepalive_timeout_ms", int(network.keepalive_timeout_s * 1000)),
         # Recent grpc-core times out every ping with this (default 60 s), keepalive's too.
-        ("grpc.http2.ping_timeout_ms", int(s.keepalive_timeout_s * 1000)),
+        ("grpc.http2.ping_timeout_ms", int(network.keepalive_timeout_s * 1000)),
         ("grpc.keepalive_permit_without_calls", 1),
         ("grpc.http2.max_pings_without_data", 0),
         # Let clients ping every few seconds to find a dead middleware quickly.
@@ -262,7 +266,7 @@ def _bind_unix(server: grpc.aio.Server, address: str, mode: int) -> None:
     os.chmod(path, mode)
 
 
-def peer_credentials(settings: Settings) -> PeerCredentials:
+def peer_credentials(settings: ClusterSettings) -> PeerCredentials:
     """What this node's links present to its peers: the token file's token, TLS files."""
     token = Path(settings.peer_token_file).read_text().strip() if settings.peer_token_file else None
     tls = None
@@ -281,17 +285,19 @@ async def start_server(settings: Settings) -> RunningServer:
     Raises:
         AddressInUseError: an address cannot be bound (e.g. another middleware
             listens on the TCP port), or a live server answers on the Unix socket.
-        CatalogError: a VSS catalog of ``settings.vss`` cannot be read.
-        JournalInUseError: another live middleware writes ``settings.journal_dir``.
+        CatalogError: a VSS catalog of ``settings.signals.vss`` cannot be read.
+        JournalInUseError: another live middleware writes ``settings.journal.dir``.
         TlsConfigError: a TLS file cannot be read, does not parse, has expired,
             or the key is not the certificate's.
-        MetricsListenError: ``settings.metrics_listen`` cannot be listened on.
+        MetricsListenError: ``settings.metrics.listen`` cannot be listened on.
     """
     tls: ServerTls | None = None
-    if settings.tls_cert:
-        tls = load_server_tls(settings.tls_cert, settings.tls_key, settings.tls_client_ca)
-    signals = Signals.load(settings.vss)
-    runtime = Runtime(settings, signals, peer_credentials(settings) if settings.peers else None)
+    network = settings.network
+    if network.tls_cert:
+        tls = load_server_tls(network.tls_cert, network.tls_key, settings.access.tls_client_ca)
+    signals = Signals.load(settings.signals.vss)
+    cluster = settings.cluster
+    runtime = Runtime(settings, signals, peer_credentials(cluster) if cluster.peers else None)
     identify = Identify(
         runtime.authenticator,
         {
@@ -315,7 +321,7 @@ async def start_server(settings: Settings) -> RunningServer:
     server = grpc.aio.server(
         options=_options(settings), interceptors=[calls, DecodeGuard(), identify]
     )
-    limits = RequestLimits.of(settings)
+    limits = settings.limits
     authenticator = runtime.authenticator
     ess_pb2_grpc.add_EventServiceServicer_to_server(
         EventService(
@@ -346,13 +352,18 @@ async def start_server(settings: Settings) -> RunningServer:
         ),
         server,
     )
-    actuation = Actuation(runtime.store, signals, runtime.claims, settings.actuation_timeout_s)
+    actuation = Actuation(
+        runtime.store, signals, runtime.claims, settings.signals.actuation_timeout_s
+    )
     actuation_pb2_grpc.add_ActuationServicer_to_server(
         ActuationService(authenticator, limits, actuation), server
     )
-    journal_service = JournalService(authenticator, runtime.journal_feed, settings.vehicle_id)
+    journal_service = JournalService(
+        authenticator, runtime.journal_feed, settings.process.vehicle_id
+    )
     if runtime.journal_feed is not None:
         runtime.collectors.register("journal_consumers", runtime.journal_feed.figures)
+    runtime.collectors.register("codecs", _codecs_figures)
     journal_pb2_grpc.add_JournalServiceServicer_to_server(journal_service, server)
     subscriptions = KuksaSubscriptions(
         store=runtime.store,
@@ -393,8 +404,8 @@ async def start_server(settings: Settings) -> RunningServer:
         journal=runtime.journal,
         collectors=runtime.collectors,
         boot_id=runtime.boot_id,
-        vehicle_id=settings.vehicle_id,
-        top_keys=settings.metrics_top_keys,
+        vehicle_id=settings.process.vehicle_id,
+        top_keys=settings.metrics.top_keys,
     )
     admin_pb2_grpc.add_AdminServicer_to_server(AdminService(authenticator, limits, stats), server)
     cluster_pb2_grpc.add_PeerServicer_to_server(
@@ -402,7 +413,7 @@ async def start_server(settings: Settings) -> RunningServer:
             authenticator,
             runtime.cluster,
             lambda: cluster_pb2.StatusResponse(
-                node_id=settings.node_id, head=runtime.head(), keys=len(runtime.store)
+                node_id=cluster.node_id, head=runtime.head(), keys=len(runtime.store)
             ),
         ),
         server,
@@ -423,23 +434,23 @@ async def start_server(settings: Settings) -> RunningServer:
     port = 0
     metrics: MetricsEndpoint | None = None
     try:
-        if settings.listen:
-            port = _bind(server, settings.listen, tls.credentials() if tls else None)
-            host = settings.listen.rsplit(":", 1)[0]
+        if network.listen:
+            port = _bind(server, network.listen, tls.credentials() if tls else None)
+            host = network.listen.rsplit(":", 1)[0]
             addresses.append(f"{host}:{port}")
-        if settings.unix_socket:
-            unix = f"unix:{settings.unix_socket}"
+        if network.unix_socket:
+            unix = f"unix:{network.unix_socket}"
             # gRPC unlinks an existing socket file before binding: without this
             # check a second middleware would silently take the path over.
-            if _unix_socket_in_use(settings.unix_socket):
+            if _unix_socket_in_use(network.unix_socket):
                 raise AddressInUseError(
                     f"cannot listen on {unix}: another server is listening on that socket"
                 )
-            _bind_unix(server, unix, int(settings.unix_socket_mode, 8))
+            _bind_unix(server, unix, network.unix_socket_file_mode)
             addresses.append(unix)
-        if settings.metrics_listen:
+        if settings.metrics.listen:
             metrics = MetricsEndpoint(registry_for(stats))
-            await metrics.start(settings.metrics_listen)
+            await metrics.start(settings.metrics.listen)
     except (AddressInUseError, MetricsListenError):
         await server.stop(None)  # releases what was bound already
         if runtime.journal is not None:
@@ -454,7 +465,7 @@ async def start_server(settings: Settings) -> RunningServer:
             address=address,
             level=runtime.journal.level.name.lower(),
             settings={
-                k: v for k, v in dataclasses.asdict(settings).items() if not k.startswith("token")
+                k: v for k, v in flat_settings(settings).items() if not k.startswith("token")
             },
         )
     for name in ("", *SERVICES):
@@ -486,4 +497,21 @@ async def start_server(settings: Settings) -> RunningServer:
         calls=calls,
         memory=memory,
         journal_service=journal_service,
+        actuation=actuation,
     )
+
+
+def _codecs_figures() -> list[Figure]:
+    """Which implementation of the hot encoders and readers a stream opened now runs
+    (:mod:`vehicle_middleware.server.codecs`): a figure for the metrics and ``vehicle_middleware
+    top``."""
+    return [
+        Figure(
+            "vmw_codecs_info",
+            "Always 1; the label names the implementation of the hot encoders and readers "
+            "(fast or reference, VMW_REFERENCE_CODECS).",
+            "gauge",
+            (("codecs", codecs.selected().value),),
+            1.0,
+        )
+    ]

@@ -260,7 +260,7 @@ class Streams:
         slow_apps: SlowAppWatch,
     ) -> None:
         self._settings = settings
-        self._pace = WritePace(settings.writes_per_s)
+        self._pace = WritePace(settings.stream_writes_per_s)
         """One budget of stream writes for every app's stream."""
         self._ess = ess
         self._read_policy = read_policy

@@ -1,21 +1,25 @@
 """Protobuf's wire format, for the messages the middleware writes as bytes.
 
 Some messages are written without a protobuf object: a peer message made of
-events serialized once (:mod:`vehicle_middleware.server.cluster.convert`), a KUKSA
-subscription's response made of spliced entries
-(:mod:`vehicle_middleware.server.kuksa.entries`). Both put fields together by hand, and a
-length-delimited field is its tag, its length, then its bytes; the varint
-that writes tags and lengths is here, once.
+events serialized once (:mod:`vehicle_middleware.server.cluster.convert`), and the fast
+implementations behind :mod:`vehicle_middleware.server.codecs` (an app stream's batches, a
+KUKSA subscription's responses made of spliced entries). They put fields
+together by hand, and a length-delimited field is its tag, its length, then
+its bytes; the varint that writes tags and lengths is here, once:
+:func:`varint` (tables and unrolled widths, compiled by mypyc in the compiled
+build) and :func:`plain_varint`, its readable twin (one byte a step).
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["ONE_BYTE", "short_heads", "varint"]
+__all__ = ["ONE_BYTE", "plain_varint", "short_heads", "varint"]
 
 
-def _encode(n: int) -> bytes:
+def plain_varint(n: int) -> bytes:
+    """Protobuf's base-128 encoding of ``n`` >= 0, seven bits a byte, the low first,
+    each byte but the last with its high bit set."""
     out = bytearray()
     while n > 0x7F:
         out.append((n & 0x7F) | 0x80)
@@ -24,7 +28,7 @@ def _encode(n: int) -> bytes:
     return bytes(out)
 
 
-ONE_BYTE: Final = tuple(_encode(n) for n in range(128))
+ONE_BYTE: Final = tuple(plain_varint(n) for n in range(128))
 """The one-byte varints, 0 to 127: most tags and lengths (read from a table, not computed)."""
 
 
@@ -35,11 +39,11 @@ def short_heads(tag: bytes) -> tuple[bytes, ...]:
 
 
 def varint(n: int) -> bytes:
-    """Protobuf's base-128 encoding of ``n`` >= 0."""
+    """Protobuf's base-128 encoding of ``n`` >= 0 (as :func:`plain_varint`)."""
     if n < 128:
         return ONE_BYTE[n]
-    # Up to five bytes (any uint32: a seq, a key, a length) without the loop, which
-    # costs about half as much again: the fields of every event go through here.
+    # Up to five bytes (any uint32: a seq, a key, a length) without the loop: the
+    # fields of every event go through here.
     if n < 1 << 14:
         return bytes((n & 0x7F | 0x80, n >> 7))
     if n < 1 << 21:
@@ -56,4 +60,4 @@ def varint(n: int) -> bytes:
                 n >> 28,
             )
         )
-    return _encode(n)
+    return plain_varint(n)

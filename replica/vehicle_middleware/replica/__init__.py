@@ -12,7 +12,7 @@ the standard library and ``vstore``; must not import ``middleware``
 (``tests/unit/test_layout.py``).
 """
 
-from vehicle_middleware.replica.chains import Chain, Held, Retention
+from vehicle_middleware.replica.chains import Chain, HeldEvent, Retention
 from vehicle_middleware.replica.events import (
     ChainId,
     Event,
@@ -49,7 +49,7 @@ __all__ = [
     "Event",
     "GetData",
     "GuardRefusal",
-    "Held",
+    "HeldEvent",
     "Horizon",
     "HybridClock",
     "KeyState",

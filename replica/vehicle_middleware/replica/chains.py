@@ -27,14 +27,14 @@ from typing import Final
 
 from vehicle_middleware.replica.events import ChainId, Event, Kind, Write
 
-__all__ = ["RECENT", "Chain", "Held", "Retained", "Retention"]
+__all__ = ["RECENT", "Chain", "HeldEvent", "Retained", "Retention"]
 
 RECENT: Final = 1024
 """Events per chain kept as objects; older retained ones are packed."""
 
 
 @dataclass(frozen=True, slots=True)
-class Held:
+class HeldEvent:
     """A retained event and when this node got it (monotonic seconds)."""
 
     event: Event
@@ -46,14 +46,14 @@ _Packed = tuple[bytes, float, int, int, bytes]
 Only bytes and numbers: the garbage collector untracks such a tuple."""
 
 
-def _pack(held: Held) -> _Packed:
+def _pack(held: HeldEvent) -> _Packed:
     e = held.event
     writes = tuple((w.key, w.data, w.version, w.time_ns) for w in e.writes)
     fields = (e.origin, e.boot, e.seq, e.prev, e.seen, e.stamp, int(e.kind), e.ref, e.won, writes)
     return (marshal.dumps(fields), held.at, e.stamp, e.size, e.hash)
 
 
-def _unpack(packed: _Packed) -> Held:
+def _unpack(packed: _Packed) -> HeldEvent:
     origin, boot, seq, prev, seen, stamp, kind, ref, won, writes = marshal.loads(packed[0])
     event = Event(
         origin,
@@ -68,10 +68,10 @@ def _unpack(packed: _Packed) -> Held:
         tuple(Write(*w) for w in writes),
         packed[4],
     )
-    return Held(event, packed[1])
+    return HeldEvent(event, packed[1])
 
 
-class Retained(Mapping[int, Held]):
+class Retained(Mapping[int, HeldEvent]):
     """A chain's retained events by seq: the newest :data:`RECENT` as objects,
     older ones packed. Seqs are added in increasing order and removed from the
     oldest (or all at once); reading a packed one unpacks a copy."""
@@ -79,10 +79,10 @@ class Retained(Mapping[int, Held]):
     __slots__ = ("_packed", "_recent")
 
     def __init__(self) -> None:
-        self._recent: dict[int, Held] = {}
+        self._recent: dict[int, HeldEvent] = {}
         self._packed: dict[int, _Packed] = {}
 
-    def add(self, seq: int, held: Held) -> None:
+    def add(self, seq: int, held: HeldEvent) -> None:
         """Retain ``held`` as ``seq`` (the next seq). O(1)."""
         recent = self._recent
         recent[seq] = held
@@ -90,7 +90,7 @@ class Retained(Mapping[int, Held]):
             oldest = next(iter(recent))
             self._packed[oldest] = _pack(recent.pop(oldest))
 
-    def __getitem__(self, seq: int) -> Held:
+    def __getitem__(self, seq: int) -> HeldEvent:
         held = self._recent.get(seq)
         if held is not None:
             return held
@@ -180,7 +180,7 @@ class Chain:
         """Hold the next event (the caller checked seq and prev). O(1)."""
         assert event.seq == self.held + 1
         assert event.prev == self.last_hash
-        self.events.add(event.seq, Held(event, at))
+        self.events.add(event.seq, HeldEvent(event, at))
         self.held = event.seq
         self.last_hash = event.hash
         self.last_stamp = event.stamp

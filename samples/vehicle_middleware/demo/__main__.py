@@ -80,6 +80,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, default=Path("demo-out"), help="default ./demo-out")
     parser.add_argument("--rate-scale", type=float, default=1.0, help="provider rates times this")
     parser.add_argument("--no-analysis", action="store_true", help="skip Spark: ingest, analysis")
+    parser.add_argument(
+        "--middleware-python",
+        default=sys.executable,
+        help="the Python that runs the middleware (default this one; `make demo` passes the "
+        "compiled build's where it was built)",
+    )
     return parser
 
 
@@ -129,12 +135,12 @@ def _progress(sup: Supervisor, out: Path, elapsed: float, duration: float) -> st
     return " | ".join(parts)
 
 
-def _start_middleware(sup: Supervisor, out: Path, threshold: float) -> str:
-    """The middleware with its journal; its address."""
+def _start_middleware(sup: Supervisor, out: Path, threshold: float, python: str) -> str:
+    """The middleware, run by ``python``, with its journal; its address."""
     sup.start(
         "middleware",
         [
-            sys.executable, "-m", "vehicle_middleware.server", "serve",
+            python, "-m", "vehicle_middleware.server", "serve",
             "--listen", "127.0.0.1:0",
             "--journal-dir", str(out / "journal"),
             "--journal-level", "full",
@@ -142,8 +148,10 @@ def _start_middleware(sup: Supervisor, out: Path, threshold: float) -> str:
             "--expect", f"{STALLED}={threshold:g}",
         ],
     )  # fmt: skip
+    codecs = sup.wait_for_line("middleware", r"codecs: (.+)$", 30)[1]
     address = sup.wait_for_line("middleware", r"listening on (\S+)", 30)[1]
     print(f"middleware  listening on {address}, journal at level full in {out / 'journal'}")
+    print(f"            codecs {codecs}, run by {python}")
     return address
 
 
@@ -295,7 +303,7 @@ def run(args: argparse.Namespace, sup: Supervisor) -> dict[str, Any]:
     duration = args.duration
     threshold = max(1.5, 0.2 * duration)
 
-    address = _start_middleware(sup, out, threshold)
+    address = _start_middleware(sup, out, threshold, args.middleware_python)
     # From the start: a new reliable consumer would read the journal from its
     # oldest record anyway, but following from the first shows the export live.
     sup.start("collector", _collect(address, out, "--follow", "--progress-s", "1", *_INFO))

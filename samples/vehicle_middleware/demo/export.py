@@ -32,7 +32,7 @@ from vehicle_middleware.contract.journal.segments import lines, segment_files
 __all__ = [
     "Collected",
     "ExportCheck",
-    "Held",
+    "Holdings",
     "Record",
     "check_export",
     "compare",
@@ -54,7 +54,7 @@ class Record:
 
 
 @dataclass(frozen=True, slots=True)
-class Held:
+class Holdings:
     """What one place (the landing area, the dataset) holds of the journal."""
 
     copies: int
@@ -113,8 +113,8 @@ class ExportCheck:
 
     journal: int
     """Records in the journal on disk (every boot)."""
-    landing: Held
-    dataset: Held | None
+    landing: Holdings
+    dataset: Holdings | None
     not_exported: dict[str, int] = field(default_factory=dict)
     """Journal records the last place (the dataset, else the landing area) lacks, by kind."""
     collect_gaps: int = 0
@@ -124,7 +124,7 @@ class ExportCheck:
     collected: Collected | None = None
 
     @property
-    def last(self) -> Held:
+    def last(self) -> Holdings:
         """The place the export ends in: the dataset, else the landing area."""
         return self.dataset if self.dataset is not None else self.landing
 
@@ -158,7 +158,7 @@ class ExportCheck:
         return out
 
     def as_dict(self) -> dict[str, Any]:
-        def held(h: Held | None) -> dict[str, int] | None:
+        def held(h: Holdings | None) -> dict[str, int] | None:
             if h is None:
                 return None
             return {
@@ -181,7 +181,7 @@ class ExportCheck:
         }
 
 
-def _held(journal: dict[tuple[str, int], Record], place: Iterable[Record]) -> Held:
+def _held(journal: dict[tuple[str, int], Record], place: Iterable[Record]) -> Holdings:
     copies = 0
     seen: Counter[tuple[str, int]] = Counter()
     altered: set[tuple[str, int]] = set()
@@ -193,7 +193,7 @@ def _held(journal: dict[tuple[str, int], Record], place: Iterable[Record]) -> He
         if mine is not None and mine.hash != r.hash:
             altered.add(key)
     foreign = sum(1 for k in seen if k not in journal)
-    return Held(
+    return Holdings(
         copies=copies,
         held=sum(1 for k in seen if k in journal and k not in altered),
         duplicated=copies - len(seen),

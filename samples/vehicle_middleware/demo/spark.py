@@ -7,8 +7,8 @@ and ``ANALYZE`` is ``analyze --input DATASET --output REPORT [...]``; OPTIONS
 are the command's own (``--master``, ``--shuffle-partitions``). Both are
 parsed by ``vehicle_middleware.telemetry_export``'s own parser, so they mean exactly what they
 mean there, and run the same jobs (``job.ingest_stream``, ``job.analyze``).
-In one JVM they spare the demo a second JVM's start and warm-up: about 20 s
-of its minute on two cores.
+In one JVM they spare the demo a second JVM's start and warm-up, a large
+part of its Spark step on a small machine.
 
 While it works it says so on stdout, a line per stage (the session's start,
 the ingest, the analysis, the session's stop) as it starts and as it ends,

@@ -35,7 +35,6 @@ from vehicle_middleware.sdk.events import (
 from vehicle_middleware.sdk.provider import (
     ConflictError,
     HeadConflictError,
-    KeysChangedError,
     ProviderClient,
     PublishRefusedError,
 )
@@ -55,7 +54,6 @@ __all__ = [
     "KeyFreshEvent",
     "KeyRemovedEvent",
     "KeyStaleEvent",
-    "KeysChangedError",
     "MiddlewareUnreachableError",
     "ProviderBackEvent",
     "ProviderClient",

@@ -33,7 +33,6 @@ from vehicle_middleware.sdk.errors import MiddlewareUnreachableError
 __all__ = [
     "ConflictError",
     "HeadConflictError",
-    "KeysChangedError",
     "ProviderClient",
     "PublishRefusedError",
 ]
@@ -60,10 +59,6 @@ class HeadConflictError(Exception):
         self.key = key
         self.head = head
         super().__init__(f"{key}: the head moved on (now {head[:12]})")
-
-
-class KeysChangedError(Exception):
-    """Key ids may have changed (restart, removed keys): read ``ids`` again."""
 
 
 class PublishRefusedError(Exception):

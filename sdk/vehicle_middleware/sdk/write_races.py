@@ -5,13 +5,13 @@ is not the token's) ends the call as soon as it starts. A client that writes
 its first message at that moment has the write fail inside gRPC, and grpc.aio
 then reports its own ``INTERNAL`` ("Internal error from Core", a failed
 ``execute_batch`` of a ``SendMessageOperation``) as the call's status: the
-middleware's answer is lost. One call in a few dozen to a few hundred on a
-loopback (measured here: 1 of 300 through :class:`~vehicle_middleware.sdk.AppClient`, 26 of
-600 on a bare stream). The SDK then asks again, so that the refusal arrives
-with its own code and words: the event stream and the actuator stream open
-again, up to :data:`ATTEMPTS` times in all; a provider's ``Publish`` stream
-counts as broken and reconnects (its keys are added again first, and a
-middleware refusing the provider refuses that), where reconnecting is on.
+middleware's answer is lost. It is rare, but a loopback connection hits it
+(through :class:`~vehicle_middleware.sdk.AppClient` and on a bare stream). The SDK then asks
+again, so that the refusal arrives with its own code and words: the event
+stream and the actuator stream open again, up to :data:`ATTEMPTS` times in
+all; a provider's ``Publish`` stream counts as broken and reconnects (its keys
+are added again first, and a middleware refusing the provider refuses that),
+where reconnecting is on.
 """
 
 from __future__ import annotations

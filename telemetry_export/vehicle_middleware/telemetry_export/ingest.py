@@ -52,8 +52,8 @@ WRITE_OPTIONS: Final = {
     **{f"parquet.column.statistics.enabled#{c}": "false" for c in _RANDOM},
 }
 """Parquet settings of the records: no dictionary for columns whose values
-(nearly) never repeat, and no min/max of random hashes (a third of the
-write's time, measured at 1.8M records; nothing reads them)."""
+(nearly) never repeat, and no min/max of random hashes (computing them is a
+large part of the write, and nothing reads them)."""
 BATCH_TAG: Final = "batch"
 """The tag of ``ingest``'s one batch."""
 _KEY: Final = [*chain.BOOT, "offset", "hash", "hash_ok"]

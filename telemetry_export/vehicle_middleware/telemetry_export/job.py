@@ -312,8 +312,8 @@ def analyze(
     kept: list[DataFrame] = [facts, names, floors, active, notes]
     try:
         with ThreadPoolExecutor(max_workers=1) as pool:
-            # The pass runs while this thread plans the findings (about a second
-            # of driver time here).
+            # The pass runs while this thread plans the findings, which takes the
+            # driver a while: neither waits for the other.
             materialized = pool.submit(active.count)
             seq_gaps = transforms.with_key_names(transforms.seq_gaps(active, floors), names)
             integrity = transforms.boot_integrity(facts)

@@ -4,14 +4,15 @@ session (``spark.jars``: the driver's classpath and, on a cluster, every
 executor's), registered as the SQL functions :data:`FUNCTION` and :data:`HASH_CHECKS`.
 
 It reads a line as the middleware writes it (compact ASCII JSON, each known
-field of its type) in one pass over its bytes and gives the record's struct,
-or null for any other line, which :func:`vehicle_middleware.telemetry_export.transforms.parse_lines`
-leaves to Spark's ``from_json``; and checks a line's hash over its bytes
-(Spark's ``sha2`` over a copied substring, in hex, otherwise). The results
-are the same, faster (``from_json`` was about 45% of ingest's time, measured
-at 1.8M records). Without a JDK
-(only a JRE), or in a session that did not start with the jar, nothing is
-registered and ``from_json`` reads every line.
+field of its type) in one pass over its bytes and gives the record's struct, or
+null for any other line, which :func:`vehicle_middleware.telemetry_export.transforms.parse_lines`
+leaves
+to Spark's ``from_json``; and checks a line's hash over its bytes (Spark's
+``sha2`` over a copied substring, in hex, otherwise). The results are the same;
+the line is read once, where ``from_json`` allocates a character reader and
+looks up the schema's defaults for every line, which makes it a large part of
+ingest's work. Without a JDK (only a JRE), or in a session that did not start
+with the jar, nothing is registered and ``from_json`` reads every line.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from typing import Any
 from vehicle_middleware.contract.journal import landing as layout
 from vehicle_middleware.telemetry_export.landing_area import Landing
 
-__all__ = ["Held", "Position", "complete_pending", "load_position", "save_position"]
+__all__ = ["Position", "PositionFile", "complete_pending", "load_position", "save_position"]
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class Position:
 
 
 @dataclass(slots=True)
-class Held:
+class PositionFile:
     """A vehicle's position file: the position, who holds the vehicle, and a flush
     that was under way (its renames) when the collector stopped."""
 
@@ -59,7 +59,7 @@ class Held:
     pending: list[tuple[str, str]]
 
 
-def load_position(landing: Landing, vehicle: str) -> Held | None:
+def load_position(landing: Landing, vehicle: str) -> PositionFile | None:
     """The vehicle's position file, or None."""
     data = landing.read_replaced(layout.position_path(vehicle))
     if data is None:
@@ -82,7 +82,7 @@ def load_position(landing: Landing, vehicle: str) -> Held | None:
             files=int(doc.get("files", 0)),
             done_boots=[str(b) for b in doc.get("done_boots", [])],
         )
-    return Held(
+    return PositionFile(
         position,
         str(doc.get("owner", "")),
         int(doc.get("heartbeat_ns", 0)),
@@ -106,7 +106,7 @@ def save_position(
     landing.replace(layout.position_path(vehicle), json.dumps(doc, sort_keys=True).encode())
 
 
-def complete_pending(landing: Landing, vehicle: str, held: Held, owner: str) -> None:
+def complete_pending(landing: Landing, vehicle: str, held: PositionFile, owner: str) -> None:
     """Finish a flush a killed collector left: its files were whole under ``_tmp``."""
     if not held.pending:
         return

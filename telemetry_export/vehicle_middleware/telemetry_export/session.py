@@ -1,28 +1,27 @@
 """The SparkSession, configured for this job.
 
-Settings that matter here (measured on a 2-core / 24 GiB machine, see
-SPARK_NOTES and BENCHMARKS.md):
+Settings that matter here (their figures: BENCHMARKS.md, "Telemetry analysis
+(PySpark)"):
 
-* ``spark.sql.shuffle.partitions``: the default 200 made a 1M-row analysis
-  2-3x slower than 8; 8-64 are all fine up to 30M rows. Default 16 here.
+* ``spark.sql.shuffle.partitions``: Spark's default 200 is far too many tasks for
+  a local analysis, where 8-64 all do; 16 here.
 * ``spark.sql.adaptive.enabled``: on, so partition counts adapt on a cluster.
 * ``spark.driver.memory``: 2-4g is enough for 30M rows locally (set it with
   ``--driver-memory`` or ``spark-submit``; it cannot change after start).
 * ``spark.sql.session.timeZone`` = UTC: dates partition the same everywhere.
 * ``spark.sql.sources.parallelPartitionDiscovery.threshold`` = 1024: a
   dataset of a few hundred vehicle/date directories is listed by the driver
-  (a few ms locally) instead of by a Spark job (0.5 s for 100 directories
-  here); a fleet's thousands still get the parallel listing.
+  instead of by a Spark job, which costs more than the listing; a fleet's
+  thousands still get the parallel listing.
 * ``spark.sql.codegen.cache.maxEntries`` = 1000: ``analyze`` runs a few
   hundred generated classes (whole-stage code, projections, orderings) across
-  its concurrent queries; the default cache of 100 evicted them before their
-  tasks or the next run used them, and recompiling took 30-40% of the
-  findings' time at 9M records (BENCHMARKS.md). It is a static setting: it
-  applies to a session built here, not one that already exists.
+  its concurrent queries; the default cache of 100 evicts them before their
+  tasks or the next run use them, and they are compiled again. It is a static
+  setting: it applies to a session built here, not one that already exists.
 * ``spark.sql.maxConcurrentOutputFileWriters`` = 64: ``ingest`` writes each
   record where it was read, partitioned by vehicle and date; a task keeps a
   file open per partition it meets (up to 64, then it sorts the rest) instead
-  of sorting all its rows by partition first (16% of the write's time).
+  of sorting all its rows by partition first.
 * ``spark.jars``: the jar of :mod:`vehicle_middleware.telemetry_export.jvm` (ingest's parse of a
   journal line), compiled on first use into the temporary directory when a
   JDK is there; the session registers its function.

@@ -234,8 +234,8 @@ def expand_batches(records: DataFrame) -> DataFrame:
     arrays = {s: a for _, fields in BATCH_FIELDS.values() for a, s in fields.items()}
     # Entry i: the i-th element of each array (null where an array is shorter
     # or absent), for i below the length of key_ids. arrays_zip, not a
-    # transform: a lambda would take the whole operator out of generated code
-    # (1 us a record, every record).
+    # transform: a lambda would take the whole operator out of generated code,
+    # for every record.
     types = {f.name: f.dataType for f in records.schema.fields}
     zipped = F.arrays_zip(
         *(
@@ -271,8 +271,8 @@ def _floor_to(time_ns: Column, width_ns: int) -> Column:
     """``time_ns`` rounded down to a multiple of ``width_ns``, in exact integers.
 
     One remainder for the times a journal has (not before 1970); ``pmod``, two
-    remainders, only for a negative one. ``pmod`` for all cost 10% of
-    :func:`activity` at 9M records."""
+    remainders, only for a negative one: this runs for every record
+    :func:`activity` reads."""
     width = F.lit(width_ns)
     return time_ns - F.when(time_ns >= 0, time_ns % width).otherwise(F.pmod(time_ns, width))
 

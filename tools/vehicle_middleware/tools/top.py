@@ -234,9 +234,7 @@ async def run(options: TopOptions, out: TextIO = sys.stdout) -> int:
                         file=sys.stderr,
                     )
                     return 1
-                frame = [
-                    f"top  {options.target}: {e.code().name}: {details} (retrying)"
-                ]
+                frame = [f"top  {options.target}: {e.code().name}: {details} (retrying)"]
             else:
                 size = shutil.get_terminal_size()
                 frame = render(

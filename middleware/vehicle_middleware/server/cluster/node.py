@@ -67,7 +67,8 @@ class ClusterNode:
     Built from explicit parts: its settings section, the boot, the V-Store and
     the listener its writes reach today (the node's :attr:`tap` wraps it: the
     server installs the tap as the store's listener), the journal's publish
-    tap and record function, and the peer credentials.
+    tap and record function, the peer credentials, and the largest message a
+    link may send (``max_message_bytes``; an event: up to a quarter of it).
     """
 
     def __init__(
@@ -79,6 +80,8 @@ class ClusterNode:
         publish_tap: PublishTap | None,
         record: Callable[..., None],
         credentials: PeerCredentials,
+        *,
+        max_message_bytes: int,
     ) -> None:
         s = settings
         self._settings = s
@@ -86,19 +89,19 @@ class ClusterNode:
         self._publish_tap = publish_tap
         self._record = record
         self.node_id = s.node_id
-        self.addresses = dict(s.peers)
+        self.addresses = s.peer_addresses
         self.boot = int(boot_id[:16], 16) & (2**63 - 1)
         self.model = Model(
             s.node_id,
             self.boot,
             list(self.addresses),
             self,
-            max_confirms=ALL_CONFIRMS if s.max_confirms is None else s.max_confirms,
-            max_events=s.max_events,
-            max_bytes=s.max_bytes,
+            max_confirms=ALL_CONFIRMS if s.confirms_needed is None else s.confirms_needed,
+            max_events=s.cluster_max_events,
+            max_bytes=s.cluster_max_bytes,
             max_age_s=s.event_max_age_s,
             max_ahead_s=s.event_max_ahead_s,
-            max_pending=s.max_pending,
+            max_pending=s.cluster_max_pending,
             send_unread_interval_s=s.send_unread_interval_s,
             guard_timeout_s=s.guard_timeout_s,
             wall=time.time_ns,
@@ -109,7 +112,7 @@ class ClusterNode:
             store,
             self._local,
             self.model.forget_key,
-            max_event_bytes=max(1024, s.max_message_bytes // 4),
+            max_event_bytes=max(1024, max_message_bytes // 4),
         )
         """This node's writes become events here; install it as the store's listener."""
         self.encoder = convert.EventBytes()
@@ -122,7 +125,7 @@ class ClusterNode:
                 name,
                 address,
                 metadata(self.node_id, credentials.token),
-                s.max_message_bytes,
+                max_message_bytes,
                 credentials.tls,
             )
             for name, address in self.addresses.items()
@@ -153,7 +156,7 @@ class ClusterNode:
             self.node_id,
             len(self.links),
             ", ".join(f"{n}={a}" for n, a in self.addresses.items()),
-            "all" if s.max_confirms is None else s.max_confirms,
+            s.max_confirms,
             self.model.need,
             s.sync_interval_s,
         )

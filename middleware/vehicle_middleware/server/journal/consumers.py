@@ -1,12 +1,13 @@
 """The journal's reliable consumers: who they are, what they acknowledged, what they lost.
 
-A reliable consumer (FTN18 §2.2.4) is an app's *component*, a name of 1 to 16
-characters of ``[A-Za-z0-9_]``; ``LIVE`` is reserved for live consumers, who
-never register and pin nothing. A registered consumer has a position, the
-``(boot_id, offset)`` of the last record it acknowledged: retention keeps
-everything after it (up to a bound, see :mod:`vehicle_middleware.server.journal.pinning`).
-When retention cuts a consumer loose, the registry notes what it lost
-(:class:`Lost`) so its next recovery answer can say so.
+A reliable consumer (docs/design.md, "The journal's consumers") is an app's
+*component*, a name of 1 to 16 characters of ``[A-Za-z0-9_]``; ``LIVE`` is
+reserved for live consumers, who never register and pin nothing. A registered
+consumer has a position, the ``(boot_id, offset)`` of the last record it
+acknowledged: retention keeps everything after it (up to a bound, see
+:mod:`vehicle_middleware.server.journal.pinning`). When retention cuts a consumer loose, the
+registry notes what it lost (:class:`Lost`) so its next recovery answer can say
+so.
 
 Persisted in ``DIR/.journal-consumers`` (JSON, written to a temporary file and
 renamed): registrations and cuts at once (with fsync), acknowledgements at
@@ -52,7 +53,7 @@ log = logging.getLogger(__name__)
 
 CONSUMERS_NAME: Final = ".journal-consumers"
 LIVE: Final = "LIVE"
-"""The component of live consumers (FTN18): never registered, pins nothing."""
+"""The component of live consumers: never registered, pins nothing."""
 _COMPONENT: Final = re.compile(r"[A-Za-z0-9_]{1,16}", re.ASCII)
 MAX_LOST: Final = 64
 """Lost ranges kept per consumer until it acknowledges past them (the oldest go first)."""

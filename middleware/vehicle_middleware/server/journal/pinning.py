@@ -1,19 +1,18 @@
 """Retention with consumers: which segments may go, and who is cut loose. Pure.
 
-The on-disk journal is one reliable consumer among others (FTN18 §2.3.1):
-retention removes the oldest segments while the journal is bigger than
-``max_bytes``, but never one holding a record that a registered consumer has
-not acknowledged, unless that consumer's unacknowledged records take more
-than ``max_lag_bytes`` on disk. Such a consumer is cut loose: it loses the
-records of the segments removed after its position (:class:`Cut`, a
+The on-disk journal is one reliable consumer among others (docs/design.md, "The
+journal's consumers"): retention removes the oldest segments while the journal
+is bigger than ``max_bytes``, but never one holding a record that a registered
+consumer has not acknowledged, unless that consumer's unacknowledged records
+take more than ``max_lag_bytes`` on disk. Such a consumer is cut loose: it
+loses the records of the segments removed after its position (:class:`Cut`, a
 ``consumer_cut`` record and its next recovery answer say which), and its
-position moves past them. Retention runs when a segment is full and the
-next is opened, and leaves at most ``max(max_bytes, max_lag_bytes)`` of
-segments; so the disk holds at most that plus the segment being written (a
-segment ends up to one record over ``segment_bytes``: the size is checked
-before each record) plus the few records (``consumer_cut``,
-``journal_trimmed``) retention writes into the next segment before it removes
-the old ones, whatever consumers do.
+position moves past them. Retention runs when a segment is full and the next is
+opened, and leaves at most ``max(max_bytes, max_lag_bytes)`` of segments; so
+the disk holds at most that plus the segment being written (a segment ends up
+to one record over ``segment_bytes``: the size is checked before each record)
+plus the few records (``consumer_cut``, ``journal_trimmed``) retention writes
+into the next segment before it removes the old ones, whatever consumers do.
 """
 
 from __future__ import annotations

@@ -61,7 +61,8 @@ __all__ = [
 ]
 
 MAX_RECORDS: Final = 1000
-"""Most records in one answer or group (FTN18's EventList limit)."""
+"""Most records in one answer or group: the largest ``max`` a Poll or Follow may ask
+(journal.proto)."""
 MAX_WINDOW: Final = 256
 """Most groups a follower may leave unacknowledged."""
 _HALF: Final = OFFSET_MOD // 2

@@ -6,7 +6,9 @@ and stored in the project's ``vehicle.value.v1`` encoding, metadata comes from
 the VSS catalogs (``serve --vss``), subscriptions are ESS subscriptions.
 Modules: :mod:`~vehicle_middleware.server.kuksa.convert` (the one place of message
 translation), :mod:`~vehicle_middleware.server.kuksa.entries` (v2 subscription responses
-written as bytes), :mod:`~vehicle_middleware.server.kuksa.common` (identity, paths),
+written as bytes; its reference twin :mod:`~vehicle_middleware.server.kuksa.entries_reference`,
+behind :mod:`vehicle_middleware.server.codecs`), :mod:`~vehicle_middleware.server.kuksa.common`
+(identity, paths),
 :mod:`~vehicle_middleware.server.kuksa.subscriptions` (a subscription as an ESS app),
 :mod:`~vehicle_middleware.server.kuksa.v1` and :mod:`~vehicle_middleware.server.kuksa.v2` (the
 servicers).
@@ -28,7 +30,7 @@ from vehicle_middleware.proto.kuksa.val.v1 import val_pb2_grpc as val_v1_grpc
 from vehicle_middleware.proto.kuksa.val.v2 import val_pb2 as val_v2
 from vehicle_middleware.proto.kuksa.val.v2 import val_pb2_grpc as val_v2_grpc
 from vehicle_middleware.server.kuksa.v1 import KuksaV1
-from vehicle_middleware.server.kuksa.v2 import DECODERS, PRE_ENCODED, KuksaV2
+from vehicle_middleware.server.kuksa.v2 import PRE_ENCODED, KuksaV2
 from vehicle_middleware.server.rpc.pre_encoded import PreEncodedServer
 
 __all__ = ["KUKSA_SERVICES", "KuksaV1", "KuksaV2", "add_kuksa_services"]
@@ -44,4 +46,4 @@ def add_kuksa_services(server: grpc.aio.Server, v1: KuksaV1, v2: KuksaV2) -> Non
     """Serve both KUKSA services on ``server`` (v2's subscriptions written as the
     bytes it encodes, its provider streams read by its own decoders)."""
     val_v1_grpc.add_VALServicer_to_server(v1, server)
-    val_v2_grpc.add_VALServicer_to_server(v2, PreEncodedServer(server, PRE_ENCODED, DECODERS))
+    val_v2_grpc.add_VALServicer_to_server(v2, PreEncodedServer(server, PRE_ENCODED, v2.decoders()))

@@ -1,5 +1,9 @@
 """The bytes of a KUKSA v2 subscription's responses, written without a message per entry.
 
+The fast implementation of :class:`vehicle_middleware.server.codecs.EntryEncoder` (its
+reference twin: :class:`vehicle_middleware.server.kuksa.entries_reference.EntryMessages`),
+compiled by mypyc in the build with ``VMW_MYPYC=1``.
+
 ``SubscribeResponse`` and ``SubscribeByIdResponse`` are one map field
 (``entries``, field 1) of a path or an id to a ``Datapoint``. On the wire a
 map is a repeated field of entry messages (key: field 1, value: field 2), and
@@ -10,29 +14,16 @@ by protobuf is a valid piece of a larger one.
 Most values a vehicle delivers are floats, stored as a tag and the number's
 4 or 8 little-endian bytes (:data:`vehicle_middleware.contract.values.FLOAT32_TAG`,
 :data:`~vehicle_middleware.contract.values.DOUBLE_TAG`), which is how protobuf writes a
-``float`` or ``double`` field too. Such an entry is spliced from three pieces:
-the key's field (built once per key and stream), the write's ``Timestamp``
-(built once per distinct time: the signals of one publish share it) and the
-stored number. Every other entry (integers, strings, arrays, no value yet, a
-value read in another type) is encoded by protobuf through
-:func:`vehicle_middleware.server.kuksa.convert.set_wire`, as a one-entry response.
-
-Building the entries of a message through protobuf cost 1.7 us per entry
-from Python (a submessage, a value and a timestamp set field by field); a
-spliced one costs 0.41 us (a one-off script of 84 floats; 0.55 when each
-entry was joined on its own rather than its pieces going to the response's
-one join), and 0.18 us compiled by mypyc (the build with ``VMW_MYPYC=1``;
-0.20 before an entry's field and length came from one table). The value
-field's head is chosen inline and the last time kept in locals: 99 -> 81
-Python bytecodes an entry (counted by a trace). The entry's bytes before its
-``Datapoint`` (the entry's field and length, the key's field, the
-``Datapoint``'s length) are kept per key for the last length of its
-``Datapoint``, which stays the same while the time's bytes and the number's
-width do: four pieces an entry instead of six, 2.8% fewer instructions a value
-interpreted and 2.2% compiled (``make bench-instructions``' KUKSA scenario,
-21,871 -> 21,254 and 13,722 -> 13,421). Tests parse
-both paths' bytes with protobuf and compare them with the messages
-``set_wire`` builds, in both builds.
+``float`` or ``double`` field too. Such an entry is spliced from pieces that
+go to the response's one join: the entry's bytes before its ``Datapoint``
+(the entry's field and length, the key's field, the ``Datapoint``'s length:
+kept per key for the last length of its ``Datapoint``, which stays the same
+while the time's bytes and the number's width do), the write's ``Timestamp``
+(built once per distinct time: the signals of one publish share it), the
+value field's head and the stored number. Every other entry (integers,
+strings, arrays, no value yet, a value read in another type) is encoded by
+protobuf through :func:`vehicle_middleware.server.kuksa.convert.set_wire`, as a one-entry
+response.
 """
 
 from __future__ import annotations
@@ -179,8 +170,7 @@ class _Timestamp:
 
 _LAST: Final = _Timestamp()
 """The last time every stream's responses built, shared: the subscribers of one key
-get its writes at the same times, and 100 of them built each time's field anew
-(4% of the server's samples with 100 subscribers at 200 writes/s, py-spy).
+get its writes at the same times, and would each build each time's field anew.
 Only the event loop's thread encodes responses."""
 
 

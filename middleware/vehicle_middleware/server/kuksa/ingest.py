@@ -1,11 +1,14 @@
 """A KUKSA v2 provider's publish of floats, read without a message per value.
 
+The fast implementation of :class:`vehicle_middleware.server.codecs.PublishReader` (its
+reference twin: :mod:`vehicle_middleware.server.kuksa.ingest_reference`), compiled by mypyc
+in the build with ``VMW_MYPYC=1``.
+
 A provider on ``OpenProviderStream`` sends most of its values as
 ``PublishValuesRequest``s of float or double signals, each with a timestamp
 (``make bench-e2e``'s KUKSA provider sends 84 a message, one timestamp for all).
 Decoded as ``PublishValuesRequest``, each value costs a ``Datapoint``, a
-``Value`` and a ``Timestamp`` object and a dozen attribute reads from Python:
-about 1.85 us a value, where the project's own ``Publish`` costs 0.5.
+``Value`` and a ``Timestamp`` object and a dozen attribute reads from Python.
 
 So the request is decoded by protobuf under a second schema for the same
 bytes (:data:`PUBLISH_BYTES`), in which the map's values are ``bytes``: a
@@ -158,22 +161,17 @@ class FloatRows:
     Whether the number is within the range is the V-Store's value check's to
     say, as it is for every other write path: the rows go to
     :meth:`~vehicle_middleware.vstore.VStore.write_many`, which refuses them as a whole when
-    one is not, nothing written (one judge of the range, where the reader
-    used to compare each number with the bounds too).
+    one is not, nothing written (one judge of the range).
 
     ``name_of`` gives a key id's name and ``signal_of`` a name's signal; each
     id's rule is kept, and ``generation`` must change whenever an id may name
     another key or a name another signal: the server passes the V-Store's
     :attr:`~vehicle_middleware.vstore.VStore.removals` (a removed key's id may be reused; the
-    catalogs are read once, at start). Looking the rule up by id rather than
-    the name and the signal each time saves a fifth of the reader's work a
-    value, interpreted (8,400 -> 6,600 machine instructions counted by
-    valgrind on a publish of 84 floats, one-off script). The values of one
-    publish mostly share their bytes before the number (a timestamp's field
-    and the value field's head): the reader keeps the last value's, and a
-    value with the same needs only its number spliced (8% fewer instructions
-    a KUKSA value interpreted, ``make bench-instructions``, than the same
-    layout checked and the timestamp compared for each value).
+    catalogs are read once, at start). The rule is looked up by id, not by
+    the name and the signal each time. The values of one publish mostly share
+    their bytes before the number (a timestamp's field and the value field's
+    head): the reader keeps the last value's, and a value with the same needs
+    only its number spliced.
     """
 
     def __init__(
@@ -188,6 +186,10 @@ class FloatRows:
         self._seen = generation()
         # Per key id: the datatype a number must come in ("": any, an opaque key).
         self._rules: dict[int, str] = {}
+
+    def parse(self, raw: bytes) -> Published | None:
+        """``raw`` read as a publish: :func:`parse`."""
+        return parse(raw)
 
     def rows(self, published: Published) -> list[UpdateRow] | None:
         """The rows to write, or None where a value needs protobuf's way."""

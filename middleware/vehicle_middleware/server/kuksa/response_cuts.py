@@ -9,13 +9,13 @@ value, queue), not a new tuple.
 
 Most drained batches are all data with each key once (a provider's publish
 names a key once): one response, the batch itself, found by one set of its
-keys (1,835 -> 475 machine instructions a value, interpreted, where the cut
-used to build a tuple per update and keep each key's last value to fill in
-the updates an unchanged write left without one).
+keys.
 
-Its own module so that the build with ``VMW_MYPYC=1`` compiles it with the
-subscription's encoder (:mod:`vehicle_middleware.server.kuksa.entries`): it runs for every
-event a KUKSA subscriber is sent.
+The fast implementation of :class:`vehicle_middleware.server.codecs.Cut` (its reference twin:
+:func:`vehicle_middleware.server.kuksa.entries_reference.cut`), in its own module so that
+the build with ``VMW_MYPYC=1`` compiles it with the subscription's encoder
+(:mod:`vehicle_middleware.server.kuksa.entries`): it runs for every event a KUKSA subscriber
+is sent.
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ from vehicle_middleware.ess import (
     SubscriptionRequest,
     Trigger,
 )
+from vehicle_middleware.server import codecs
 from vehicle_middleware.server.auth.authentication import Caller
 from vehicle_middleware.server.auth.permissions import require
 from vehicle_middleware.server.auth.read_policy import StreamReadPolicy
@@ -41,6 +42,7 @@ from vehicle_middleware.server.errors import (
     LimitExceededError,
     PermissionDeniedError,
 )
+from vehicle_middleware.server.kuksa import entries_reference
 from vehicle_middleware.server.kuksa.response_cuts import Update, cut
 from vehicle_middleware.server.session import Record, Streams
 from vehicle_middleware.vstore import UnknownKeyError, VStore
@@ -63,6 +65,13 @@ DEFAULT_BUFFER = 100
 """Queue length of a subscription that asks for ``buffer_size`` 0."""
 
 _numbers = itertools.count(1)
+
+_CUTS: Final[dict[codecs.Codecs, codecs.Cut]] = {
+    codecs.Codecs.FAST: cut,
+    codecs.Codecs.REFERENCE: entries_reference.cut,
+}
+"""A subscription's cut of its drained events, by the implementation selected
+(:func:`vehicle_middleware.server.codecs.select`)."""
 
 
 class KuksaSubscriptions:
@@ -150,8 +159,9 @@ class KuksaSubscriptions:
             # At once, as the KUKSA databroker does: every subscribed signal, with its
             # value where it has one (a client may wait for this before it starts).
             yield first
+            cuts = _CUTS[codecs.selected()]
             async for events in session.batches():
-                for batch in cut(events):
+                for batch in cuts(events):
                     yield batch
 
     def _register(

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Final
 
 import grpc
 from google.protobuf.message import DecodeError, Message
 from vehicle_middleware.proto.kuksa.val.v2 import types_pb2, val_pb2, val_pb2_grpc
+from vehicle_middleware.server import codecs
 from vehicle_middleware.server.actuation import Actuation, ActuatorProvider
 from vehicle_middleware.server.auth.authentication import Authenticator, Caller
 from vehicle_middleware.server.auth.claims import WriteClaims
@@ -30,8 +31,10 @@ from vehicle_middleware.server.kuksa.common import (
     visible_name,
 )
 from vehicle_middleware.server.kuksa.entries import Entries
+from vehicle_middleware.server.kuksa.entries_reference import EntryMessages
 from vehicle_middleware.server.kuksa.info import SERVER_NAME, SERVER_VERSION
-from vehicle_middleware.server.kuksa.ingest import FloatRows, Published, parse
+from vehicle_middleware.server.kuksa.ingest import FloatRows, parse
+from vehicle_middleware.server.kuksa.ingest_reference import PublishMessages
 from vehicle_middleware.server.kuksa.subscriptions import KuksaSubscriptions
 from vehicle_middleware.server.rpc.convert import check_count
 from vehicle_middleware.server.rpc.decoding import Malformed
@@ -40,17 +43,36 @@ from vehicle_middleware.server.signals import Signals
 from vehicle_middleware.server.write_path import WritePath
 from vehicle_middleware.vstore import UnknownKeyError, UpdateRow, VStore, VStoreError
 
-__all__ = ["DECODERS", "PRE_ENCODED", "KuksaV2", "provider_request"]
+__all__ = ["PRE_ENCODED", "KuksaV2", "provider_request"]
 
 PRE_ENCODED: Final = frozenset({"Subscribe", "SubscribeById"})
 """The methods whose responses the servicer writes as bytes it encoded itself
-(:mod:`vehicle_middleware.server.kuksa.entries`): their handlers pass them on as they are."""
+(:class:`vehicle_middleware.server.codecs.EntryEncoder`): their handlers pass them on as they
+are."""
+
+_ENTRIES: Final[dict[codecs.Codecs, codecs.EntryEncoderFactory]] = {
+    codecs.Codecs.FAST: Entries,
+    codecs.Codecs.REFERENCE: EntryMessages,
+}
+"""A subscription's encoder, by the implementation selected
+(:func:`vehicle_middleware.server.codecs.select`)."""
+
+_READERS: Final[dict[codecs.Codecs, codecs.PublishReaderFactory[Any]]] = {
+    codecs.Codecs.FAST: FloatRows,
+    codecs.Codecs.REFERENCE: PublishMessages,
+}
+"""The servicer's reader of publishes, by the implementation selected."""
+
+_Request = val_pb2.OpenProviderStreamRequest | codecs.Publish
+"""A provider's request as :func:`provider_request` decoded it."""
 
 
-def provider_request(raw: bytes) -> Published | val_pb2.OpenProviderStreamRequest:
-    """A provider's request: a publish read without a message per value where it is
-    one (:mod:`vehicle_middleware.server.kuksa.ingest`), else protobuf's message."""
-    published = parse(raw)
+def provider_request(
+    raw: bytes, *, read: Callable[[bytes], codecs.Publish | None] = parse
+) -> _Request:
+    """A provider's request: a publish as ``read`` read it where it reads one
+    (:class:`vehicle_middleware.server.codecs.PublishReader`), else protobuf's message."""
+    published = read(raw)
     if published is not None:
         return published
     return val_pb2.OpenProviderStreamRequest.FromString(raw)
@@ -67,9 +89,6 @@ def _decoded(raw: bytes) -> val_pb2.OpenProviderStreamRequest:
 
 
 _OPEN_PROVIDER_STREAM: Final = "/kuksa.val.v2.VAL/OpenProviderStream"
-
-DECODERS: Final = {"OpenProviderStream": provider_request}
-"""The methods whose requests the servicer decodes itself."""
 
 
 class KuksaV2(val_pb2_grpc.VALServicer):
@@ -95,7 +114,19 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         self._limits = limits
         self._signals = signals
         self._actuation = actuation
-        self._floats = FloatRows(store.name_of, signals.get, lambda: store.removals)
+        # The reader is the servicer's: its decoder (decoders()) and its rows go together.
+        self._floats = _READERS[codecs.selected()](
+            store.name_of, signals.get, lambda: store.removals
+        )
+
+    def decoders(self) -> Mapping[str, Callable[[bytes], Any]]:
+        """The methods whose requests the servicer decodes itself, and how: a
+        provider's publishes by the servicer's reader."""
+
+        def request(raw: bytes) -> _Request:
+            return provider_request(raw, read=self._floats.parse)
+
+        return {"OpenProviderStream": request}
 
     # -- reading ---------------------------------------------------------------------
 
@@ -229,7 +260,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
     @maps_errors()
     async def OpenProviderStream(
         self,
-        request_iterator: AsyncIterator[val_pb2.OpenProviderStreamRequest | Published],
+        request_iterator: AsyncIterator[_Request],
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> None:
         who = kuksa_caller(context, self._authenticator)
@@ -243,14 +274,14 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         self,
         who: Caller,
         stream: ActuatorProvider[val_pb2.OpenProviderStreamResponse],
-        requests: AsyncIterator[val_pb2.OpenProviderStreamRequest | Published],
+        requests: AsyncIterator[_Request],
     ) -> None:
         store = self._store
         pace = self._rate_limits.publish_pace(who.app)
         published = 0
         async for request in requests:
             check_decoded(request)
-            if isinstance(request, Published):  # a publish, read without a message per value
+            if not isinstance(request, val_pb2.OpenProviderStreamRequest):  # read by the reader
                 pace.take(published)
                 published += 1
                 if not self._publish_floats(who, request):  # protobuf's way judges it
@@ -307,7 +338,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
                 val_pb2.OpenProviderStreamResponse(publish_values_response=response)
             )
 
-    def _publish_floats(self, who: Caller, published: Published) -> bool:
+    def _publish_floats(self, who: Caller, published: codecs.Publish) -> bool:
         """Write a publish of floats as :meth:`_publish_values` would, where every
         signal takes its value at a glance (:class:`FloatRows`) and nobody's access
         is checked; False (nothing written) where protobuf's way must judge it."""
@@ -400,8 +431,8 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         entries = self._entries(val_pb2.SubscribeByIdResponse, by_name=False)
         await self._stream(who, names, request.buffer_size, context, entries, field="signal_ids")
 
-    def _entries(self, response: type[Message], *, by_name: bool) -> Entries:
-        return Entries(
+    def _entries(self, response: type[Message], *, by_name: bool) -> codecs.EntryEncoder:
+        return _ENTRIES[codecs.selected()](
             response, by_name=by_name, name_of=self._store.name_of, signal_of=self._signals.get
         )
 
@@ -411,7 +442,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         names: list[str],
         buffer_size: int,
         context: grpc.aio.ServicerContext[Any, Any],
-        entries: Entries,
+        entries: codecs.EntryEncoder,
         field: str = "signal_paths",
     ) -> None:
         """Each drained batch as one response, written as the bytes ``entries`` builds

@@ -1,4 +1,8 @@
-"""The bytes of an app stream's ``EventBatch`` messages, written without a message per event.
+"""An app stream's ``EventBatch`` messages, put together as bytes without a message per event.
+
+The fast implementation of :class:`vehicle_middleware.server.codecs.BatchEncoder` (its
+reference twin: :class:`vehicle_middleware.server.rpc.batches_reference.EventMessages`),
+compiled by mypyc in the build with ``VMW_MYPYC=1``.
 
 An ``EventBatch`` is one repeated field (``events``, field 1) of ``Event``
 messages, and a message's bytes are its fields' bytes one after the other: so
@@ -9,28 +13,13 @@ would exceed the message limit is cutting between two events' pieces.
 Nearly every event is a ``DataUpdated`` (``Event`` field 2), and its bytes are
 put together here from its fields: the key's (built once per key and
 stream), the seq, the write's ``time_ns`` (built once per distinct time: the
-updates of one publish share it) and the value. Every other event
+updates of one publish share it) and the value. An event is seven pieces of
+its batch's one join: its first four bytes and its value field's head come
+from tables by length, and the lengths that add up to an event's are kept
+with what they measure (the key's and seq's bytes per key, the time field's
+per time), so the message's room is one subtraction. Every other event
 (lifecycle, health) is encoded by protobuf through
 :func:`vehicle_middleware.server.rpc.convert.event_batch`.
-
-Timing on one batch of 64 events, a float value each (one-off script): built
-field by field through protobuf and serialized, 0.85-0.89 us per event; put
-together here, 0.49 us with a seq below 128, 0.50 with one around 5,000 and
-0.53 around 3,000,000. Compiled by mypyc (the build with ``VMW_MYPYC=1``: a
-pure function of the events, it needs no change for it), 0.18-0.20 us an
-event in the same script. An event is seven pieces of its batch's one join:
-its first four bytes and its value field's head come from tables by length
-(eleven pieces before: 0.54-0.58 us, 0.25 compiled). The lengths that add up
-to an event's are kept with what they measure (the key's and seq's bytes per
-key, the time field's per time) and the message's room is one subtraction:
-120 -> 97 Python bytecodes an event, 7,300 -> 6,350 machine instructions
-(counted by a trace and by valgrind on batches of 64: timings on a noisy
-machine could not tell); the key's cached fields read by subscript, not
-``dict.get``, and the tables as locals, 2% fewer again (``make
-bench-instructions``: 10,329 -> 10,122 an event with 10 apps, 7,558 -> 7,377
-compiled). Tests parse the bytes
-with protobuf and compare them with the messages ``event_batch`` builds, and
-with its serialization, in both builds.
 """
 
 from __future__ import annotations
@@ -71,9 +60,7 @@ class EventBytes:
 
     A seq of 128 or more is its low 7 bits (with the continuation bit) and then
     the varint of ``seq >> 7``, which changes once in 128 events of the key: the
-    first byte comes from a table and the rest is kept, not computed per event
-    (the seq's varint was a third of this encoder's time at full speed, 10
-    apps, interpreted).
+    first byte comes from a table and the rest is kept, not computed per event.
     """
 
     __slots__ = ("_keys", "_time", "_time_field")
@@ -109,8 +96,7 @@ class EventBytes:
         # The tables as locals: read for every event.
         one_byte, continued = ONE_BYTE, _CONTINUED
         heads, data_heads = _HEADS, _DATA_HEADS
-        # The data events alone: no type test an event (2.7% of the instructions of
-        # an event delivered to 10 apps, interpreted).
+        # The data events alone: no type test an event.
         for key, seq, time_ns, data, queue in rows:
             try:
                 head, high, seq_rest, fixed = keys[key]

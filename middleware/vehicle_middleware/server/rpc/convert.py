@@ -111,9 +111,9 @@ def started_batch(
 def event_batch(events: Sequence[Event | RawEvent]) -> ess_pb2.EventBatch:
     """One EventBatch of drained events. The delivery hot path.
 
-    Built in place (``events.add()`` and field assignment): about a third of
-    the cost of one ``Event(data_updated=DataUpdated(...))`` constructor call
-    per event, which copies each nested message into the batch.
+    Built in place (``events.add()`` and field assignment), not by one
+    ``Event(data_updated=DataUpdated(...))`` constructor call per event, which
+    copies each nested message into the batch.
     """
     batch = ess_pb2.EventBatch()
     add = batch.events.add

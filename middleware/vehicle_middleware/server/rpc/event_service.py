@@ -10,19 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Final
 
 import grpc
 from vehicle_middleware.contract.journal.records import Kind
 from vehicle_middleware.ess import EventSubSystem, NotReadingEventsError
 from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2, ess_pb2_grpc
+from vehicle_middleware.server import codecs
 from vehicle_middleware.server.auth.authentication import Authenticator
 from vehicle_middleware.server.auth.read_policy import StreamReadPolicy
 from vehicle_middleware.server.config import RequestLimits
 from vehicle_middleware.server.errors import InvalidRequestError, LimitExceededError
 from vehicle_middleware.server.rpc import convert
 from vehicle_middleware.server.rpc.batches import EventBytes
+from vehicle_middleware.server.rpc.batches_reference import EventMessages
 from vehicle_middleware.server.rpc.decoding import Malformed
 from vehicle_middleware.server.rpc.identity import caller
 from vehicle_middleware.server.rpc.status import check_decoded, maps_errors
@@ -34,7 +36,15 @@ __all__ = ["PRE_ENCODED", "EventService"]
 
 PRE_ENCODED: Final = frozenset({"Events", "GetEvents"})
 """The methods whose messages the servicer writes as bytes it encoded itself
-(:mod:`vehicle_middleware.server.rpc.batches`): their handlers pass them on as they are."""
+(:class:`vehicle_middleware.server.codecs.BatchEncoder`): their handlers pass them on as they
+are."""
+
+_ENCODERS: Final[dict[codecs.Codecs, Callable[[], codecs.BatchEncoder]]] = {
+    codecs.Codecs.FAST: EventBytes,
+    codecs.Codecs.REFERENCE: EventMessages,
+}
+"""An app stream's encoder, by the implementation selected
+(:func:`vehicle_middleware.server.codecs.select`)."""
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +124,7 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
         )
         await context.write(started.SerializeToString())
         max_bytes = self._limits.max_message_bytes - 1024
-        encoder = EventBytes()
+        encoder = _ENCODERS[codecs.selected()]()
         async for events in session.batches():
             messages = encoder.messages(events, max_bytes)
             window.sent(len(messages))

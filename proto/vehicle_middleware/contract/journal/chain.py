@@ -108,9 +108,9 @@ _PIECE: Final = 2047
 journal's writer is a thread beside the middleware's event loop: given the GIL
 away for a few microseconds of hashing, it waits for it back behind the loop,
 for each record. Hashed in pieces below that size, it keeps the GIL (the same
-digest). Measured at full speed, 10 apps, 64 events a batch: the journal at
-``full`` cost 24-25% of the throughput at ``drops`` hashing in one piece,
-16-18% in pieces (a delivered batch of 64 is a record of about 2.4 KB)."""
+digest): a delivered batch of 64 events is a record of about 2.4 KB, so the
+journal at ``full`` would otherwise give the GIL away for most records. What the
+journal costs is in BENCHMARKS.md."""
 
 
 def _sha256_hex(data: bytes) -> str:

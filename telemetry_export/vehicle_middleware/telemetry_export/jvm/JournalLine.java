@@ -24,9 +24,9 @@ import org.apache.spark.unsafe.types.UTF8String;
  * copying them; the length of the line's hash prefix comes as an argument, from
  * vehicle_middleware.contract.journal.chain.HASH_PREFIX_LEN (as the schema comes as a spec).
  *
- * <p>Why: Spark's from_json costs about 5 us per line here (a character reader
- * allocated per line, the schema's default values looked up per line); this
- * reads the bytes once. Registered by vehicle_middleware.telemetry_export.jvm; the schema comes
+ * <p>Why: Spark's from_json allocates a character reader per line and looks
+ * up the schema's default values per line; this reads the bytes once.
+ * Registered by vehicle_middleware.telemetry_export.jvm; the schema comes
  * from vehicle_middleware.telemetry_export.schema as a spec, "name:type,..." with types s (string),
  * l (long), i (int), b (boolean) and a-prefixed arrays of them (e.g. "al").
  */
