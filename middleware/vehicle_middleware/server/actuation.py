@@ -194,15 +194,12 @@ class Actuation:
         for name in [n for n, s in self._providers.items() if s is stream]:
             del self._providers[name]
         reason = f"provider {stream.app!r} went away"
+        # Every answer owed is filed by key too (and by request): told once, by key.
         for key_id, by_key in stream.waiting_by_key.items():
             gone = ActuationUnavailableError(self._store.name_of(key_id) or "?", reason)
             for answer in by_key:
                 if not answer.done():
                     answer.set_exception(gone)
-        for by_request in stream.waiting_by_request.values():  # every answer is by key too
-            for answer in by_request:
-                if not answer.done():
-                    answer.set_exception(ActuationUnavailableError("?", reason))
 
     def _actuator(self, name: str, field_name: str) -> int:
         key_id = self._store.id_of(name)
