@@ -624,3 +624,66 @@ async def test_a_follow_blocked_writing_ends_at_once_when_a_newer_one_replaces_i
 
         await fails(read_old_to_its_end(), Code.ABORTED, "a newer Follow of consumer 'r'")
         new.cancel()
+
+
+async def test_a_consumer_holding_nothing_skips_nothing_when_the_offsets_wrap_through_0(
+    tmp_path: Path,
+) -> None:
+    """``(no boot, 0)`` says "holding nothing": after the boot's offsets wrapped through 0,
+    Poll (from memory or disk) still answers a recovery naming all the boot holds, and
+    reading from ``p(n0)`` returns every record from the boot's first on."""
+    async with running(settings(tmp_path, journal_offset_start=TOP)) as (server, stub):
+        boot = server.runtime.boot_id
+        await publish(server.address, 30)
+        await settled(server)
+        held = await read_all(stub, boot, pred(TOP))
+        assert 0 in [r["offset"] for r in held]  # the offsets wrapped through 0
+        for component in ("LIVE", "c"):
+            if component != "LIVE":
+                await stub.RegisterConsumer(
+                    pb.RegisterConsumerRequest(component=component), metadata=MD
+                )
+            answer = await poll(stub, component, "", 0)
+            assert answer.WhichOneof("answer") == "recovery", answer
+            rec = answer.recovery
+            assert (rec.boot_id, rec.n0) == (boot, TOP)
+            assert "holds nothing (no boot_id, offset 0)" in rec.message
+        got = await read_all(stub, boot, pred(rec.n0))
+        assert [r["offset"] for r in got][: len(held)] == [r["offset"] for r in held]
+        assert got[0]["kind"] == "start"
+        # The registered consumer's ("", 0) acknowledged nothing: it still pins the start.
+        listed = await stub.ListConsumers(pb.ListConsumersRequest(), metadata=MD)
+        [c] = listed.consumers
+        assert (c.position.boot_id, c.position.offset) == (boot, pred(TOP))
+
+
+async def test_one_app_at_its_consumer_share_leaves_the_others_theirs_across_a_restart(
+    tmp_path: Path,
+) -> None:
+    """The hostile row for journal consumers: one app registers all it may and is refused
+    naming its share; another app (the collector) still registers; a restart that reads
+    the registry back keeps both within their shares."""
+    greedy = (("app-id", "greedy"),)
+    s = settings(tmp_path, journal_max_consumers=6, journal_max_consumers_per_app=4)
+    async with running(s) as (server, stub):
+        await settled(server)
+        for i in range(4):
+            await stub.RegisterConsumer(
+                pb.RegisterConsumerRequest(component=f"g{i}"), metadata=greedy
+            )
+        await fails(
+            stub.RegisterConsumer(pb.RegisterConsumerRequest(component="g4"), metadata=greedy),
+            Code.RESOURCE_EXHAUSTED,
+            "journal consumers of app 'greedy': it has 4 registered (each app's share, "
+            "journal_max_consumers_per_app); unregister one of its own first; the limit is 4",
+        )
+        got = await stub.RegisterConsumer(pb.RegisterConsumerRequest(component="c"), metadata=MD)
+        assert got.created
+    # A registry saved under a larger share keeps each app within its share when read back.
+    async with running(replace_settings(s, journal_max_consumers_per_app=2)) as (server, stub):
+        await settled(server)
+        listed = await stub.ListConsumers(pb.ListConsumersRequest(all_apps=True), metadata=MD)
+        held = sorted((c.app, c.component) for c in listed.consumers)
+        assert held == [("collector", "c"), ("greedy", "g0"), ("greedy", "g1")]
+        got = await stub.RegisterConsumer(pb.RegisterConsumerRequest(component="d"), metadata=MD)
+        assert got.created

@@ -101,9 +101,21 @@ def test_case_1_an_offset_whose_successor_is_held_reads_on(start: int) -> None:
     v = view(start, start, at(start, 9))
     for i in (0, 2, 3, 8):  # across the wrap when start is near the top
         assert answer(v, "cur", at(start, i)) == Read("cur", at(start, i), start)
-        assert answer(v, "", at(start, i)) == Read("cur", at(start, i), start)
+        if at(start, i) != 0:  # ("", 0) holds nothing: test_no_boot_and_offset_0_...
+            assert answer(v, "", at(start, i)) == Read("cur", at(start, i), start)
     # Holding nothing of the boot yet: p(n0) reads from n0.
     assert answer(v, "cur", pred(start)) == Read("cur", pred(start), start)
+
+
+@pytest.mark.parametrize("last", [OFFSET_MOD - 1, 0, 1, 5])
+def test_no_boot_and_offset_0_holds_nothing_even_after_the_offsets_wrap(last: int) -> None:
+    """A boot started near the top whose offsets wrapped through 0 (or end at 0): the
+    consumer holding nothing recovers from the boot's first record, never from 1."""
+    v = view(TOP, TOP, last)
+    got = answer(v, "", 0)
+    assert isinstance(got, Recover)
+    assert (got.boot_id, got.n0, got.n1, got.reason) == ("cur", TOP, last, Reason.NOT_IN_HISTORY)
+    assert "holds nothing" in got.message
 
 
 @pytest.mark.parametrize("start", STARTS)
@@ -725,3 +737,37 @@ def test_a_live_follower_that_starts_before_any_record_reads_from_the_first(
     assert start == 230_732_907
     history.add([230_732_908, 230_732_909], [b"{}", b"{}"], ["start", "add_keys"])
     assert feed.live_start(start, 10) == start  # now held: reads on from there
+
+
+def test_an_app_at_its_share_is_refused_naming_it_and_another_app_registers(
+    tmp_path: Path,
+) -> None:
+    reg = Consumers(tmp_path, max_consumers=4, max_per_app=2)
+    for c in ("a", "b"):
+        reg.register("greedy", c, "b", 0)
+    with pytest.raises(LimitExceededError, match="journal consumers of app 'greedy': it has 2"):
+        reg.register("greedy", "c", "b", 0)
+    reg.register("collector", "a", "b", 0)
+    reg.check()
+
+
+def test_a_registry_saved_under_larger_limits_is_read_back_within_the_shares(
+    tmp_path: Path,
+) -> None:
+    ticks = iter(range(100))
+    saved = Consumers(tmp_path, max_consumers=8, clock=lambda: next(ticks))
+    for c in ("a", "b", "c", "d", "e"):
+        saved.register("greedy", c, "b", 0)
+    saved.register("collector", "a", "b", 0)
+    back = Consumers(tmp_path, max_consumers=4, max_per_app=2)
+    back.load()
+    back.check()
+    assert [(c.app, c.component) for c in back.all()] == [
+        ("collector", "a"),
+        ("greedy", "a"),
+        ("greedy", "b"),
+    ]
+    back.register("other", "x", "b", 0)  # room left for an app within its share
+    again = Consumers(tmp_path, max_consumers=4, max_per_app=2)
+    again.load()  # what was dropped is dropped from the file too
+    assert len(again) == 4

@@ -301,7 +301,10 @@ class JournalSettings(Section):
     retention removes them anyway (and cuts it loose); retention keeps up to this
     much beyond journal_max_bytes for a consumer that lags."""
     max_consumers: int = 16
-    """Registered journal consumers, at most."""
+    """Registered journal consumers, at most (all apps together)."""
+    max_consumers_per_app: int = 4
+    """Registered journal consumers one app may hold: its share. The default
+    registry holds 4 apps at their full share (16 = 4 x 4)."""
     offset_start: int = -1
     """The first journal offset of a boot: -1 (random, as the offsets scheme asks);
     0..2^32-1 for tests (e.g. near 2^32, to see the wrap)."""
@@ -317,6 +320,7 @@ class JournalSettings(Section):
             "history_bytes",
             "consumer_max_lag_bytes",
             "max_consumers",
+            "max_consumers_per_app",
         )
         if not -1 <= self.offset_start < OFFSET_MOD:
             raise ValueError(

@@ -30,7 +30,11 @@ def build_journal(
     """
     directory = Path(settings.dir)
     history = History(max_records=settings.history_records, max_bytes=settings.history_bytes)
-    consumers = Consumers(directory, max_consumers=settings.max_consumers)
+    consumers = Consumers(
+        directory,
+        max_consumers=settings.max_consumers,
+        max_per_app=settings.max_consumers_per_app,
+    )
     consumers.load()
     start = settings.offset_start
     journal = Journal(

@@ -122,10 +122,14 @@ class Consumers:
         directory: Path,
         *,
         max_consumers: int,
+        max_per_app: int | None = None,
         clock: Callable[[], int] = time.time_ns,
     ) -> None:
         self.path = directory / CONSUMERS_NAME
         self.max_consumers = max_consumers
+        self.max_per_app = max_per_app
+        """Each app's share: consumers one app may hold (``journal_max_consumers_per_app``;
+        None: no share, only the registry's size)."""
         self._clock = clock
         self._lock = threading.Lock()
         self._consumers: dict[tuple[str, str], Consumer] = {}
@@ -137,7 +141,11 @@ class Consumers:
 
     def load(self) -> None:
         """Read the registry file, if any. A file that does not parse is set aside
-        (``.journal-consumers.bad``) and logged: its consumers must register again."""
+        (``.journal-consumers.bad``) and logged: its consumers must register again.
+
+        Registrations beyond an app's share or the registry's size (saved under
+        larger limits) are not kept, the newest first, each logged: a registry
+        saved to disk never locks another app out across a restart."""
         try:
             data = json.loads(self.path.read_bytes())
             consumers = [
@@ -161,8 +169,32 @@ class Consumers:
                 os.replace(self.path, bad)
             log.error("journal: %s does not parse (%s); set aside as %s", self.path, e, bad.name)
             return
+        kept: dict[tuple[str, str], Consumer] = {}
+        per_app: dict[str, int] = {}
+        for c in sorted(consumers, key=lambda c: (c.registered_ns, c.key)):
+            held = per_app.get(c.app, 0)
+            share = self.max_consumers if self.max_per_app is None else self.max_per_app
+            if held >= share or len(kept) >= self.max_consumers:
+                log.warning(
+                    "journal: consumer %s/%s dropped from the registry: its app would hold %d "
+                    "(journal_max_consumers_per_app %d), the registry %d "
+                    "(journal_max_consumers %d); it must register again",
+                    c.app,
+                    c.component,
+                    held + 1,
+                    share,
+                    len(kept) + 1,
+                    self.max_consumers,
+                )
+                continue
+            per_app[c.app] = held + 1
+            kept[c.key] = c
         with self._lock:
-            self._consumers = {c.key: c for c in consumers}
+            self._consumers = kept
+            dropped = len(kept) < len(consumers)
+            snapshot = self._snapshot() if dropped else None
+        if snapshot is not None:
+            self._store(*snapshot, sync=True)
 
     # -- reads ----------------------------------------------------------------------
 
@@ -191,13 +223,22 @@ class Consumers:
 
         Raises:
             InvalidRequestError: a malformed component, or ``LIVE``.
-            LimitExceededError: the registry is full.
+            LimitExceededError: the app holds its share (``journal consumers of app
+                'A'``), or the registry is full (``journal consumers``).
         """
         check_component(component, live=False)
         with self._lock:
             c = self._consumers.get((app, component))
             if c is not None:
                 return c.copy(), False
+            held = sum(1 for a, _ in self._consumers if a == app)
+            if self.max_per_app is not None and held >= self.max_per_app:
+                raise LimitExceededError(
+                    f"journal consumers of app {app!r}",
+                    self.max_per_app,
+                    f"it has {held} registered (each app's share, "
+                    "journal_max_consumers_per_app); unregister one of its own first",
+                )
             if len(self._consumers) >= self.max_consumers:
                 raise LimitExceededError(
                     "journal consumers",
@@ -357,6 +398,11 @@ class Consumers:
         """Assert the invariants (tests)."""
         with self._lock:
             assert len(self._consumers) <= self.max_consumers
+            per_app: dict[str, int] = {}
+            for app, _ in self._consumers:
+                per_app[app] = per_app.get(app, 0) + 1
+            share = self.max_consumers if self.max_per_app is None else self.max_per_app
+            assert all(n <= share for n in per_app.values())
             for key, c in self._consumers.items():
                 assert key == c.key
                 assert _COMPONENT.fullmatch(c.component)

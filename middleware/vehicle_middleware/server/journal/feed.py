@@ -141,7 +141,7 @@ class Feed:
 
         Raises:
             InvalidRequestError: a malformed component.
-            LimitExceededError: the registry is full.
+            LimitExceededError: the app holds its share, or the registry is full.
         """
         return await asyncio.to_thread(self._register, app, component, from_newest)
 
@@ -267,8 +267,10 @@ class Feed:
             self._acknowledge_blocking(consumer, a.boot_id, a.offset)
 
     def _held_in_memory(self, boot_id: str, offset: int) -> bool:
-        """Whether the position is the running boot's and in memory (``p(n0)`` included)."""
-        if (boot_id or self.boot_id) != self.boot_id:
+        """Whether the position is the running boot's and in memory (``p(n0)`` included).
+        ``("", 0)`` holds nothing: never a position in memory, whatever the offsets wrapped
+        through."""
+        if (boot_id or self.boot_id) != self.boot_id or (not boot_id and offset == 0):
             return False
         window = self.history.window()
         return window is not None and _in_window(window, offset)
@@ -350,8 +352,9 @@ class Feed:
         self, boot_id: str, offset: int, max_records: int, want: frozenset[str] | None
     ) -> Records | Nothing | None:
         """:meth:`poll`'s answer when memory has it (the position is in the history),
-        else None. Cheap; acknowledges nothing."""
-        if (boot_id or self.boot_id) != self.boot_id:
+        else None. Cheap; acknowledges nothing. ``("", 0)`` holds nothing: never
+        answered from memory (:func:`answers.answer` makes it a recovery)."""
+        if (boot_id or self.boot_id) != self.boot_id or (not boot_id and offset == 0):
             return None
         return self._from_memory(offset, max_records, want)
 
@@ -433,12 +436,19 @@ class Feed:
             boot_id == self.boot_id and s.last_offset == newest,
         )
 
-    def live_start(self, offset: int, keep: int) -> int:
+    def live_start(self, offset: int | None, keep: int) -> int:
         """Where a live follower reads on from: ``offset`` if it is in memory, else just
         before the newest ``keep`` records (0: after the newest); with nothing held yet
-        (this boot has written nothing), just before the boot's first record."""
+        (this boot has written nothing), just before the boot's first record. ``offset``
+        None: the follower holds nothing (after the newest ``keep``, as for one not held)."""
         if not len(self.history):
             return pred(self.first_offset)
+        if offset is None:
+            window = self.history.window()
+            assert window is not None
+            offset = pred(window[0])
+            if keep <= 0:
+                return window[1]
         return self.history.tail(offset, keep)
 
     def figures(self) -> list[Figure]:

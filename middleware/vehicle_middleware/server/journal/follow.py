@@ -174,7 +174,8 @@ class FollowSession:
                 # recovery group does, once the consumer acknowledges it.
                 await feed.acknowledge_held(self.consumer, self._boot, self._offset)
             else:
-                self._offset = feed.live_start(self._offset, 0)
+                holds = self._offset if self._boot or self._offset else None
+                self._offset = feed.live_start(holds, 0)
                 self._boot = feed.boot_id
             while True:
                 if self._error is not None:

@@ -16,7 +16,10 @@ picks one of the three answers:
    than the history holds.
 
 Without a boot (``boot_id`` empty) the offset is taken in the current boot,
-exactly as that contract says (a restart shows as a recovery naming another boot).
+exactly as that contract says (a restart shows as a recovery naming another boot),
+except offset 0: ``(no boot, 0)`` means "holding nothing", so it is always a
+recovery naming all the current boot holds, even when the boot's offsets have
+wrapped through 0 (taking it as a position would skip every record before it).
 With a boot the journal also serves the boots before the current one from
 disk: after the last record of a boot that ended, the recovery names the next
 boot (the middleware restarted) and its range. An offset its boot never
@@ -166,6 +169,17 @@ def answer(
     b = boot_id or view.current
     span = view.span(b)
     current = view.span(view.current)
+    if not boot_id and offset == 0 and span is not None:
+        # (no boot, 0) is how a consumer says it holds nothing, never "I hold offset 0":
+        # a boot whose offsets wrapped through 0 would otherwise serve it from 1 on and
+        # skip everything before.
+        return _recover(
+            view,
+            span,
+            Reason.NOT_IN_HISTORY,
+            f"the consumer holds nothing (no boot_id, offset 0); the current boot {b!r} "
+            f"holds {span.first}..{span.last}",
+        )
     if span is None:
         if b == view.current or current is None:
             raise UnavailableError("the journal has written no record yet; poll again")
