@@ -9,16 +9,19 @@ losses are covered by the unit tests' injected write errors).
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from vehicle_middleware.contract.journal.segments import segment_boot, segment_files
 from vehicle_middleware.sdk import ProviderClient
+from vehicle_middleware.server.__main__ import main as cli_main
 from vehicle_middleware.server.journal import JournalReport, read_journal, verify
 from vehicle_middleware.server.journal.reserve import LossMarker
 
@@ -36,6 +39,15 @@ def verify_cli(directory: Path) -> tuple[int, str]:
         timeout=60,
     )
     return done.returncode, done.stdout
+
+
+def verify_here(directory: Path) -> tuple[int, str]:
+    """``journal verify`` as :func:`verify_cli` runs it, in this process (no interpreter
+    start: for tests that verify many directories)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = cli_main(["journal", "verify", str(directory)])
+    return code, out.getvalue()
 
 
 def serve(journal: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
@@ -231,3 +243,87 @@ async def test_a_second_middleware_on_the_same_journal_directory_is_refused(
     assert code == 0, out
     assert "1 boots" in out
     assert "UNCLEAN STOP" not in out
+
+
+def boot_segments(journal: Path) -> dict[str, list[Path]]:
+    """The segments of each boot, oldest boot first."""
+    boots: dict[str, list[Path]] = {}
+    for path in segment_files(journal):
+        boots.setdefault(segment_boot(path) or "", []).append(path)
+    return boots
+
+
+async def two_clean_boots(journal: Path) -> tuple[str, str]:
+    """Two boots, each stopped cleanly, the first in several segments."""
+    for _ in range(2):
+        proc, address = serve(journal, "--journal-level", "full", "--journal-segment-bytes", "8000")
+        try:
+            await publish(address, 150)
+        finally:
+            code, err = stop(proc)
+        assert code == 0, err
+    first, second = boot_segments(journal)
+    return first, second
+
+
+async def test_a_removed_or_cut_tail_or_boot_fails_verify_naming_what_is_missing(
+    tmp_path: Path,
+) -> None:
+    """Each boot's start names where the one before ended, and the marker where the newest
+    did: a tail cut in half or deleted, or a whole boot deleted, fails verify naming the
+    boot and the offsets; a clean stop whose stop record is gone is not an unclean stop."""
+    journal = tmp_path / "journal"
+    first, second = await two_clean_boots(journal)
+    code, out = verify_cli(journal)
+    assert code == 0, out
+    assert "UNCLEAN STOP" not in out
+    [start] = [
+        r for r in read_journal([journal]) if r["kind"] == "start" and r["boot_id"] == second
+    ]
+    assert start["prev_boot_id"] == first
+    assert start["prev_boot_stopped"] is True
+
+    def faulty(name: str, fault: Callable[[dict[str, list[Path]]], None]) -> Path:
+        copy = tmp_path / name
+        shutil.copytree(journal, copy)
+        fault(boot_segments(copy))
+        return copy
+
+    def halve(path: Path) -> None:
+        os.truncate(path, path.stat().st_size // 2)
+
+    cases = {
+        "first-cut": (lambda b: halve(b[first][-1]), first, "TAIL MISSING: offsets"),
+        "first-tail-deleted": (lambda b: b[first][-1].unlink(), first, "TAIL MISSING: offsets"),
+        "first-deleted": (
+            lambda b: [p.unlink() for p in b[first]],
+            first,
+            f"boot {first}: BOOT MISSING",
+        ),
+        "newest-cut": (lambda b: halve(b[second][-1]), second, "TAIL MISSING: offsets"),
+        "newest-deleted": (
+            lambda b: [p.unlink() for p in b[second]],
+            second,
+            f"boot {second}: BOOT MISSING",
+        ),
+    }
+    for name, (fault, boot, says) in cases.items():
+        code, out = verify_here(faulty(name, fault))
+        assert code == 1, (name, out)
+        assert says in out, (name, out)
+        section = out.split(f"boot {boot}:")[1].split("  boot ")[0]
+        assert "with its stop record" in section, (name, out)
+        assert "UNCLEAN STOP" not in section, (name, out)  # a clean stop, cut: not a crash
+
+    # Cut while no middleware runs: the next boot logs it, and its start names the end.
+    last = boot_segments(journal)[second][-1]
+    os.truncate(last, last.stat().st_size // 2)
+    proc, _ = serve(journal)
+    code, err = stop(proc)
+    assert code == 0, err
+    assert f"the previous boot {second} wrote up to offset" in err
+    code, out = verify_here(journal)
+    assert code == 1, out
+    section = out.split(f"boot {second}:")[1].split("  boot ")[0]
+    assert "TAIL MISSING: offsets" in section
+    assert "the start of boot" in section

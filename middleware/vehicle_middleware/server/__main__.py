@@ -190,23 +190,39 @@ def _token(args: argparse.Namespace) -> int:
 
 def _journal(args: argparse.Namespace) -> int:
     from vehicle_middleware.server.journal import JournalReport, read_journal, verify
-    from vehicle_middleware.server.journal.reserve import LossMarker
+    from vehicle_middleware.server.journal.reader import BootEnd
+    from vehicle_middleware.server.journal.reserve import MARKER_NAME, LossMarker
 
     report = JournalReport()
     records = read_journal(args.paths, report)
-    verify(records, report)
     # A boot that died leaves what it had not written in its marker; the next boot
-    # reports it (journal_dropped with lost_boot_id). Until then, say it here.
+    # reports it (journal_dropped with lost_boot_id). Until then, say it here. The
+    # marker also names where the newest boot ended: its records are held to it.
     reported_later = {r.get("lost_boot_id") for r in records if r.get("lost_boot_id")}
     pending: dict[str, tuple[int, int]] = {}
+    ends: dict[str, BootEnd] = {}
     for path in args.paths:
         marker = LossMarker(path).read() if path.is_dir() else None
         if marker and not marker.stopped and marker.boot_id not in reported_later:
             pending[marker.boot_id] = (marker.unreported, marker.pending)
+        if marker and marker.last_offset is not None:
+            ends[marker.boot_id] = BootEnd(
+                marker.last_offset, marker.last_hash, marker.stopped, f"its {MARKER_NAME} file"
+            )
+    verify(records, report, ends=ends)
     print(f"{len(records)} records, {len(report.boots)} boots, {len(report.torn_lines)} torn lines")
     for line in report.torn_lines:
         print(f"  torn line skipped: {line}")
     for boot in report.boots.values():
+        if boot.removed:
+            assert boot.end is not None
+            print(
+                f"  boot {boot.boot_id}: BOOT MISSING: none of its records is left, and no "
+                f"journal_trimmed record says retention removed them ({boot.end.by} says "
+                f"it ended at offset {boot.end.offset}"
+                + (" with its stop record)" if boot.end.stopped else ")")
+            )
+            continue
         if boot.records == 0:
             print(
                 f"  boot {boot.boot_id}: no records left (at least {boot.trimmed_files} "
@@ -231,7 +247,9 @@ def _journal(args: argparse.Namespace) -> int:
             print(
                 f"    LOSS NOT REPORTED: {boot.unreported} records missing that no record reports"
             )
-        if not boot.stopped:
+        if boot.tail_missing:
+            print(f"    TAIL MISSING: {boot.tail_missing}")
+        if not boot.stopped and not (boot.tail_missing and boot.end and boot.end.stopped):
             print("    UNCLEAN STOP: no stop record (killed, crashed, or still running)")
         failed, waiting = pending.get(boot.boot_id, (0, 0))
         if failed:
@@ -245,7 +263,8 @@ def _journal(args: argparse.Namespace) -> int:
                 "checked: lost if the process is gone (the next boot reports them)"
             )
     unreported_failures = any(failed for failed, _ in pending.values())
-    return 0 if report.intact and report.complete and not unreported_failures else 1
+    whole = report.intact and report.complete and report.whole
+    return 0 if whole and not unreported_failures else 1
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,16 +7,30 @@ vehicle: tests, ``python -m vehicle_middleware.server journal verify DIR``, and 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vehicle_middleware.contract.journal.chain import OFFSET_MOD, hash_checks
+from vehicle_middleware.contract.journal.chain import OFFSET_MOD, distance, hash_checks, succ
 from vehicle_middleware.contract.journal.records import Kind
 from vehicle_middleware.contract.journal.segments import lines, segment_files
 
-__all__ = ["BootReport", "JournalReport", "read_journal", "trim_anchors", "verify"]
+__all__ = ["BootEnd", "BootReport", "JournalReport", "read_journal", "trim_anchors", "verify"]
+
+
+@dataclass(frozen=True, slots=True)
+class BootEnd:
+    """Where a boot ended, as the next boot's ``start`` (or the directory's marker) names
+    it (see :mod:`vehicle_middleware.server.journal.boot_chain`)."""
+
+    offset: int | None
+    """Its last record written (None: it wrote none)."""
+    hash: str
+    stopped: bool
+    """That record is its ``stop``: the boot ends exactly there (else: at least there)."""
+    by: str
+    """What names it, for the report: ``the start of boot B``, or the marker file."""
 
 
 @dataclass
@@ -38,6 +52,44 @@ class BootReport:
     trimmed_files: int = 0
     """Segments retention removed from the start of this boot (its chain starts later)."""
     trimmed_bytes: int = 0
+    end: BootEnd | None = None
+    """Where it ended, as named by what followed it (None: nothing names it)."""
+    end_seen: bool = False
+    """Its record at ``end.offset`` is held, with ``end.hash``."""
+    end_other: bool = False
+    """A record at ``end.offset`` is held, with another hash."""
+    last_offset: int | None = None
+    """The offset of its last record held."""
+
+    @property
+    def removed(self) -> bool:
+        """Its end is named but none of its records is held, and no ``journal_trimmed``
+        record says retention removed them: the boot was removed."""
+        return (
+            self.end is not None
+            and self.end.offset is not None
+            and self.records == 0
+            and self.trimmed_files == 0
+        )
+
+    @property
+    def tail_missing(self) -> str:
+        """What is missing from its end ("" when nothing): the records after its last
+        held one up to the end named, or the named last record replaced."""
+        end = self.end
+        if end is None or end.offset is None or self.records == 0 or self.end_seen:
+            return ""
+        if self.end_other:
+            return f"its record at offset {end.offset} is not the one {end.by} names (another hash)"
+        last = self.last_offset if self.last_offset is not None else end.offset
+        gap = distance(last, end.offset)
+        if 0 < gap < OFFSET_MOD // 2:
+            return (
+                f"offsets {succ(last)}..{end.offset} ({gap} records) are gone: {end.by} "
+                f"says it ended at offset {end.offset}"
+                + (" with its stop record" if end.stopped else " or later")
+            )
+        return f"its record at offset {end.offset}, which {end.by} names as its last, is gone"
 
     @property
     def unreported(self) -> int:
@@ -60,6 +112,11 @@ class JournalReport:
     def complete(self) -> bool:
         """Every record missing by offset is reported by a ``journal_dropped`` record."""
         return all(b.unreported == 0 for b in self.boots.values())
+
+    @property
+    def whole(self) -> bool:
+        """No boot lost its tail or was removed, by what names each boot's end."""
+        return not any(b.removed or b.tail_missing for b in self.boots.values())
 
 
 def read_journal(
@@ -103,17 +160,43 @@ def trim_anchors(records: Iterable[dict[str, Any]]) -> dict[tuple[str, int], str
     return anchors
 
 
-def verify(records: Iterable[dict[str, Any]], report: JournalReport | None = None) -> JournalReport:
-    """Check offsets, the hash chain and the loss reports of each boot, in the order given.
+def boot_ends(records: Iterable[dict[str, Any]]) -> dict[str, BootEnd]:
+    """Per boot, where it ended as a later boot's ``start`` names it."""
+    ends: dict[str, BootEnd] = {}
+    for rec in records:
+        if rec.get("kind") == Kind.START and rec.get("prev_boot_id"):
+            offset = rec.get("prev_boot_offset")
+            ends[str(rec["prev_boot_id"])] = BootEnd(
+                None if offset is None else int(offset),
+                str(rec.get("prev_boot_hash") or ""),
+                bool(rec.get("prev_boot_stopped")),
+                f"the start of boot {rec.get('boot_id', '')}",
+            )
+    return ends
+
+
+def verify(
+    records: Iterable[dict[str, Any]],
+    report: JournalReport | None = None,
+    *,
+    ends: Mapping[str, BootEnd] | None = None,
+) -> JournalReport:
+    """Check offsets, the hash chain and the loss reports of each boot, in the order given,
+    and each boot's records against where it ended.
 
     A boot's first record may link to a removed one only where a
     ``journal_trimmed`` record says retention removed it; anywhere else a link
     that does not check is a broken chain (an edited, deleted or reordered
-    record).
+    record). A boot's end is named by the next boot's ``start``, or by
+    ``ends`` (the directory's marker, for the newest boot): a boot whose named
+    last record is not held lost its tail (:attr:`BootReport.tail_missing`),
+    one with no record held and no ``journal_trimmed`` for it was removed
+    (:attr:`BootReport.removed`).
     """
     records = list(records)
     report = report or JournalReport()
     anchors = trim_anchors(records)
+    named = {**(ends or {}), **boot_ends(records)}
     last_hash: dict[str, str] = {}
     last_offset: dict[str, int] = {}
     for rec in records:
@@ -159,4 +242,13 @@ def verify(records: Iterable[dict[str, Any]], report: JournalReport | None = Non
                 b.first_broken_link, b.broken_reason = offset, "hash does not match the record"
         last_offset[boot] = offset
         last_hash[boot] = str(rec.get("hash", ""))
+        b.last_offset = offset
+        end = named.get(boot)
+        if end is not None and end.offset == offset:
+            if rec.get("hash") == end.hash:
+                b.end_seen = True
+            else:
+                b.end_other = True
+    for boot_id, end in named.items():
+        report.boots.setdefault(boot_id, BootReport(boot_id)).end = end
     return report

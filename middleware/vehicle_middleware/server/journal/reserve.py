@@ -11,6 +11,9 @@ A full disk must not hide what it cost. Two small files help:
   failures no record reports, and records accepted but not yet written. If
   the process dies (kill -9, power), the next boot reads it and reports those
   records in its own journal (a ``journal_dropped`` with ``lost_boot_id``).
+  It also holds the last record written (offset and hash) and whether that
+  was the ``stop``: where the boot ended, which the next boot's ``start``
+  names and ``journal verify`` checks (:mod:`boot_chain`).
 
 Both names start with a dot, so segment globs and Hadoop readers skip them.
 """
@@ -76,6 +79,11 @@ class MarkerState:
     """Records that failed to reach disk and that no written record reports yet."""
     stopped: bool
     """The boot wrote its ``stop`` record: nothing for the next boot to report."""
+    last_offset: int | None = None
+    """The offset of the last record it wrote to disk (None: none yet)."""
+    last_hash: str = ""
+    """That record's hash: the next boot's ``start`` names it, and ``journal verify``
+    holds the segments to it (a removed tail shows)."""
 
     def unwritten(self, directory: Path) -> int:
         """Records this boot had taken but not written, by this state and the last
@@ -107,6 +115,8 @@ class LossMarker:
                 pending=int(data["pending"]),
                 unreported=int(data["unreported"]),
                 stopped=bool(data["stopped"]),
+                last_offset=None if data.get("last_offset") is None else int(data["last_offset"]),
+                last_hash=str(data.get("last_hash", "")),
             )
         except (OSError, ValueError, KeyError, TypeError):
             return None

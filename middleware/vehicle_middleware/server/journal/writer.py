@@ -53,6 +53,7 @@ from vehicle_middleware.contract.journal.records import (
     Level,
     refusal,
 )
+from vehicle_middleware.server.journal.boot_chain import previous_end
 from vehicle_middleware.server.journal.directory_lock import DirectoryLock, JournalInUseError
 from vehicle_middleware.server.journal.history import History
 from vehicle_middleware.server.journal.reserve import LossMarker, MarkerState, Reserve
@@ -156,6 +157,7 @@ class Journal:
         self._batch_marks: list[tuple[int, int, bool]] = []
         self._batch_bytes = 0
         self._batch_prev = ""  # the chain's last hash on disk, before the batch
+        self._last_written: tuple[int, str] | None = None  # offset and hash, last on disk
         self._last_time_ns = 0  # of the record emitted last
         self._segment = SegmentFile(
             directory,
@@ -198,11 +200,15 @@ class Journal:
     def start(self, **fields: Any) -> None:
         """Create the directory, start the writer, and record ``start``.
 
-        Also reports, for the previous boot that wrote here, the records its
+        ``start`` names where the previous boot that wrote here ended
+        (:mod:`boot_chain`). Also reports, for that boot, the records its
         marker says never reached disk if it ended without a ``stop``.
         """
         self.lock()
         previous = self._marker.read()
+        end = previous_end(self.directory, previous, self.boot_id)
+        if end is not None:
+            fields.update(end.start_fields())
         if not self._reserve.make():
             log.warning("journal: no room for the reserve file in %s", self.directory)
         if not self._marker.open():
@@ -387,6 +393,8 @@ class Journal:
                     kept += 1
         self._segment.keep(written, len(payload))
         self.written += kept
+        if kept:
+            self._last_written = (offsets[kept - 1], hashes[kept - 1])
         if self._history is not None and kept:
             if kept == len(batch):
                 self._history.add(offsets, batch, kinds)
@@ -456,6 +464,8 @@ class Journal:
                 pending=self._accepted - self._consumed,
                 unreported=self._unreported,
                 stopped=self._stop_written,
+                last_offset=None if self._last_written is None else self._last_written[0],
+                last_hash="" if self._last_written is None else self._last_written[1],
             )
         )
 

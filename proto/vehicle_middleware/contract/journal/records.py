@@ -76,9 +76,15 @@ class Kind(enum.StrEnum):
 
     # -- lifecycle
     START = "start"
-    """The middleware started: ``address``, ``level``, ``settings``. (Test and
-    synthetic journals may set a ``version`` string; readers, whose ``version``
-    is publish's number, read it as null.)"""
+    """The middleware started: ``address``, ``level``, ``settings``, and where the
+    boot that wrote the directory before it ended (the boots' chain): its
+    ``prev_boot_id``, the offset and hash of its last record written
+    (``prev_boot_offset``, null if it wrote none; ``prev_boot_hash``), and
+    whether that was its ``stop`` (``prev_boot_stopped``); no ``prev_boot_id``
+    for a directory's first boot. ``journal verify`` holds that boot's records
+    to it: a removed tail or boot shows. (Test and synthetic journals may set a
+    ``version`` string; readers, whose ``version`` is publish's number, read it
+    as null.)"""
     STOP = "stop"
     """It stopped cleanly: ``reason``. A boot without one was killed or crashed."""
     KEY_ADDED = "key_added"
@@ -172,7 +178,11 @@ class Cause(enum.StrEnum):
 
 _DROP: Final = "app key key_id queue seq reason"
 _SPECS: Final[dict[Kind, tuple[Level, str]]] = {
-    Kind.START: (Level.LIFECYCLE, "address level settings version"),
+    Kind.START: (
+        Level.LIFECYCLE,
+        "address level settings version prev_boot_id prev_boot_offset prev_boot_hash "
+        "prev_boot_stopped",
+    ),
     Kind.STOP: (Level.LIFECYCLE, "reason"),
     Kind.KEY_ADDED: (Level.LIFECYCLE, "app key key_id"),
     Kind.KEY_REMOVED: (Level.LIFECYCLE, "app key key_id"),
@@ -282,6 +292,10 @@ FIELDS: Final[dict[str, str]] = {
     "origin": "string",
     "event_hash": "string",
     "detail": "string",
+    "prev_boot_id": "string",
+    "prev_boot_offset": "long",
+    "prev_boot_hash": "string",
+    "prev_boot_stopped": "boolean",
 }
 """Every field a record may carry, with its type: the one definition of the
 journal's fields (``vehicle_middleware.telemetry_export.schema`` reads journals by it; the

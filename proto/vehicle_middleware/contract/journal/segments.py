@@ -18,6 +18,7 @@ from typing import Any, Final
 __all__ = [
     "first_record",
     "last_offset",
+    "last_record",
     "lines",
     "segment_boot",
     "segment_files",
@@ -75,6 +76,24 @@ def last_offset(paths: list[Path]) -> int | None:
                 last = int(json.loads(line)["offset"])
             except (ValueError, KeyError, TypeError):
                 continue
+        if last is not None:
+            return last
+    return None
+
+
+def last_record(paths: list[Path]) -> dict[str, Any] | None:
+    """The last whole record in the newest of ``paths`` that has one, or None."""
+    for path in reversed(paths):
+        last: dict[str, Any] | None = None
+        for line in lines(path):
+            if not line.endswith(b"\n"):
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict) and "offset" in rec:
+                last = rec
         if last is not None:
             return last
     return None
