@@ -17,9 +17,13 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
+import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from vehicle_middleware.contract.journal.segments import segment_boot, segment_files
+from vehicle_middleware.proto.vehicle.admin.v1 import admin_pb2, admin_pb2_grpc
 from vehicle_middleware.sdk import ProviderClient
 from vehicle_middleware.server.__main__ import main as cli_main
 from vehicle_middleware.server.journal import JournalReport, read_journal, verify
@@ -327,3 +331,122 @@ async def test_a_removed_or_cut_tail_or_boot_fails_verify_naming_what_is_missing
     section = out.split(f"boot {second}:")[1].split("  boot ")[0]
     assert "TAIL MISSING: offsets" in section
     assert "the start of boot" in section
+
+
+JOURNAL_SERVICE = "vehicle.journal.v1.JournalService"
+
+
+async def stats_of(address: str) -> tuple[Any, dict[str, float]]:
+    """GetStats of a middleware: its process figures and its extra figures by name."""
+    async with grpc.aio.insecure_channel(address) as channel:
+        stats = await admin_pb2_grpc.AdminStub(channel).GetStats(
+            admin_pb2.GetStatsRequest(), metadata=(("app-id", "ops"),), timeout=10
+        )
+    return stats.process, {f.name: f.value for f in stats.extra}
+
+
+async def journal_health(address: str) -> int:
+    async with grpc.aio.insecure_channel(address) as channel:
+        answer = await health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(service=JOURNAL_SERVICE), timeout=10
+        )
+    return int(answer.status)
+
+
+def removed_notes(journal: Path) -> list[dict[str, Any]]:
+    with contextlib.suppress(FileNotFoundError):
+        return [
+            r
+            for r in read_journal([journal])
+            if r["kind"] == "journal_dropped" and r["cause"] == "directory removed"
+        ]
+    return []
+
+
+async def test_a_journal_directory_removed_while_it_runs_is_told_and_never_shared(
+    tmp_path: Path,
+) -> None:
+    """rm -rf of the directory: the running middleware finds it at once, makes it again
+    and takes its lock (so a second middleware is refused), and the first record there
+    counts what went; GetStats and the metrics count it; verify of what is left fails,
+    naming where it starts."""
+    journal = tmp_path / "journal"
+    proc, address = serve(journal, "--journal-level", "full")
+    try:
+        await publish(address, 50)
+        await eventually(lambda: len(read_journal([journal])) > 50, timeout=10, what="writes")
+        shutil.rmtree(journal)
+        await eventually(
+            lambda: bool(removed_notes(journal)), timeout=10, what="the removal to be told"
+        )
+        [note] = removed_notes(journal)
+        assert note["count"] > 50
+        process, extra = await stats_of(address)
+        assert process.journal_records_dropped >= note["count"]
+        assert extra["vmw_journal_directory_removals_total"] == 1
+        assert extra["vmw_journal_directory_lost"] == 0  # it writes again
+        assert await journal_health(address) == health_pb2.HealthCheckResponse.SERVING
+        second = subprocess.run(
+            [sys.executable, "-m", "vehicle_middleware.server", "serve", "--listen", "127.0.0.1:0",
+             "--journal-dir", str(journal)],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert second.returncode == 1, second.stderr
+        assert f"pid {proc.pid}" in second.stderr
+        await publish(address, 10)
+    finally:
+        code, err = stop(proc)
+    assert code == 0, err
+    assert f"the journal directory {journal} (or its .journal-lock) was removed" in err
+    assert "records of this boot went with it" in err
+    code, out = verify_here(journal)
+    assert code == 1, out
+    assert "CHAIN BROKEN at offset" in out
+    assert "the chain's start is missing" in out
+
+
+async def test_a_removed_directory_another_middleware_took_is_not_written_by_the_first(
+    tmp_path: Path,
+) -> None:
+    """The first middleware is stopped (SIGSTOP) while its directory is removed and a
+    second one starts there: woken, the first finds its lock gone and the path held,
+    and writes nothing more: health NOT_SERVING for the journal, the loss counted."""
+    journal = tmp_path / "journal"
+    proc, address = serve(journal, "--journal-level", "full")
+    other = None
+    try:
+        await publish(address, 20)
+        await eventually(lambda: len(read_journal([journal])) > 20, timeout=10, what="writes")
+        proc.send_signal(signal.SIGSTOP)
+        try:
+            shutil.rmtree(journal)
+            other, _ = serve(journal)
+        finally:
+            proc.send_signal(signal.SIGCONT)
+        await eventually_async(
+            lambda: journal_health(address),
+            health_pb2.HealthCheckResponse.NOT_SERVING,
+            what="the journal's health to say it writes nothing",
+        )
+        _, extra = await stats_of(address)
+        assert extra["vmw_journal_directory_lost"] == 1
+        before, _ = await stats_of(address)
+        await publish(address, 30)
+
+        async def lost() -> bool:
+            now, _ = await stats_of(address)
+            return bool(now.journal_records_dropped >= before.journal_records_dropped + 30)
+
+        await eventually_async(lost, what="the refused records to be counted")
+    finally:
+        code, err = stop(proc)
+        if other is not None:
+            other_code, other_err = stop(other)
+            assert other_code == 0, other_err
+    assert code == 0, err
+    assert "this boot writes no journal any more" in err
+    assert f"is in use by another middleware (pid {other.pid})" in err
+    code, out = verify_here(journal)  # only the second one's boot is there, whole
+    assert code == 0, out
+    assert "1 boots" in out
+    assert "UNCLEAN STOP" not in out

@@ -25,6 +25,7 @@ import logging
 import os
 import socket
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -168,6 +169,25 @@ def _options(s: Settings) -> list[tuple[str, int]]:
 
 class AddressInUseError(RuntimeError):
     """Another process serves (or holds) the address this server was told to use."""
+
+
+def _journal_health(health: health_aio.HealthServicer) -> Callable[[str], None]:
+    """What the journal's writer thread calls when its directory is lost or written
+    again: the JournalService's health turns NOT_SERVING while the journal writes
+    nothing (the rest of the middleware still serves)."""
+    loop = asyncio.get_running_loop()
+    name = journal_pb2.DESCRIPTOR.services_by_name["JournalService"].full_name
+
+    def told(lost: str) -> None:
+        status = (
+            health_pb2.HealthCheckResponse.NOT_SERVING
+            if lost
+            else health_pb2.HealthCheckResponse.SERVING
+        )
+        with contextlib.suppress(RuntimeError):  # the loop has closed: stopping
+            loop.call_soon_threadsafe(lambda: loop.create_task(health.set(name, status)))
+
+    return told
 
 
 def _unix_socket_in_use(path: str) -> bool:
@@ -363,6 +383,8 @@ async def start_server(settings: Settings) -> RunningServer:
     )
     if runtime.journal_feed is not None:
         runtime.collectors.register("journal_consumers", runtime.journal_feed.figures)
+    if runtime.journal is not None:
+        runtime.collectors.register("journal_directory", runtime.journal.figures)
     runtime.collectors.register("codecs", _codecs_figures)
     journal_pb2_grpc.add_JournalServiceServicer_to_server(journal_service, server)
     subscriptions = KuksaSubscriptions(
@@ -470,6 +492,8 @@ async def start_server(settings: Settings) -> RunningServer:
         )
     for name in ("", *SERVICES):
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)
+    if runtime.journal is not None:
+        runtime.journal.on_directory = _journal_health(health)
     log.info("middleware listening on %s (boot %s)", " and ".join(addresses), runtime.boot_id)
     watch = asyncio.create_task(runtime.slow_apps.run(), name="slow-app-watch")
     health_watch = asyncio.create_task(runtime.health.run(), name="health-watch")

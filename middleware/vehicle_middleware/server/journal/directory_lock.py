@@ -6,6 +6,15 @@ crashed and remove each other's segments. The writer takes an exclusive
 before it starts and writes its pid there, so that a second process is
 refused with the holder named. The kernel drops the lock when the process
 ends, however it ends: no stale lock outlives a crash.
+
+A lock is held on a file, not a path: a directory removed while the
+middleware runs (``rm -rf``) takes the lock's file with it, and a second
+middleware would find the path free. So the writer asks :meth:`DirectoryLock.lost`
+(one ``stat`` and one ``fstat``) a few times a second and before opening
+each segment: the path's lock file must still be the one it holds. When it
+is not, the writer takes the path again with :meth:`DirectoryLock.retake`
+(a fresh directory and lock, or :class:`JournalInUseError` when another
+middleware holds it already: then it writes nothing more there).
 """
 
 from __future__ import annotations
@@ -58,3 +67,41 @@ class DirectoryLock:
         if self._fd is not None:
             os.close(self._fd)  # releases the lock
             self._fd = None
+
+    def lost(self) -> str:
+        """Why this process no longer holds the directory: its lock file was removed
+        (with the directory) or is another file now; "" while it holds it (or holds
+        nothing). Cheap: one ``stat`` and one ``fstat``."""
+        if self._fd is None:
+            return ""
+        path = self.directory / LOCK_NAME
+        try:
+            on_path = os.stat(path)
+        except FileNotFoundError:
+            return f"the journal directory {self.directory} (or its {LOCK_NAME}) was removed"
+        except OSError:
+            return ""  # cannot tell (e.g. a transient I/O error): the writes will say
+        held = os.fstat(self._fd)
+        if (on_path.st_dev, on_path.st_ino) != (held.st_dev, held.st_ino):
+            return (
+                f"the journal directory {self.directory} was removed and made again "
+                f"(its {LOCK_NAME} is another file)"
+            )
+        return ""
+
+    def retake(self) -> None:
+        """Take the directory again after :meth:`lost`: create it and lock its new lock
+        file; the old lock (on a removed file) goes only once the new one is held.
+
+        Raises:
+            JournalInUseError: another live process holds the directory now.
+            OSError: the directory cannot be created.
+        """
+        old, self._fd = self._fd, None
+        try:
+            self.acquire()
+        except BaseException:
+            self._fd = old
+            raise
+        if old is not None:
+            os.close(old)

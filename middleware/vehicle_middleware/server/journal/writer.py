@@ -26,6 +26,18 @@ After each rotation the writer runs retention (:mod:`retention`: the oldest
 segments beyond ``max_bytes`` go, ``journal_trimmed`` and ``consumer_cut``
 records say what). One process writes a directory (:mod:`directory_lock`).
 
+A directory removed while the middleware runs (``rm -rf``) is found within
+``_CHECK_EVERY_S`` and before the next segment opens (its lock file is gone
+or another file: no per-record cost). The writer then makes it again and
+takes its lock, and the first record written there is a ``journal_dropped``
+(``cause`` ``directory removed``) counting this boot's records that went with
+it; the chain goes on from the last record written, so ``journal verify``
+of the new directory names where what is left starts. If another middleware
+holds the path by then (or it cannot be made), the journal writes nothing
+more in this boot (:attr:`Journal.directory_lost`): two middlewares never
+write one directory. Either way it is logged, counted
+(:attr:`Journal.removed_total`) and told to :attr:`Journal.on_directory`.
+
 Consumers: with a ``history``, the writer thread hands every batch it has
 written (the lines as written, their offsets and kinds) to it after the
 write: a list extend per batch, nothing per event on the event loop's side.
@@ -59,6 +71,7 @@ from vehicle_middleware.server.journal.history import History
 from vehicle_middleware.server.journal.reserve import LossMarker, MarkerState, Reserve
 from vehicle_middleware.server.journal.retention import Retention, RetentionGuard
 from vehicle_middleware.server.journal.rotation import SegmentFile
+from vehicle_middleware.server.metrics.collectors import Figure
 
 __all__ = ["Journal", "JournalInUseError"]
 
@@ -79,6 +92,9 @@ wakes about 10 times a second rather than at every ``_IDLE_WAIT_S`` (each wake t
 the GIL from the event loop)."""
 _BATCH_BYTES: Final = 256 * 1024
 _MARK_EVERY_S: Final = 0.5
+_CHECK_EVERY_S: Final = 0.25
+"""How often the writer checks that it still holds its directory (one stat, one fstat;
+also before opening each segment)."""
 _SPEC: Final = {kind: (LEVEL_OF[kind], KIND_FIELDS[kind]) for kind in Kind}
 """Per kind: its level and the fields it carries (one lookup per record)."""
 
@@ -171,6 +187,20 @@ class Journal:
         self._reserve = Reserve(directory)
         self._lock = DirectoryLock(directory)
         self._reserve_used = False
+        self._checked_at = 0.0
+        self._written_here = 0  # records written since the directory was (re)taken
+        self._removed_unreported = 0  # of them, removed with it, for the next record
+        self.directory_lost = ""
+        """Why the journal writes nothing ("" while it writes its directory): the
+        directory was removed and another middleware holds it now, or it cannot be
+        made again. Records are then lost, counted in :attr:`removed_total`."""
+        self.directory_removals = 0
+        """Times the directory was found removed while this boot wrote it."""
+        self.removed_total = 0
+        """Records of this boot lost to a removed directory: written and removed with
+        it, or refused while the journal could not write its directory."""
+        self.on_directory: Callable[[str], None] | None = None
+        """Called (on the writer thread) with :attr:`directory_lost` whenever it changes."""
         self._marked_at = 0.0
         self._mark_now = False
         self._thread = threading.Thread(target=self._run, name="journal-writer", daemon=True)
@@ -303,6 +333,33 @@ class Journal:
         """Records buffered, not yet written."""
         return len(self._buffer)
 
+    def figures(self) -> list[Figure]:
+        """The directory's figures for the metrics (a Prometheus scrape, GetStats)."""
+        return [
+            Figure(
+                "vmw_journal_directory_lost",
+                "1 while the journal writes nothing: its directory was removed and another "
+                "middleware holds it now, or it cannot be made again",
+                "gauge",
+                (),
+                1 if self.directory_lost else 0,
+            ),
+            Figure(
+                "vmw_journal_directory_removals_total",
+                "Times the journal directory was found removed while this boot wrote it",
+                "counter",
+                (),
+                self.directory_removals,
+            ),
+            Figure(
+                "vmw_journal_records_removed_total",
+                "Journal records of this boot lost to a removed directory",
+                "counter",
+                (),
+                self.removed_total,
+            ),
+        ]
+
     # -- the writer thread ----------------------------------------------------------
 
     def _run(self) -> None:
@@ -339,16 +396,70 @@ class Journal:
             self._consumed += 1
             if self._unreported:
                 self._note_failures()
+            if self._removed_unreported:
+                self._note_removed()
             self._emit_one(rec)
             if self._batch_bytes >= self._batch_limit:
                 self._write_and_tick()
 
     def _write_and_tick(self) -> None:
-        """Write the batch, keep the loss marker current, and let retention's guard tick."""
+        """Write the batch, check the directory, keep the loss marker current, and let
+        retention's guard tick."""
         self._write_batch()
+        if time.monotonic() - self._checked_at >= _CHECK_EVERY_S:
+            self._check_directory()
+        if self._removed_unreported and not self.directory_lost:
+            self._note_removed()  # at once, also when no record comes
+            self._write_batch()
         self._mark()
         if self._guard is not None:
             self._guard.tick()
+
+    def _check_directory(self) -> bool:
+        """Whether the journal still writes its directory; if the directory was removed,
+        take it again (a new directory, lock, marker and reserve; the next record opens
+        a new segment) and count what went with it, or, when another middleware holds it
+        now or it cannot be made, write nothing more (:attr:`directory_lost`)."""
+        self._checked_at = time.monotonic()
+        if self.directory_lost:
+            return False
+        reason = self._lock.lost()
+        if not reason:
+            return True
+        gone = self._written_here
+        self.directory_removals += 1
+        self.removed_total += gone
+        self._written_here = 0
+        self._segment.close()  # a removed file: the next record opens one in the new directory
+        self._marker.close()
+        try:
+            self._lock.retake()
+        except (JournalInUseError, OSError) as e:
+            self.directory_lost = f"{reason}; this boot writes no journal any more: {e}"
+            log.error(
+                "journal: %s (%d records of this boot went with it)", self.directory_lost, gone
+            )
+            if self.on_directory is not None:
+                self.on_directory(self.directory_lost)
+            return False
+        self._marker.open()
+        self._reserve.make()
+        self._removed_unreported += gone
+        self._mark_now = True
+        log.error(
+            "journal: %s while this middleware wrote it: %d records of this boot went with it; "
+            "writing on in a new %s, whose first records say so",
+            reason,
+            gone,
+            self.directory,
+        )
+        if self.on_directory is not None:
+            self.on_directory("")
+        return True
+
+    def _note_removed(self) -> None:
+        count, self._removed_unreported = self._removed_unreported, 0
+        self._emit_one(self._own(Kind.JOURNAL_DROPPED, count=count, cause=Cause.REMOVED))
 
     def _note_failures(self) -> None:
         count, self._unreported = self._unreported, 0
@@ -380,6 +491,10 @@ class Journal:
         offsets, kinds = self._batch_offsets, self._batch_kinds
         self._batch, self._batch_hashes, self._batch_marks, self._batch_bytes = [], [], [], 0
         self._batch_offsets, self._batch_kinds = [], []
+        if self.directory_lost:  # not ours to write any more: lost, and counted
+            self.removed_total += len(batch)
+            self._chain.last = self._batch_prev
+            return
         data = b"".join(batch)
         payload = gzip.compress(data, 6) if self._compress else data
         done, error = self._segment.append(payload)
@@ -393,6 +508,7 @@ class Journal:
                     kept += 1
         self._segment.keep(written, len(payload))
         self.written += kept
+        self._written_here += kept
         if kept:
             self._last_written = (offsets[kept - 1], hashes[kept - 1])
         if self._history is not None and kept:
@@ -426,9 +542,10 @@ class Journal:
         self._batch_prev = self._chain.last
 
     def _rotate(self) -> None:
-        """Write the batch, open the next segment, and run retention."""
+        """Write the batch, check the directory is still this journal's, open the next
+        segment, and run retention."""
         self._write_batch()
-        if self._segment.rotate():
+        if self._check_directory() and self._segment.rotate():
             self._retain()
 
     def _retain(self) -> None:

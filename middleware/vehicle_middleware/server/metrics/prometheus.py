@@ -66,7 +66,8 @@ SERIES: Final = (
         "vmw_journal_records_dropped_total",
         "counter",
         (),
-        "Journal records lost in this boot: the buffer was full or a write failed.",
+        "Journal records lost in this boot: the buffer was full, a write failed, or the "
+        "directory was removed.",
     ),
     Series("vmw_app_queue_depth", "gauge", _QUEUE, "Events in the app's queue now."),
     Series(

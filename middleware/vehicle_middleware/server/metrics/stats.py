@@ -213,7 +213,9 @@ class StatsReader:
             journal=journal is not None,
             journal_records_written=journal.written if journal is not None else 0,
             journal_records_dropped=(
-                journal.dropped_total + journal.failed_total if journal is not None else 0
+                journal.dropped_total + journal.failed_total + journal.removed_total
+                if journal is not None
+                else 0
             ),
             cpu_seconds=times.user + times.system,
             rss_bytes=_rss_bytes(),

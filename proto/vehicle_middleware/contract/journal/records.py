@@ -174,6 +174,9 @@ class Cause(enum.StrEnum):
     """A write did not reach the disk (a full disk)."""
     CRASH = "not written before the process ended"
     """Taken but not written when the process died; reported by the next boot."""
+    REMOVED = "directory removed"
+    """Written, then removed with the journal directory while the middleware ran
+    (``rm -rf``); reported by the same boot, first in the directory it made again."""
 
 
 _DROP: Final = "app key key_id queue seq reason"
