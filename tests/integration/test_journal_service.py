@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from vehicle_middleware.contract.journal.chain import OFFSET_MOD, pred, succ, verify_line
+import pytest
+from vehicle_middleware.contract.journal.chain import OFFSET_MOD, distance, pred, succ, verify_line
 from vehicle_middleware.contract.journal.segments import segment_files
 from vehicle_middleware.proto.vehicle.journal.v1 import journal_pb2 as pb
 from vehicle_middleware.proto.vehicle.journal.v1 import journal_pb2_grpc as pb_grpc
@@ -687,3 +688,91 @@ async def test_one_app_at_its_consumer_share_leaves_the_others_theirs_across_a_r
         assert held == [("collector", "c"), ("greedy", "g0"), ("greedy", "g1")]
         got = await stub.RegisterConsumer(pb.RegisterConsumerRequest(component="d"), metadata=MD)
         assert got.created
+
+
+@pytest.mark.parametrize("in_memory", [120, 2000])
+async def test_a_consumer_cut_loose_is_told_exactly_what_its_next_poll_cannot_return(
+    tmp_path: Path, in_memory: int
+) -> None:
+    """Retention removes segments whose records memory still holds (some of them, or all):
+    a stalled consumer is told lost (recovery answers, consumer_cut records) exactly
+    the records its polls then cannot return: no record both told lost and returned,
+    none neither."""
+    s = settings(
+        tmp_path,
+        journal_segment_bytes=4096,
+        journal_max_bytes=8192,
+        journal_consumer_max_lag_bytes=8192,
+        journal_history_records=in_memory,  # memory holds more than the disk keeps
+    )
+    async with running(s) as (server, stub):
+        await settled(server)
+        slow = await stub.RegisterConsumer(
+            pb.RegisterConsumerRequest(component="slow"), metadata=MD
+        )
+        boot, p0 = slow.position.boot_id, slow.position.offset
+        await publish(server.address, 600)
+        await settled(server)
+        returned: list[dict[str, Any]] = []
+        told: set[int] = set()
+
+        def lost(start: int, end: int) -> set[int]:
+            return {(start + i) % OFFSET_MOD for i in range(distance(start, end) + 1)}
+
+        offset = p0
+        while True:
+            answer = await poll(stub, "slow", boot, offset)
+            kind = answer.WhichOneof("answer")
+            if kind == "nothing_new":
+                break
+            if kind == "recovery":
+                rec = answer.recovery
+                assert rec.reason == pb.RECOVERY_REASON_CUT_LOOSE, rec
+                for x in rec.lost:
+                    told |= lost(x.from_offset, x.to_offset)
+                offset = pred(rec.n0)
+                continue
+            returned += records(answer)
+            offset = answer.records.last_offset
+        for r in returned:
+            if r["kind"] == "consumer_cut" and r["component"] == "slow":
+                told |= lost(r["from_offset"], r["to_offset"])
+        got = {r["offset"] for r in returned}
+        assert not told & got, sorted(told & got)[:5]
+        assert told | got == lost(succ(p0), offset)
+        assert bool(told) == (in_memory < 600)  # all in memory: nothing is lost
+
+
+@pytest.mark.parametrize(("max_bytes", "lag"), [(8192, 24_576), (24_576, 8192)])
+async def test_a_stalled_consumer_holds_the_disk_to_the_larger_of_the_two_bounds(
+    tmp_path: Path, max_bytes: int, lag: int
+) -> None:
+    """With a registered consumer that never reads, the segments stay within
+    max(journal_max_bytes, journal_consumer_max_lag_bytes), plus the segment being
+    written and the few records retention writes before it removes (docs/operators.md)."""
+    segment = 4096
+    s = settings(
+        tmp_path,
+        journal_segment_bytes=segment,
+        journal_max_bytes=max_bytes,
+        journal_consumer_max_lag_bytes=lag,
+    )
+    async with running(s) as (server, stub):
+        await settled(server)
+        await stub.RegisterConsumer(pb.RegisterConsumerRequest(component="stalled"), metadata=MD)
+        provider = ProviderClient(server.address, "prov")
+        most = 0
+        try:
+            await provider.add_keys([SPEED])
+            for i in range(800):
+                await provider.publish({SPEED: i.to_bytes(4, "big")})
+                if i % 10 == 0:
+                    most = max(most, disk_bytes(Path(s.journal.dir)))
+            await provider.flush()
+        finally:
+            await provider.close()
+        await settled(server)
+        most = max(most, disk_bytes(Path(s.journal.dir)))
+        bound = max(max_bytes, lag)
+        assert most > bound - segment  # it was held up to the bound
+        assert most <= bound + segment + 2048, most - bound - segment

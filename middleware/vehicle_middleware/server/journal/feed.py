@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from vehicle_middleware.contract.journal.chain import OFFSET_MOD, distance, pred
+from vehicle_middleware.contract.journal.chain import OFFSET_MOD, distance, pred, succ
 from vehicle_middleware.contract.journal.segments import segment_files
 from vehicle_middleware.server.errors import (
     OffsetOutOfRangeError,
@@ -43,7 +43,13 @@ from vehicle_middleware.server.errors import (
     UnknownConsumerError,
 )
 from vehicle_middleware.server.journal.archive import Archive
-from vehicle_middleware.server.journal.consumers import LIVE, Consumer, Consumers, check_component
+from vehicle_middleware.server.journal.consumers import (
+    LIVE,
+    Consumer,
+    Consumers,
+    Lost,
+    check_component,
+)
 from vehicle_middleware.server.journal.history import History, Slice
 from vehicle_middleware.server.journal.pinning import Cut, Pin, Plan, lag_bytes, plan
 from vehicle_middleware.server.journal.poll_answers import (
@@ -60,6 +66,8 @@ from vehicle_middleware.server.journal.poll_answers import (
 from vehicle_middleware.server.metrics.collectors import Figure
 
 __all__ = ["ConsumerState", "Feed", "Records"]
+
+_HALF: Final = OFFSET_MOD // 2
 
 log = logging.getLogger(__name__)
 
@@ -380,8 +388,10 @@ class Feed:
             view = self.view()
             a = answer(view, boot_id, offset, home=home)
             if isinstance(a, Recover):
+                a = self._with_memory(a)
                 if consumer is not None:
                     lost = tuple(x for x in consumer.lost if lost_after(view, x, boot, offset))
+                    lost += _fell_behind(a, consumer, boot_id, offset, lost)
                     if lost:
                         a = dataclasses.replace(a, reason=Reason.CUT_LOOSE, lost=lost)
                 return a
@@ -394,6 +404,17 @@ class Feed:
                 return got
             # Retention removed what the view held, or the history moved on: look again.
         raise RuntimeError(f"journal: no stable answer for boot {boot} offset {offset}")
+
+    def _with_memory(self, a: Recover) -> Recover:
+        """A recovery in the running boot from the oldest record held in memory or on
+        disk: memory may hold records retention removed, and a consumer that resumed
+        from the disk's oldest would skip them unreported."""
+        window = self.history.window()
+        if a.boot_id != self.boot_id or window is None:
+            return a
+        if 0 < distance(window[0], a.n0) < _HALF:
+            return dataclasses.replace(a, n0=window[0])
+        return a
 
     def _from_memory(
         self, offset: int, max_records: int, want: frozenset[str] | None
@@ -573,7 +594,11 @@ class Feed:
             return []
         beyond = functools.partial(lost_beyond, self.view())
         applied: list[Cut] = []
-        for cut in decided.cuts:
+        window = self.history.window()
+        for planned in decided.cuts:
+            cut = _beside_memory(planned, self.boot_id, window)
+            if cut is None:
+                continue  # all it would lose is still in memory: its next Poll returns it
             p = cut.pin
             lost = self.consumers.cut(
                 p.app, p.component, cut.boot_id, cut.offset, cut.lost, beyond=beyond
@@ -616,6 +641,58 @@ class Feed:
         """Write the registry's pending acknowledgements, close open segments (at stop)."""
         self.consumers.flush()
         self.archive.close()
+
+
+def _beside_memory(cut: Cut, boot_id: str, window: tuple[int, int] | None) -> Cut | None:
+    """``cut`` less what the running boot ``boot_id`` still holds in memory (``window``),
+    so that a consumer cut loose loses exactly what its next Poll cannot return.
+
+    Its range of that boot ends before the window, and its position moves only up
+    to there (None: it loses nothing now). A consumer whose position is in that boot
+    loses everything after it up to there: records retention removed earlier, while
+    memory still held them, are lost now that memory let them go."""
+    if window is None:
+        return cut
+    n0 = window[0]
+    pin = cut.pin
+    lost = [x for x in cut.lost if x.boot_id != boot_id]
+    own = [x for x in cut.lost if x.boot_id == boot_id]
+    if own:  # the running boot's records removed are one run, the last of the cut
+        start = succ(pin.offset) if pin.boot_id == boot_id else own[0].from_offset
+        end = own[-1].to_offset
+        if distance(start, n0) <= distance(start, end):  # memory holds the run's end
+            end = pred(n0)
+        if start != n0 and distance(start, end) < _HALF:
+            lost.append(Lost(boot_id, start, end, distance(start, end) + 1, own[0].reason))
+    if not lost:
+        return None
+    if lost == cut.lost:
+        return cut
+    last = lost[-1]
+    return dataclasses.replace(cut, lost=lost, boot_id=last.boot_id, offset=last.to_offset)
+
+
+def _fell_behind(
+    a: Recover, consumer: Consumer, boot_id: str, offset: int, told: tuple[Lost, ...]
+) -> tuple[Lost, ...]:
+    """What a registered consumer polling at ``(boot_id, offset)`` lost when its boot
+    holds records only after that, beyond what its lost ranges tell: records retention
+    removed while memory still held them (so it was not cut for them), and that memory
+    let go before it read them. Only what it had not acknowledged (after its registered
+    position) is lost."""
+    if a.reason is not Reason.NOT_IN_HISTORY or a.boot_id != boot_id or consumer.boot_id != boot_id:
+        return ()
+    at = offset
+    if 0 < distance(at, consumer.offset) < _HALF:
+        at = consumer.offset  # it acknowledged up to there: released, not lost
+    for x in told:
+        if x.boot_id == boot_id and 0 < distance(at, x.to_offset) < _HALF:
+            at = x.to_offset  # told already
+    end = pred(a.n0)
+    if not 0 < distance(at, end) < _HALF:
+        return ()
+    start = succ(at)
+    return (Lost(boot_id, start, end, distance(start, end) + 1, "no longer held"),)
 
 
 def _in_window(window: tuple[int, int], offset: int) -> bool:
