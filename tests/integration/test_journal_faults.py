@@ -450,3 +450,56 @@ async def test_a_removed_directory_another_middleware_took_is_not_written_by_the
     assert code == 0, out
     assert "1 boots" in out
     assert "UNCLEAN STOP" not in out
+
+
+def fill_with_a_file(journal: Path) -> Path:
+    """Take every byte the disk has left, as another program would."""
+    filler = journal / "filler"
+    with contextlib.suppress(OSError), filler.open("wb") as fh:
+        while True:
+            fh.write(bytes(4096))
+            fh.flush()
+    return filler
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+async def test_a_boot_started_on_a_still_full_disk_reads_as_a_clean_stop_not_written(
+    tmp_path: Path,
+) -> None:
+    with small_disk(tmp_path / "disk", "256k") as journal:
+        proc, address = serve(journal, "--journal-level", "full")
+        try:
+            await fill(address, journal)
+        finally:
+            code, err = stop(proc)
+        assert code == 0, err
+        filler = fill_with_a_file(journal)  # the disk stays full for the next boot
+        proc, address = serve(journal, "--journal-level", "full")
+        try:
+            await publish(address, 50)
+        finally:
+            code, err = stop(proc)
+        assert code == 0, err
+        full_boot = LossMarker(journal).read()
+        assert full_boot is not None
+        assert full_boot.ended
+        code, out = verify_here(journal)
+        assert code == 1, out  # its losses are in its marker only, not yet in a record
+        section = out.split(f"boot {full_boot.boot_id}:")[1]
+        assert "none of its records reached disk" in section
+        assert "STOP NOT WRITTEN: it stopped cleanly" in section
+        assert "LOSS NOT REPORTED: its marker says" in section
+        assert "UNCLEAN STOP" not in out
+        filler.unlink()
+        proc, address = serve(journal)
+        code, err = stop(proc)
+        assert code == 0, err
+        assert "stopped cleanly but its stop record did not reach disk" in err
+        [note] = [r for r in read_journal([journal]) if r.get("lost_boot_id")]
+        assert (note["lost_boot_id"], note["cause"]) == (full_boot.boot_id, "write failed")
+        code, out = verify_here(journal)
+        assert code == 0, out
+        section = out.split(f"boot {full_boot.boot_id}:")[1].split("  boot ")[0]
+        assert "none of its records reached disk" in section
+        assert "STOP NOT WRITTEN" in section
+        assert "UNCLEAN STOP" not in out

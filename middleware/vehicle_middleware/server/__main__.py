@@ -17,6 +17,7 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vehicle_middleware.server import codecs, dev_certs
 from vehicle_middleware.server.config import (
@@ -31,6 +32,9 @@ from vehicle_middleware.server.rpc import batches
 from vehicle_middleware.server.server import start_server
 from vehicle_middleware.server.tls import TlsConfigError
 from vehicle_middleware.vss import CatalogError
+
+if TYPE_CHECKING:
+    from vehicle_middleware.server.journal.reader import BootReport
 
 log = logging.getLogger("vehicle_middleware.server")
 
@@ -190,7 +194,7 @@ def _token(args: argparse.Namespace) -> int:
 
 def _journal(args: argparse.Namespace) -> int:
     from vehicle_middleware.server.journal import JournalReport, read_journal, verify
-    from vehicle_middleware.server.journal.reader import BootEnd
+    from vehicle_middleware.server.journal.reader import BootEnd, BootReport
     from vehicle_middleware.server.journal.reserve import MARKER_NAME, LossMarker
 
     report = JournalReport()
@@ -201,70 +205,93 @@ def _journal(args: argparse.Namespace) -> int:
     reported_later = {r.get("lost_boot_id") for r in records if r.get("lost_boot_id")}
     pending: dict[str, tuple[int, int]] = {}
     ends: dict[str, BootEnd] = {}
+    ended: set[str] = set()  # stopped cleanly, by their markers
     for path in args.paths:
         marker = LossMarker(path).read() if path.is_dir() else None
         if marker and not marker.stopped and marker.boot_id not in reported_later:
             pending[marker.boot_id] = (marker.unreported, marker.pending)
-        if marker and marker.last_offset is not None:
+        if marker and marker.ended:
+            ended.add(marker.boot_id)
+        if marker and marker.chained:
             ends[marker.boot_id] = BootEnd(
                 marker.last_offset, marker.last_hash, marker.stopped, f"its {MARKER_NAME} file"
             )
     verify(records, report, ends=ends)
+    for boot_id in pending:  # a boot none of whose records reached disk: its marker tells
+        report.boots.setdefault(boot_id, BootReport(boot_id))
     print(f"{len(records)} records, {len(report.boots)} boots, {len(report.torn_lines)} torn lines")
     for line in report.torn_lines:
         print(f"  torn line skipped: {line}")
     for boot in report.boots.values():
-        if boot.removed:
-            assert boot.end is not None
-            print(
-                f"  boot {boot.boot_id}: BOOT MISSING: none of its records is left, and no "
-                f"journal_trimmed record says retention removed them ({boot.end.by} says "
-                f"it ended at offset {boot.end.offset}"
-                + (" with its stop record)" if boot.end.stopped else ")")
-            )
-            continue
-        if boot.records == 0:
-            print(
-                f"  boot {boot.boot_id}: no records left (at least {boot.trimmed_files} "
-                f"segments removed by retention, {boot.reported_dropped} records reported lost)"
-            )
-            continue
+        for line in _boot_lines(boot, pending.get(boot.boot_id, (0, 0)), boot.boot_id in ended):
+            print(line)
+    unreported_failures = any(failed for failed, _ in pending.values())
+    whole = report.intact and report.complete and report.whole
+    return 0 if whole and not unreported_failures else 1
+
+
+def _boot_lines(boot: BootReport, marked: tuple[int, int], ended: bool) -> list[str]:
+    """What ``journal verify`` prints of one boot: its figures, then each finding.
+
+    ``marked``: what its marker says failed to reach disk and was not yet written
+    (a boot no later boot reported); ``ended``: its marker says it stopped cleanly.
+    """
+    head = f"  boot {boot.boot_id}: "
+    if boot.removed:
+        assert boot.end is not None
+        return [
+            f"{head}BOOT MISSING: none of its records is left, and no journal_trimmed "
+            f"record says retention removed them ({boot.end.by} says it ended at offset "
+            f"{boot.end.offset}" + (" with its stop record)" if boot.end.stopped else ")")
+        ]
+    failed, waiting = marked
+    wrote_none = boot.end is not None and boot.end.offset is None  # as what followed says
+    if boot.records == 0 and not (failed or waiting or wrote_none):
+        return [
+            f"{head}no records left (at least {boot.trimmed_files} segments removed by "
+            f"retention, {boot.reported_dropped} records reported lost)"
+        ]
+    if boot.records == 0:
+        lines = [f"{head}none of its records reached disk (the disk was full from its start)"]
+    else:
         link = (
             "chain intact"
             if boot.first_broken_link is None
             else f"CHAIN BROKEN at offset {boot.first_broken_link}: {boot.broken_reason}"
         )
-        print(
-            f"  boot {boot.boot_id}: {boot.records} records, {boot.offset_gaps} missing by "
-            f"offset ({boot.reported_dropped} reported dropped), {link}"
+        lines = [
+            f"{head}{boot.records} records, {boot.offset_gaps} missing by offset "
+            f"({boot.reported_dropped} reported dropped), {link}"
+        ]
+    if boot.trimmed_files:
+        lines.append(
+            f"    retention removed its oldest segments (at least {boot.trimmed_files}, "
+            f"{boot.trimmed_bytes:,} bytes): the chain starts at its oldest kept record"
         )
-        if boot.trimmed_files:
-            print(
-                f"    retention removed its oldest segments (at least {boot.trimmed_files}, "
-                f"{boot.trimmed_bytes:,} bytes): the chain starts at its oldest kept record"
-            )
-        if boot.unreported:
-            print(
-                f"    LOSS NOT REPORTED: {boot.unreported} records missing that no record reports"
-            )
-        if boot.tail_missing:
-            print(f"    TAIL MISSING: {boot.tail_missing}")
-        if not boot.stopped and not (boot.tail_missing and boot.end and boot.end.stopped):
-            print("    UNCLEAN STOP: no stop record (killed, crashed, or still running)")
-        failed, waiting = pending.get(boot.boot_id, (0, 0))
-        if failed:
-            print(
-                f"    LOSS NOT REPORTED: its marker says {failed} records failed to reach disk "
-                "(the next boot of this directory reports them)"
-            )
-        if waiting:
-            print(
-                f"    its marker says {waiting} records were not yet written when it last "
-                "checked: lost if the process is gone (the next boot reports them)"
-            )
-    unreported_failures = any(failed for failed, _ in pending.values())
-    whole = report.intact and report.complete and report.whole
-    return 0 if whole and not unreported_failures else 1
+    if boot.unreported:
+        lines.append(
+            f"    LOSS NOT REPORTED: {boot.unreported} records missing that no record reports"
+        )
+    if boot.tail_missing:
+        lines.append(f"    TAIL MISSING: {boot.tail_missing}")
+    if not boot.stopped and (ended or boot.stop_unwritten):
+        lines.append(
+            "    STOP NOT WRITTEN: it stopped cleanly, but its stop record did not reach "
+            "disk (a full disk)"
+        )
+    elif not boot.stopped and not (boot.tail_missing and boot.end and boot.end.stopped):
+        lines.append("    UNCLEAN STOP: no stop record (killed, crashed, or still running)")
+    if failed:
+        lines.append(
+            f"    LOSS NOT REPORTED: its marker says {failed} records failed to reach disk "
+            "(the next boot of this directory reports them)"
+        )
+    if waiting:
+        lines.append(
+            f"    its marker says {waiting} records were not yet written when it last "
+            "checked: lost if the process is gone (the next boot reports them)"
+        )
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -78,7 +78,9 @@ def previous_end(directory: Path, marker: MarkerState | None, boot_id: str) -> B
     wrote. Logs an error when the marker names records its segments no longer hold
     (removed while no middleware ran)."""
     files = [p for p in segment_files(directory) if segment_boot(p) != boot_id]
-    if marker is not None and marker.boot_id != boot_id and marker.last_offset is not None:
+    if marker is not None and marker.boot_id != boot_id and marker.chained:
+        if marker.last_offset is None:  # it wrote nothing (a full disk from its start)
+            return BootEnd(marker.boot_id, None, "", False)
         end = BootEnd(marker.boot_id, marker.last_offset, marker.last_hash, marker.stopped)
         on_disk = last_record([p for p in files if segment_boot(p) == marker.boot_id])
         last = None if on_disk is None else int(on_disk.get("offset", 0))

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from vehicle_middleware.contract.journal.chain import OFFSET_MOD, distance, hash_checks, succ
-from vehicle_middleware.contract.journal.records import Kind
+from vehicle_middleware.contract.journal.records import Cause, Kind
 from vehicle_middleware.contract.journal.segments import lines, segment_files
 
 __all__ = ["BootEnd", "BootReport", "JournalReport", "read_journal", "trim_anchors", "verify"]
@@ -60,6 +60,9 @@ class BootReport:
     """A record at ``end.offset`` is held, with another hash."""
     last_offset: int | None = None
     """The offset of its last record held."""
+    stop_unwritten: bool = False
+    """It stopped cleanly but its ``stop`` did not reach disk (a full disk): a later boot
+    reported its unwritten records as ``write failed``, not lost in a crash."""
 
     @property
     def removed(self) -> bool:
@@ -209,6 +212,8 @@ def verify(
             lost_boot = str(rec.get("lost_boot_id") or boot)
             target = report.boots.setdefault(lost_boot, BootReport(lost_boot))
             target.reported_dropped += int(rec.get("count", 0))
+            if lost_boot != boot and rec.get("cause") == Cause.WRITE:
+                target.stop_unwritten = True
         elif kind == Kind.JOURNAL_TRIMMED:
             t_boot = str(rec.get("trimmed_boot_id", ""))
             target = report.boots.setdefault(t_boot, BootReport(t_boot))

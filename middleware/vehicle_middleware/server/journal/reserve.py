@@ -84,6 +84,12 @@ class MarkerState:
     last_hash: str = ""
     """That record's hash: the next boot's ``start`` names it, and ``journal verify``
     holds the segments to it (a removed tail shows)."""
+    ended: bool = False
+    """The process stopped cleanly, whether or not its ``stop`` record reached disk (a
+    full disk): what it had not written failed to reach disk, it did not crash."""
+    chained: bool = False
+    """``last_offset`` and ``last_hash`` are known (a marker of a writer that keeps
+    them): None then means the boot wrote no record."""
 
     def unwritten(self, directory: Path) -> int:
         """Records this boot had taken but not written, by this state and the last
@@ -117,6 +123,8 @@ class LossMarker:
                 stopped=bool(data["stopped"]),
                 last_offset=None if data.get("last_offset") is None else int(data["last_offset"]),
                 last_hash=str(data.get("last_hash", "")),
+                ended=bool(data.get("ended", False)),
+                chained="last_offset" in data,
             )
         except (OSError, ValueError, KeyError, TypeError):
             return None
@@ -140,7 +148,9 @@ class LossMarker:
         """Overwrite the marker in place. False if it could not be written."""
         if self._fd is None:
             return False
-        body = json.dumps(asdict(state), separators=(",", ":")).encode()
+        fields = asdict(state)
+        del fields["chained"]  # what reading it back tells
+        body = json.dumps(fields, separators=(",", ":")).encode()
         try:
             os.pwrite(self._fd, body.ljust(_MARKER_BYTES), 0)
         except OSError:

@@ -163,6 +163,7 @@ class Journal:
         self.failed_total = 0
         """Records lost to failed writes in this boot (write_failures resets when writes work)."""
         self._stop_written = False
+        self._ended = False  # the writer finished at a clean stop (told to the marker)
         self._chain = Chain()
         self._batch: list[bytes] = []  # linked lines not yet written
         self._batch_hashes: list[str] = []  # their hashes, to roll the chain back on a failure
@@ -248,16 +249,19 @@ class Journal:
         if previous is not None and previous.boot_id != self.boot_id and not previous.stopped:
             lost = previous.unwritten(self.directory)
             log.warning(
-                "journal: the previous boot %s ended without a stop record; %d of its records "
-                "never reached disk",
+                "journal: the previous boot %s %s; %d of its records never reached disk",
                 previous.boot_id,
+                "stopped cleanly but its stop record did not reach disk (a full disk)"
+                if previous.ended
+                else "ended without a stop record",
                 lost,
             )
             if lost:
+                # A boot that stopped cleanly lost them to failed writes, not to a crash.
                 self.record(
                     Kind.JOURNAL_DROPPED,
                     count=lost,
-                    cause=Cause.CRASH,
+                    cause=Cause.WRITE if previous.ended else Cause.CRASH,
                     lost_boot_id=previous.boot_id,
                 )
 
@@ -583,6 +587,7 @@ class Journal:
                 stopped=self._stop_written,
                 last_offset=None if self._last_written is None else self._last_written[0],
                 last_hash="" if self._last_written is None else self._last_written[1],
+                ended=self._ended,
             )
         )
 
@@ -609,6 +614,7 @@ class Journal:
             log.exception("journal writer failed at stop")
         finally:
             self._segment.close()
+            self._ended = self._stop_reason is not None
             self._mark_now = True
             self._mark()
             self._marker.close()
