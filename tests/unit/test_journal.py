@@ -6,6 +6,7 @@ import errno
 import hashlib
 import itertools
 import json
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,8 @@ from vehicle_middleware.server.journal import (
     read_journal,
     verify,
 )
+from vehicle_middleware.server.journal.directory_lock import DirectoryLock, JournalInUseError
+from vehicle_middleware.server.journal.reserve import LOCK_NAME
 from vehicle_middleware.server.journal.taps import record_delivered
 
 from tests.conftest import wait_until
@@ -513,3 +516,26 @@ def test_a_delivered_batch_records_its_data_events_only_whatever_comes_first(
         assert r["seqs"] == [7, 9]
         assert r["queues"] == [0, 2]
         assert r["write_times_ns"] == [1_000, 2_000]
+
+
+def test_the_directory_lock_tells_a_removed_directory_and_never_takes_another_holders(
+    tmp_path: Path,
+) -> None:
+    directory = tmp_path / "journal"
+    lock = DirectoryLock(directory)
+    lock.acquire()
+    assert lock.lost() == ""
+    shutil.rmtree(directory)
+    assert "was removed" in lock.lost()
+    lock.retake()  # made again, and held
+    assert lock.lost() == ""
+    assert (directory / LOCK_NAME).exists()
+    shutil.rmtree(directory)
+    other = DirectoryLock(directory)
+    other.acquire()  # a second writer got there first
+    assert "is another file" in lock.lost()
+    with pytest.raises(JournalInUseError, match="in use by another middleware"):
+        lock.retake()
+    assert other.lost() == ""
+    lock.release()
+    other.release()

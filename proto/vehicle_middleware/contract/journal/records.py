@@ -103,8 +103,9 @@ class Kind(enum.StrEnum):
     """``app``, ``key``, ``key_id``, ``status``."""
     JOURNAL_DROPPED = "journal_dropped"
     """Records lost by the journal itself: ``count``, ``cause`` (a :class:`Cause`),
-    and with :attr:`Cause.CRASH` ``lost_boot_id``, the earlier boot the count
-    belongs to (written by the next boot)."""
+    and, written by the next boot, ``lost_boot_id``: the earlier boot the count
+    belongs to (:attr:`Cause.CRASH`, or :attr:`Cause.WRITE` for a boot that
+    stopped cleanly on a full disk)."""
     JOURNAL_TRIMMED = "journal_trimmed"
     """Retention removed a boot's oldest segments: ``trimmed_boot_id``, ``files``,
     ``bytes``, and where that boot's chain now starts: the record with offset

@@ -81,9 +81,34 @@ def last_offset(paths: list[Path]) -> int | None:
     return None
 
 
+_TAIL_BYTES: Final = 256 * 1024
+
+
+def _tail_record(path: Path) -> dict[str, Any] | None:
+    """The last whole record in the last ``_TAIL_BYTES`` of an uncompressed segment."""
+    try:
+        with path.open("rb") as fh:
+            size = fh.seek(0, 2)
+            fh.seek(max(0, size - _TAIL_BYTES))
+            tail = fh.read()
+    except OSError:
+        return None
+    for line in reversed(tail.split(b"\n")[:-1]):  # the last piece has no newline
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue  # a torn line, or the chunk's cut first line
+        if isinstance(rec, dict) and "offset" in rec:
+            return rec
+    return None
+
+
 def last_record(paths: list[Path]) -> dict[str, Any] | None:
-    """The last whole record in the newest of ``paths`` that has one, or None."""
+    """The last whole record in the newest of ``paths`` that has one, or None (an
+    uncompressed segment is read from its end)."""
     for path in reversed(paths):
+        if path.suffix != ".gz" and (found := _tail_record(path)) is not None:
+            return found
         last: dict[str, Any] | None = None
         for line in lines(path):
             if not line.endswith(b"\n"):
