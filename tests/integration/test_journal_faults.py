@@ -403,6 +403,7 @@ async def test_a_journal_directory_removed_while_it_runs_is_told_and_never_share
     assert code == 1, out
     assert "CHAIN BROKEN at offset" in out
     assert "the chain's start is missing" in out
+    assert f"DIRECTORY REMOVED while it ran: {note['count']} of its records" in out
 
 
 async def test_a_removed_directory_another_middleware_took_is_not_written_by_the_first(

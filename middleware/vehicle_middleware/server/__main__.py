@@ -268,6 +268,11 @@ def _boot_lines(boot: BootReport, marked: tuple[int, int], ended: bool) -> list[
             f"    retention removed its oldest segments (at least {boot.trimmed_files}, "
             f"{boot.trimmed_bytes:,} bytes): the chain starts at its oldest kept record"
         )
+    if boot.removed_with_directory:
+        lines.append(
+            f"    DIRECTORY REMOVED while it ran: {boot.removed_with_directory} of its records "
+            "went with it (its journal_dropped record says so; what is left starts after)"
+        )
     if boot.unreported:
         lines.append(
             f"    LOSS NOT REPORTED: {boot.unreported} records missing that no record reports"

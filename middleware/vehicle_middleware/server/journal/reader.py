@@ -60,6 +60,9 @@ class BootReport:
     """A record at ``end.offset`` is held, with another hash."""
     last_offset: int | None = None
     """The offset of its last record held."""
+    removed_with_directory: int = 0
+    """Records of it that went with its directory, removed while it ran (a
+    ``journal_dropped`` record, ``directory removed``, in the directory made again)."""
     stop_unwritten: bool = False
     """It stopped cleanly but its ``stop`` did not reach disk (a full disk): a later boot
     reported its unwritten records as ``write failed``, not lost in a crash."""
@@ -211,7 +214,10 @@ def verify(
         if kind == Kind.JOURNAL_DROPPED:
             lost_boot = str(rec.get("lost_boot_id") or boot)
             target = report.boots.setdefault(lost_boot, BootReport(lost_boot))
-            target.reported_dropped += int(rec.get("count", 0))
+            if rec.get("cause") == Cause.REMOVED:  # before what is held, not a gap in it
+                target.removed_with_directory += int(rec.get("count", 0))
+            else:
+                target.reported_dropped += int(rec.get("count", 0))
             if lost_boot != boot and rec.get("cause") == Cause.WRITE:
                 target.stop_unwritten = True
         elif kind == Kind.JOURNAL_TRIMMED:
