@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import shutil
 import signal
@@ -24,6 +25,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from vehicle_middleware.contract.journal.segments import segment_boot, segment_files
 from vehicle_middleware.proto.vehicle.admin.v1 import admin_pb2, admin_pb2_grpc
+from vehicle_middleware.proto.vehicle.journal.v1 import journal_pb2, journal_pb2_grpc
 from vehicle_middleware.sdk import ProviderClient
 from vehicle_middleware.server.__main__ import main as cli_main
 from vehicle_middleware.server.journal import JournalReport, read_journal, verify
@@ -504,3 +506,42 @@ async def test_a_boot_started_on_a_still_full_disk_reads_as_a_clean_stop_not_wri
         assert "none of its records reached disk" in section
         assert "STOP NOT WRITTEN" in section
         assert "UNCLEAN STOP" not in out
+
+
+async def test_a_middleware_started_at_the_wrap_serves_a_new_consumer_every_record(
+    tmp_path: Path,
+) -> None:
+    """``serve --journal-offset-start 4294967276``: the offsets cross 0 within the first
+    records, and a consumer holding nothing (no boot, offset 0) is told to recover from
+    the boot's first record, then reads every one, through the wrap."""
+    proc, address = serve(
+        tmp_path / "journal", "--journal-level", "full", "--journal-offset-start", "4294967276"
+    )
+    try:
+        await publish(address, 40)
+        md = (("app-id", "collector"),)
+        async with grpc.aio.insecure_channel(address) as channel:
+            stub = journal_pb2_grpc.JournalServiceStub(channel)
+
+            async def poll(boot: str, offset: int) -> Any:
+                return await stub.Poll(
+                    journal_pb2.PollRequest(
+                        component="LIVE", boot_id=boot, offset=offset, max=1000
+                    ),
+                    metadata=md,
+                    timeout=10,
+                )
+
+            first = await poll("", 0)
+            assert first.WhichOneof("answer") == "recovery", first
+            boot, n0 = first.recovery.boot_id, first.recovery.n0
+            assert n0 == 4294967276
+            offsets: list[int] = []
+            offset = (n0 - 1) % 2**32
+            while (answer := await poll(boot, offset)).WhichOneof("answer") == "records":
+                offsets += [json.loads(line)["offset"] for line in answer.records.lines]
+                offset = answer.records.last_offset
+    finally:
+        code, err = stop(proc)
+    assert code == 0, err
+    assert offsets[:25] == [(n0 + i) % 2**32 for i in range(25)]  # ..., 2^32 - 1, 0, 1, ...
