@@ -162,10 +162,7 @@ def _token(args: argparse.Namespace) -> int:
         private, public = generate_key_pair(args.alg)
         args.out.mkdir(parents=True, exist_ok=True)
         key_path = args.out / f"{args.name}.key"
-        # Created private (0600) from the start, never readable by others even briefly.
-        fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(private)
+        dev_certs.write_private_key(key_path, private)
         (args.out / f"{args.name}.pub").write_bytes(public)
         print(
             f"wrote {key_path} (private, keep it secret) and {args.out / (args.name + '.pub')} "
