@@ -16,3 +16,11 @@ def test_a_crashed_boots_losses_name_each_figure_and_the_tail_no_offset_shows() 
     assert _journal_lost({"missing_records": 0, "reported_dropped": 0, "unreported_lost": 0}) == (
         "none"
     )
+
+
+def test_the_read_pace_is_batches_per_second_over_the_span_of_deliveries() -> None:
+    from vehicle_middleware.telemetry_export.report import _pace
+
+    assert _pace(20, 20_000_000_000) == "1 batch/s"
+    assert _pace(50, 20_000_000_000) == "2.5 batches/s"
+    assert _pace(0, 20_000_000_000) == "-"

@@ -483,10 +483,11 @@ def _lengths(queues: dict[str, list[int]] | None) -> str:
 
 
 def _pace(batches: int, span_ns: int) -> str:
-    """``1.0 batches/s``: how fast the app read; ``-`` without a span."""
+    """``2.5 batches/s``: how fast the app read; ``-`` without a span."""
     if not batches or span_ns <= 0:
         return "-"
-    return f"{batches / (span_ns / 1e9):.3g} batches/s"
+    rate = f"{batches / (span_ns / 1e9):.3g}"
+    return f"{rate} {'batch' if rate == '1' else 'batches'}/s"
 
 
 def _vehicle_apps(
