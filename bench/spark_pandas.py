@@ -169,8 +169,12 @@ def analyze(dataset: str, output: str, *, window_ns: int, stale_ns: int) -> dict
         (out / name).mkdir(parents=True, exist_ok=True)
         table.to_parquet(out / name / "part-0.parquet", index=False)
 
+    ev = ev.assign(is_evicted=ev.kind == "evicted", is_lost=ev.kind == "lost")
     queues = ev.groupby(["vehicle_id", "app", "queue"], observed=True).agg(
-        events=("is_drop", "size"), dropped=("is_drop", "sum")
+        events=("is_drop", "size"),
+        dropped=("is_drop", "sum"),
+        evicted=("is_evicted", "sum"),
+        lost=("is_lost", "sum"),
     )
     queues["delivered"] = queues.events - queues.dropped
     queue_rows = queues.reset_index().to_dict("records")

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 from vehicle_middleware.contract.journal.segments import lines, segment_files
@@ -46,6 +47,21 @@ def test_the_demo_slow_app_loses_events_the_logger_none_and_the_journal_explains
     assert slow["missed"] == slow["journal_gaps"]
     assert slow["received"] == slow["delivered"]
     assert slow["unexplained"] == 0
+    # Its losses by cause: exactly the journal's evicted and lost records of the
+    # app, and beside them what explains them: its queues and how fast it read.
+    on_disk = Counter(
+        r["kind"]
+        for seg in segment_files(out / "journal")
+        for r in map(json.loads, lines(seg))
+        if r.get("app") == "slow" and r["kind"] in ("evicted", "lost")
+    )
+    assert (slow["evicted"], slow["lost"]) == (on_disk["evicted"], on_disk["lost"])
+    assert slow["evicted"] + slow["lost"] == sum(slow["dropped"].values())
+    assert slow["queue_min_max_events"]["0"] == [10, 20]  # the slow app's --queue-length
+    assert slow["batches_read_per_s"] > 0
+    assert f"slow lost {sum(slow['dropped'].values()):,} events ({slow['evicted']:,} evicted" in (
+        stdout
+    )
     # The fast app lost nothing and read every event of every key.
     assert logger["missed"] == logger["journal_gaps"] == 0
     assert sum(logger["dropped"].values()) == 0
@@ -56,7 +72,7 @@ def test_the_demo_slow_app_loses_events_the_logger_none_and_the_journal_explains
     assert analysis["unexplained_seqs"] == 0
     # The injected fault: the cabin zone sensors' writes stopped (for 2 s of the
     # 5), and no other signal's did.
-    stale = analysis["stale_keys"]
+    stale = analysis["stale_keys_longest_ns"]
     assert {k.rsplit(".", 3)[0] for k in stale} == {"Vehicle.Cabin.HVAC.Zone"}
     assert len(stale) == 8  # 4 zones x (temperature, humidity)
     assert all(ns >= 1.9e9 for ns in stale.values())  # the stall, not jitter
@@ -68,6 +84,9 @@ def test_the_demo_slow_app_loses_events_the_logger_none_and_the_journal_explains
         assert live["fresh_events"] >= 8
         assert live["providers_gone"] == {"vehicle-sim": verdict["keys"]}
     assert "live        logger: told 8 key(s) went stale (Vehicle.Cabin.HVAC.Zone.*" in stdout
+    # Spark's own log says only errors (none): no WARN lines around the progress.
+    spark_log = (out / "logs" / "spark.log").read_text()
+    assert " WARN " not in spark_log, spark_log
     # What the newcomer is told, and where the report is.
     assert "demo OK" in stdout
     assert (out / "report" / "report.md").exists()

@@ -185,7 +185,7 @@ async def test_an_app_whose_stream_ends_leaves_nothing_behind(server: RunningSer
         ess.check()
 
 
-async def test_a_second_get_events_replaces_the_first_and_keeps_subscriptions(
+async def test_a_second_get_events_replaces_the_first_and_starts_the_app_anew(
     server: RunningServer, connect: Any
 ) -> None:
     stubs = connect("twice")
@@ -207,6 +207,15 @@ async def test_a_second_get_events_replaces_the_first_and_keeps_subscriptions(
                 await first.read()
 
         await fails(read_until_the_end(), grpc.StatusCode.ABORTED, "replaced this one")
+        listed = await stubs.events.GetSubscriptions(
+            ess_pb2.GetSubscriptionsRequest(), metadata=stubs.md
+        )
+        assert list(listed.subscriptions) == []  # the first stream's went with it
+        reply = await stubs.events.Register(
+            ess_pb2.RegisterRequest(subscriptions=[ess_pb2.Subscription(key=SPEED)]),
+            metadata=stubs.md,
+        )
+        assert (reply.results[0].status, reply.results[0].seq) == (ess_pb2.STATUS_OK, 0)
         await provider.publish({SPEED: b"9"})
         batch = await asyncio.wait_for(second.read(), 5)
         [event] = batch.events

@@ -528,7 +528,7 @@ async def test_the_readme_token_example_works_as_written(tmp_path: Path) -> None
             )
     assert result.returncode == 0, result.stderr
     final = read_status(app_status) or {}
-    assert final["app"] == "dashboard"  # the token's subject
+    assert final["app"] == "logger"  # the token's subject
     assert final["received"] > 0
     assert (tmp_path / "drive.jsonl").read_text().count("\n") == final["received"]
 

@@ -5,22 +5,66 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shlex
 from pathlib import Path
+from typing import Any
 
 from pyspark.sql import SparkSession
 from vehicle_middleware.contract.journal.chain import Chain, OffsetCounter
+from vehicle_middleware.ess import DropCounts
+from vehicle_middleware.sdk import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
 from vehicle_middleware.server.config import Settings, replace_settings
-from vehicle_middleware.server.server import start_server
+from vehicle_middleware.server.server import RunningServer, start_server
 from vehicle_middleware.telemetry_export import job
 from vehicle_middleware.telemetry_export.__main__ import analyze_options, parser, synth_options
 from vehicle_middleware.telemetry_export.synth import STALE_KEY, write_fleet
 
 from tests.integration.scenarios import slow_app
 
+CROWDED_KEYS = [f"Vehicle.Crowd.K{i}" for i in range(6)]
 
-async def slow_app_journal(journal_dir: Path, n: int) -> dict[str, int]:
-    """Run a real middleware with a full journal and a deliberately slow app."""
+
+async def crowded_app(address: str, rounds: int) -> dict[str, int]:
+    """Six keys written in turn, ``rounds`` times, while an app with a 5-event queue
+    does not read; then it reads what is left. Once the queue is full, each key's
+    new value evicts its older one, but the sixth key's finds none of its own
+    queued: it is lost. Returns what the app saw and what the middleware counted
+    live, by cause."""
+    async with ProviderClient(address, "sim-crowd") as provider:
+        await provider.add_keys(CROWDED_KEYS)
+        app = AppClient(address, "crowded", queues=[QueueSpec(0, 0, 5)])
+        async with app:
+            await app.subscribe([Sub(k) for k in CROWDED_KEYS])
+            for i in range(rounds):
+                await provider.publish({k: i.to_bytes(4, "big") for k in CROWDED_KEYS})
+            await provider.flush()
+            live = server_drops(address, "crowded")
+            received: list[DataEvent] = []
+            async for e in app.events():
+                if isinstance(e, DataEvent):
+                    received.append(e)
+                    if e.name == CROWDED_KEYS[4] and e.seq == rounds:
+                        break
+    return {
+        "received": len(received),
+        "missed": sum(e.missed for e in received),
+        "evicted": sum(c.evicted for c in live.values()),
+        "lost": sum(c.lost for c in live.values()),
+    }
+
+
+_SERVERS: dict[str, RunningServer] = {}
+
+
+def server_drops(address: str, app: str) -> dict[tuple[int, int], DropCounts]:
+    """The middleware's own drop counters of ``app`` now, by (key, queue)."""
+    return _SERVERS[address].runtime.ess.drop_counts(app)
+
+
+async def slow_app_journal(journal_dir: Path, n: int) -> dict[str, Any]:
+    """Run a real middleware with a full journal, a deliberately slow app, and
+    a crowded one (:func:`crowded_app`)."""
     settings = replace_settings(
         Settings(),
         listen="127.0.0.1:0",
@@ -29,11 +73,18 @@ async def slow_app_journal(journal_dir: Path, n: int) -> dict[str, int]:
         vehicle_id="car-real",
     )
     server = await start_server(settings)
+    _SERVERS[server.address] = server
     try:
         received = await slow_app(server.address, n)
+        crowded = await crowded_app(server.address, 200)
     finally:
+        del _SERVERS[server.address]
         await server.stop(0)
-    return {"received": len(received), "missed": sum(e.missed for e in received)}
+    return {
+        "received": len(received) + crowded["received"],
+        "missed": sum(e.missed for e in received) + crowded["missed"],
+        "crowded": crowded,
+    }
 
 
 def test_the_analysis_finds_exactly_the_drops_a_slow_app_saw(
@@ -58,9 +109,33 @@ def test_the_analysis_finds_exactly_the_drops_a_slow_app_saw(
     assert sum(a["delivered"] for a in apps) == summary["delivered"]
     assert sum(a["dropped"] for a in apps) == summary["dropped"] > 0
     assert all(sum(a["dropped_per_queue"].values()) == a["dropped"] for a in apps)
+    # Drops by cause: as the middleware counted them live for the app, adding up
+    # to what it saw (gaps) and what came after its last event of a key.
+    crowded, live = summary["apps"]["crowded"], seen["crowded"]
+    assert live["evicted"] > 0
+    assert live["lost"] > 0
+    assert (crowded["evicted"], crowded["lost"]) == (live["evicted"], live["lost"])
+    assert crowded["evicted"] + crowded["lost"] == crowded["dropped"]
+    assert crowded["dropped"] == live["missed"] + crowded["drops_after_last_delivery"]
+    assert crowded["missing_seqs"] == live["missed"]
+    slow = summary["apps"]["slow"]
+    assert (slow["evicted"], slow["lost"]) == (slow["dropped"], 0)  # one key: always evicted
+    assert (summary["evicted"], summary["lost"]) == (
+        sum(a["evicted"] for a in apps),
+        sum(a["lost"] for a in apps),
+    )
+    assert summary["evicted"] + summary["lost"] == summary["dropped"]
+    # Beside the losses, what explains them: the queues and how fast it read.
+    assert crowded["queue_min_max_events"]["0"] == [0, 5]
+    assert crowded["batches_read"] > 0
+    assert crowded["batches_read_per_s"] > 0
     assert json.loads((tmp_path / "report" / "summary.json").read_text()) == summary
     report = (tmp_path / "report" / "report.md").read_text()
     assert "every seq gap is explained by a drop record" in report
+    [row] = [line for line in report.splitlines() if line.startswith("| car-real | crowded |")]
+    assert f"| {live['evicted']:,} | {live['lost']:,} |" in row
+    assert "q0 0..5" in row
+    assert re.search(r"\| [\d.e+]+ batch(es)?/s \|", row), row
     assert (tmp_path / "report" / "drops.png").stat().st_size > 0
 
 

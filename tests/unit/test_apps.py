@@ -105,6 +105,10 @@ def _analysis(**slow: int) -> dict[str, object]:
             "slow": {
                 "delivered": slow.get("delivered", 20),
                 "dropped_per_queue": {"0": 30},
+                "evicted": 18,
+                "lost": 12,
+                "queue_min_max_events": {"0": [10, 20], "1": [10, 100], "2": [10, 100]},
+                "batches_read_per_s": 1.02,
                 "missing_seqs": slow.get("missing", 10),
                 "unexplained_seqs": slow.get("unexplained", 0),
                 "drops_after_last_delivery": 20,
@@ -123,7 +127,19 @@ def test_the_verdict_holds_when_apps_and_journal_agree() -> None:
     verdict = judge({"published": 70, "keys": 3}, _APPS, _analysis())
     assert verdict.ok, verdict.problems
     text = render(verdict, report="r.md")
-    assert "demo OK: slow lost 30 events (10 seen as seq gaps), logger none" in text
+    assert (
+        "demo OK: slow lost 30 events (18 evicted by a newer value of their key, 12 at a full "
+        "queue; 10 seen as seq gaps): it reads 1 batch/s from queues of q0 10..20 events, "
+        "logger none"
+    ) in text
+    assert "slow: it reads 1 batch/s from queues of q0 10..20 events" in text
+
+
+def test_the_verdict_names_drops_whose_causes_do_not_add_up() -> None:
+    analysis = _analysis()
+    analysis["apps"]["slow"]["lost"] = 11  # type: ignore[index]
+    verdict = judge({"published": 70, "keys": 3}, _APPS, analysis)
+    assert verdict.problems == ["slow: 30 drop records, but 18 evicted + 11 lost"]
 
 
 def test_the_verdict_names_every_disagreement() -> None:
@@ -212,7 +228,10 @@ def test_the_demo_summary_shows_what_the_apps_were_told_live() -> None:
         "providers_gone": {"vehicle-sim": 270},
     }
     apps = {name: {**status, **live} for name, status in _APPS.items()}
-    analysis = {**_analysis(), "stale_keys": {ZONE_L: 9_000_000_000, "Vehicle.Other": 1}}
+    analysis = {
+        **_analysis(),
+        "stale_keys_longest_ns": {ZONE_L: 9_000_000_000, "Vehicle.Other": 1},
+    }
     text = render(judge({"published": 70, "keys": 3}, apps, analysis), report="r.md")
     assert (
         "live        logger: told 2 key(s) went stale (Vehicle.Cabin.HVAC.Zone.Row1.*; "

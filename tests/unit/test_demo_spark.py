@@ -120,3 +120,18 @@ def test_the_supervisor_shows_a_childs_lines_while_it_runs(tmp_path: Path) -> No
     assert last_json(stdout) == {"done": True}
     assert (tmp_path / "logs" / "child.out").read_text() == stdout
     assert sup.children == {}
+
+
+def test_sparks_own_log_is_configured_at_the_level_asked_errors_by_default() -> None:
+    import inspect
+
+    from vehicle_middleware.telemetry_export.session import build_session, log4j2_properties
+
+    assert inspect.signature(build_session).parameters["spark_log_level"].default == "error"
+    text = log4j2_properties("error")
+    assert "rootLogger.level = error" in text
+    assert "logger.shell0.level = error" in text  # no 'Setting default log level' line
+    assert "appender.console.target = SYSTEM_ERR" in text
+    assert "rootLogger.level = warn" in log4j2_properties("warn")
+    with pytest.raises(ValueError, match="spark log level 'loud'"):
+        log4j2_properties("loud")

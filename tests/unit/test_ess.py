@@ -532,6 +532,25 @@ def test_reopening_the_stream_keeps_subscriptions_and_discards_undelivered_event
     s.check()
 
 
+def test_opening_the_stream_fresh_starts_the_app_anew_without_subscriptions_or_seq() -> None:
+    s = System(event_budget=50)
+    s.app("a", sub(SPEED, trigger=Trigger.ON_UPDATE), queues=(small(0, 10, 20),))
+    s.store.set(SPEED, b"1")
+    s.store.set(SPEED, b"2")
+    s.ess.open_stream("a", [QueueConfig(0, 5, 10)], fresh=True)
+    s.check()
+    assert s.ess.subscriptions("a") == []
+    assert not s.ess.is_watched(s.speed)
+    assert s.ess.pending("a") == 0
+    assert s.ess.budget_free == 50 - 5 - 2 * 10  # queues 1 and 2 keep their default minimum
+    assert [d[-1] for d in s.drops.seen] == [DropReason.DISCARDED] * 2  # its two queued
+    s.ess.register("a", [sub(SPEED, trigger=Trigger.ON_UPDATE)])
+    s.store.set(SPEED, b"3")
+    [event] = s.data("a")
+    assert (event.seq, event.data) == (1, b"3")  # counted from the new start
+    s.check()
+
+
 def test_drop_counts_of_a_removed_key_do_not_follow_its_recycled_id() -> None:
     s = System()
     s.app("a", sub(WINDOW), queues=(small(hi=1),))

@@ -324,6 +324,7 @@ class EventSubSystem:
         queues: Iterable[QueueConfig] = (),
         *,
         wake: Callable[[], None] | None = None,
+        fresh: bool = False,
     ) -> tuple[QueueConfig, QueueConfig, QueueConfig]:
         """Open (or reopen) the app's event stream and configure its queues.
 
@@ -332,6 +333,10 @@ class EventSubSystem:
         discards its undelivered events (reported as discarded; the app sees
         the gap in seq, the next event of a key whose data was discarded
         carries the value, and a resync comes if lifecycle events were pending).
+        With ``fresh`` the app starts anew instead: what it had is removed
+        first, as :meth:`remove_app` does, so it holds no subscription and
+        every seq starts again (a new client of the app, which never made the
+        old one's subscriptions and never saw their events).
 
         Args:
             app: the app id.
@@ -339,6 +344,7 @@ class EventSubSystem:
             wake: the transport's doorbell, called when events arrive for an
                 app that had none pending (it may be called more often than
                 strictly needed, so it must be idempotent and cheap).
+            fresh: start the app anew (above).
         Returns:
             The effective configuration of queues 0, 1, 2 (after capping).
         Raises:
@@ -352,6 +358,9 @@ class EventSubSystem:
         returned = old.reserved + sum(q.over_min() for q in old.queues) if old else 0
         if need > self._budget.free + returned:
             raise BudgetExceededError(app, need, self._budget.free + returned, self._budget.total)
+        if old is not None and fresh:
+            self.remove_app(app)
+            old = None
         if old is not None:
             for q in old.queues:
                 self._discard(old, q.clear())

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vehicle_middleware.server import codecs, dev_certs
+from vehicle_middleware.server import codecs, core_log, dev_certs
 from vehicle_middleware.server.config import (
     SETTINGS_BY_NAME,
     Setting,
@@ -29,8 +29,6 @@ from vehicle_middleware.server.config import (
 )
 from vehicle_middleware.server.loop import loop_factory
 from vehicle_middleware.server.rpc import batches
-from vehicle_middleware.server.server import start_server
-from vehicle_middleware.server.tls import TlsConfigError
 from vehicle_middleware.vss import CatalogError
 
 if TYPE_CHECKING:
@@ -134,6 +132,8 @@ def _by_section() -> dict[str, list[Setting]]:
 
 
 async def _serve(settings: Settings, stop_grace: float) -> None:
+    from vehicle_middleware.server.server import start_server  # imports grpc: see main()
+
     running = await start_server(settings)
     # What start-up made (modules, descriptors, catalogs, grpc) lives as long as
     # the process: frozen, out of the collector's sight, so that a full
@@ -166,10 +166,7 @@ def _token(args: argparse.Namespace) -> int:
         private, public = generate_key_pair(args.alg)
         args.out.mkdir(parents=True, exist_ok=True)
         key_path = args.out / f"{args.name}.key"
-        # Created private (0600) from the start, never readable by others even briefly.
-        fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(private)
+        dev_certs.write_private_key(key_path, private)
         (args.out / f"{args.name}.pub").write_bytes(public)
         print(
             f"wrote {key_path} (private, keep it secret) and {args.out / (args.name + '.pub')} "
@@ -314,6 +311,13 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as e:
         print(f"middleware: {e}", file=sys.stderr)
         return 2
+    # grpc-core logs each failed TLS handshake itself: unless the operator asked
+    # for grpc's own logging, its stderr is read and those lines counted per peer
+    # (vehicle_middleware.server.core_log). grpc reads GRPC_TRACE when imported:
+    # this comes first, and the modules that import grpc are imported after it.
+    last_counts = None
+    if core_log.wants_filter(os.environ) and "grpc" not in sys.modules:
+        last_counts = core_log.install(os.environ)
     logging.basicConfig(
         level=settings.process.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -369,6 +373,8 @@ def main(argv: list[str] | None = None) -> int:
         if chosen is codecs.Codecs.FAST and not (batches.__file__ or "").endswith(".py")
         else "",
     )
+    from vehicle_middleware.server.tls import TlsConfigError
+
     try:
         with asyncio.Runner(loop_factory=new_loop) as runner:
             runner.run(_serve(settings, args.stop_grace))
@@ -381,6 +387,9 @@ def main(argv: list[str] | None = None) -> int:
     except RuntimeError as e:
         print(f"middleware: {e}", file=sys.stderr)
         return 1
+    finally:
+        if last_counts is not None:
+            last_counts()
     return 0
 
 

@@ -47,6 +47,7 @@ __all__ = [
     "main",
     "make_authority",
     "write_files",
+    "write_private_key",
 ]
 
 DEFAULT_HOSTS: Final = ("127.0.0.1", "localhost")
@@ -280,15 +281,32 @@ def write_files(out: Path, files: Mapping[str, bytes], *, force: bool = False) -
         )
     out.mkdir(parents=True, exist_ok=True)
     for path, data in zip(paths, files.values(), strict=True):
-        private = path.suffix == ".key"
-        if private and (path.exists() or path.is_symlink()):
-            # Made anew rather than truncated: an old file's mode (or a link's
-            # target) must not decide who can read the new key.
-            path.unlink()
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if private else 0o644)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+        if path.suffix == ".key":
+            write_private_key(path, data)
+        else:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
     return paths
+
+
+def write_private_key(path: Path, data: bytes) -> None:
+    """Write a private key to ``path`` with mode 0600 from its creation on.
+
+    A file already there is removed first and the key made anew rather than
+    written over: an old file's mode (or a link's target) must not decide who
+    can read the new key. The repository's ``.gitignore`` ignores ``*.key``,
+    ``certs/`` and ``keys/`` (where the docs put them), so a key made in a
+    checkout is not committed by mistake.
+
+    Raises:
+        OSError: the file cannot be written.
+    """
+    if path.exists() or path.is_symlink():
+        path.unlink()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

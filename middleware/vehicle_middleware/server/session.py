@@ -350,6 +350,11 @@ class Streams:
     ) -> AppStream:
         """Open the app's stream, replacing an older one; configure its queues.
 
+        Replacing an open stream starts the app anew (``open_stream``'s
+        ``fresh``): the older stream's subscriptions, queued events and seq
+        counters go. State kept after a stream ended (the grace period) is
+        resumed.
+
         ``window``: events sent and not acknowledged, at most (None: no window).
 
         Raises:
@@ -363,7 +368,15 @@ class Streams:
                 "apps with open streams", limit, f"{len(self._apps_of)} apps have one open"
             )
         stream = AppStream(app, window)
-        stream.effective = self._ess.open_stream(app, queues, wake=stream.doorbell.set)
+        # A live stream being replaced belongs to another client of the app (or to
+        # this one, reconnecting before the middleware noticed): the new stream
+        # starts anew, so it never gets events of subscriptions it did not make,
+        # nor seq gaps it did not suffer. State kept after a stream ended (the
+        # grace period) is resumed instead: that is what the grace is for.
+        replacing = app in self._streams
+        stream.effective = self._ess.open_stream(
+            app, queues, wake=stream.doorbell.set, fresh=replacing
+        )
         # What the app may read is what this stream's token allows; subscriptions
         # kept from an earlier stream (another token) must pass it too.
         policy = self._read_policy
@@ -391,7 +404,11 @@ class Streams:
         )
         if old is not None:
             old.replace()
-            log.info("app %s: new stream replaces the previous one", app)
+            log.info(
+                "app %s: a new stream replaces the previous one and starts anew "
+                "(the previous one's subscriptions ended)",
+                app,
+            )
         else:
             log.info("app %s: stream opened", app)
         return stream

@@ -154,7 +154,11 @@ def main(argv: list[str] | None = None) -> int:
 
     progress = Progress(sys.stdout)
     with progress.stage("starting a session", f" ({ingest.master or 'local[*]'}, a JVM)"):
-        spark = build_session(ingest.master, shuffle_partitions=ingest.shuffle_partitions)
+        spark = build_session(
+            ingest.master,
+            shuffle_partitions=ingest.shuffle_partitions,
+            spark_log_level=ingest.spark_log_level,
+        )
     progress.detail = lambda: spark_tasks(spark)
     try:
         lines, files = landing_lines(Path(ingest.input[0]))

@@ -39,6 +39,14 @@ class AppVerdict:
     """...of which no drop record accounts for."""
     unseen: int
     """Drops after the app's last delivery of the key: no later event showed them to it."""
+    evicted: int = 0
+    """...of the drops: a newer event of the same key replaced it in a full queue."""
+    lost: int = 0
+    """...of the drops: it met a full queue holding no event of its key."""
+    queues: dict[str, list[int]] = field(default_factory=dict)
+    """The app's queues' ``[min, max]`` lengths in events, per queue (empty: unknown)."""
+    batches_read_per_s: float | None = None
+    """How fast the app read: batches delivered per second (None: unknown)."""
 
     @property
     def dropped_total(self) -> int:
@@ -83,6 +91,10 @@ class Verdict:
                     "missed": a.missed,
                     "delivered": a.delivered,
                     "dropped": a.dropped,
+                    "evicted": a.evicted,
+                    "lost": a.lost,
+                    "queue_min_max_events": a.queues,
+                    "batches_read_per_s": a.batches_read_per_s,
                     "journal_gaps": a.journal_gaps,
                     "unexplained": a.unexplained,
                     "unseen": a.unseen,
@@ -134,7 +146,7 @@ def _render_live(verdict: Verdict) -> list[str]:
                 f"{p} ({n} keys)" for p, n in sorted(gone.items())
             )
         lines.append(f"{'live' if i == 0 else '':<11} {app + ':':<7} {said}")
-    found = set(verdict.analysis.get("stale_keys", {}))
+    found = set(verdict.analysis.get("stale_keys_longest_ns", {}))
     told = {k for live in verdict.live.values() for k in live["went_stale"]}
     if found - told:
         lines.append(
@@ -206,6 +218,10 @@ def judge(
             journal_gaps=int(found.get("missing_seqs", 0)),
             unexplained=int(found.get("unexplained_seqs", 0)),
             unseen=int(found.get("drops_after_last_delivery", 0)),
+            evicted=int(found.get("evicted", 0)),
+            lost=int(found.get("lost", 0)),
+            queues={str(q): list(n) for q, n in found.get("queue_min_max_events", {}).items()},
+            batches_read_per_s=found.get("batches_read_per_s"),
         )
         verdicts[name] = v
         if v.received != v.delivered:
@@ -218,6 +234,10 @@ def judge(
             )
         if v.unexplained:
             problems.append(f"{v.unexplained} of {name}'s missing events have no drop record")
+        if v.evicted + v.lost != v.dropped_total:
+            problems.append(
+                f"{name}: {v.dropped_total} drop records, but {v.evicted} evicted + {v.lost} lost"
+            )
         if v.dropped_total != v.journal_gaps + v.unseen:
             problems.append(
                 f"{name}: {v.dropped_total} drop records, but {v.journal_gaps} gaps "
@@ -261,6 +281,20 @@ def _render_export(check: ExportCheck) -> list[str]:
     return lines
 
 
+def _why(v: AppVerdict) -> str:
+    """``it reads 1 batch/s from queues of at most 20 events (q0 10..20)``."""
+    if v.batches_read_per_s is None:
+        pace = "its reading pace is unknown"
+    else:
+        rate = f"{v.batches_read_per_s:.2g}"
+        pace = f"it reads {rate} {'batch' if rate == '1' else 'batches'}/s"
+    if not v.queues:
+        return f"{pace}; its queue lengths are unknown"
+    used = {q: n for q, n in v.queues.items() if v.dropped.get(q)} or v.queues
+    shown = ", ".join(f"q{q} {lo}..{hi}" for q, (lo, hi) in sorted(used.items()))
+    return f"{pace} from queues of {shown} events"
+
+
 def render(verdict: Verdict, *, report: str) -> str:
     """The summary a person reads at the end of ``make demo``."""
     a = verdict.analysis
@@ -275,26 +309,31 @@ def render(verdict: Verdict, *, report: str) -> str:
         return "\n".join(lines)
     lines += [
         "            what the app counted    what the journal says",
-        f"{'app':<10} {'read':>8} {'gaps seen':>10}  {'delivered':>10} {'dropped q0/q1/q2':>17} "
-        f"{'in gaps':>8} {'unseen':>7}  agree",
+        f"{'app':<10} {'read':>8} {'gaps seen':>10}  {'delivered':>10} {'evicted':>8} "
+        f"{'lost':>8} {'in gaps':>8} {'unseen':>7}  agree",
     ]
     for v in verdict.apps.values():
-        dropped = "/".join(f"{v.dropped.get(str(q), 0):,}" for q in range(3))
         lines.append(
-            f"{v.app:<10} {v.received:>8,} {v.missed:>10,}  {v.delivered:>10,} {dropped:>17} "
-            f"{v.journal_gaps:>8,} {v.unseen:>7,}  {'yes' if v.matches else 'NO'}"
+            f"{v.app:<10} {v.received:>8,} {v.missed:>10,}  {v.delivered:>10,} {v.evicted:>8,} "
+            f"{v.lost:>8,} {v.journal_gaps:>8,} {v.unseen:>7,}  {'yes' if v.matches else 'NO'}"
         )
-    lines.append(
-        "(unseen: dropped after the app's last event of the key, so no seq gap shows them)"
-    )
+    lines += [
+        "(evicted: a newer value of the same key replaced it in the app's full queue; lost: it",
+        " arrived at a full queue holding no value of its key; unseen: dropped after the app's",
+        " last event of the key, so no seq gap shows them)",
+    ]
+    for v in verdict.apps.values():
+        if v.dropped_total:
+            lines.append(f"{'':<10} {v.app}: {_why(v)}")
     lines += [
         "",
         f"journal     {a.get('records', 0):,} records, {a.get('boots', 0)} boot(s), "
         f"{a.get('restarts', 0)} restart(s); hash chain "
         f"{'intact' if not a.get('broken_chains') else 'BROKEN'}; "
-        f"{a.get('missing_journal_records', 0)} records lost",
+        f"{a.get('missing_journal_records', 0)} records missing by offset, "
+        f"{a.get('reported_journal_drops', 0)} reported lost by the journal",
     ]
-    stale = a.get("stale_keys", {})
+    stale = a.get("stale_keys_longest_ns", {})
     if stale:
         shown = ", ".join(
             f"{k} {ns / 1e9:.1f} s" for k, ns in sorted(stale.items(), key=lambda kv: -kv[1])[:4]
@@ -313,7 +352,9 @@ def render(verdict: Verdict, *, report: str) -> str:
         clean = [n for n, v in verdict.apps.items() if not v.dropped_total]
         said = (
             ", ".join(
-                f"{n} lost {v.dropped_total:,} events ({v.missed:,} seen as seq gaps)"
+                f"{n} lost {v.dropped_total:,} events ({v.evicted:,} evicted by a newer value "
+                f"of their key, {v.lost:,} at a full queue; {v.missed:,} seen as seq gaps): "
+                f"{_why(v)}"
                 for n, v in lossy.items()
             )
             or "no app lost events"

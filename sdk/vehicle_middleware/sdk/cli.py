@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Final
 
 import grpc
-from vehicle_middleware.sdk import PublishRefusedError, Tls
+from vehicle_middleware.sdk import PublishRefusedError, StreamReplacedError, Tls
 
 __all__ = [
     "REFUSED_EXIT",
@@ -181,7 +181,13 @@ def unreachable(details: str, *, tls: bool) -> str:
 
 def refusal(error: BaseException) -> str | None:
     """One line saying why the middleware refused the client for good, or None
-    if ``error`` is not such a refusal (then it is a bug: let it raise)."""
+    if ``error`` is not such a refusal (then it is a bug: let it raise).
+
+    Another client of the same app id taking over the event stream
+    (:class:`StreamReplacedError`) ends a client for good too: it says so.
+    """
+    if isinstance(error, StreamReplacedError):
+        return str(error)
     if isinstance(error, TimeoutError):
         return str(error) or "no middleware answered at the target in time: is it running there?"
     if isinstance(error, PublishRefusedError):

@@ -132,6 +132,13 @@ def parser() -> argparse.ArgumentParser:
             help="this program's log lines on stderr (default info: a line per ingest "
             "batch and micro-batch; Spark's own log is apart)",
         )
+        spark_command.add_argument(
+            "--spark-log-level",
+            default="error",
+            choices=["error", "warn", "info", "debug"],
+            help="Spark's own log lines on stderr (default error: its warnings, such as "
+            "those of a local session starting, are left out; warn brings them back)",
+        )
     syn = sub.add_parser("synth", help="write a synthetic fleet of journals")
     syn.add_argument("--output", required=True)
     syn.add_argument("--vehicles", type=int, default=3)
@@ -204,7 +211,11 @@ def main(argv: list[str] | None = None) -> int:
     from vehicle_middleware.telemetry_export import job
     from vehicle_middleware.telemetry_export.session import build_session, stop_session
 
-    spark = build_session(args.master, shuffle_partitions=args.shuffle_partitions)
+    spark = build_session(
+        args.master,
+        shuffle_partitions=args.shuffle_partitions,
+        spark_log_level=args.spark_log_level,
+    )
     try:
         if args.command == "ingest":
             print(json.dumps(_ingest(spark, args)))

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -26,6 +27,7 @@ __all__ = [
     "ingest",
     "ingest_stream",
     "not_collected_rows",
+    "queue_lengths",
     "stale_keys",
     "vehicle_apps",
 ]
@@ -34,17 +36,74 @@ __all__ = [
 STALE_KEYS_SHOWN = 100
 
 
-def _per_queue(drop_rates: DataFrame) -> list[Row]:
-    """Per vehicle, app and queue: events delivered and dropped (from
-    :func:`transforms.drop_rates`, which counts both per window)."""
+def _per_queue(active: DataFrame) -> list[Row]:
+    """Per vehicle, app and queue: events delivered, and dropped by cause:
+    ``evicted`` (a newer event of the same key replaced it in the full queue)
+    and ``lost`` (it met a full queue holding no event of its key), from
+    :func:`transforms.activity`'s rows."""
+    kind = F.col("kind")
+
+    def events(k: Kind) -> Column:
+        return F.coalesce(F.sum(F.when(kind == k, F.col("n"))), F.lit(0))
+
     return (
-        drop_rates.groupBy("vehicle_id", "app", "queue")
+        active.where(kind.isin([Kind.DELIVERED, *transforms.DROP_KINDS]))
+        .groupBy("vehicle_id", "app", "queue")
         .agg(
-            (F.sum("events") - F.sum("dropped")).alias("delivered"),
-            F.sum("dropped").alias("dropped"),
+            events(Kind.DELIVERED).alias("delivered"),
+            events(Kind.EVICTED).alias("evicted"),
+            events(Kind.LOST).alias("lost"),
+        )
+        .withColumn("dropped", F.col("evicted") + F.col("lost"))
+        .collect()
+    )
+
+
+def _reading(active: DataFrame) -> list[Row]:
+    """Per vehicle and app, how fast it read: the ``batches`` delivered to it
+    (journal lines of its deliveries: a batch record is one) between its first
+    and last delivery (``first_ns``, ``last_ns``)."""
+    return (
+        active.where(F.col("kind") == Kind.DELIVERED)
+        .groupBy("vehicle_id", "app")
+        .agg(
+            F.sum("lines").alias("batches"),
+            F.min("first_ns").alias("first_ns"),
+            F.max("last_ns").alias("last_ns"),
         )
         .collect()
     )
+
+
+def _stream_queues(spark: SparkSession, ds: Dataset) -> list[Row]:
+    """Each app's event streams as their ``connect`` records say: ``vehicle_id``,
+    ``app``, ``time_ns`` and ``details`` (JSON, with the effective ``queues``
+    as ``[queue, min_length, max_length]``); none in a dataset without them."""
+    records = spark.read.parquet(ds.table(RECORDS))
+    if not {"details", "stream"} <= set(records.columns):
+        return []
+    return (
+        records.where((F.col("kind") == Kind.CONNECT) & (F.col("stream") == "events"))
+        .select("vehicle_id", "app", "time_ns", "details")
+        .collect()
+    )
+
+
+def queue_lengths(streams: Iterable[Any]) -> dict[str, dict[str, list[int]]]:
+    """Per app, the lengths its queues had (``{"0": [min, max], ...}``, in
+    events), from :func:`_stream_queues`' rows: its latest stream's, over
+    every vehicle. An app whose streams say nothing is not in it."""
+    latest: dict[str, tuple[int, dict[str, list[int]]]] = {}
+    for r in streams:
+        try:
+            queues = json.loads(r["details"] or "{}").get("queues") or []
+            lengths = {str(int(q)): [int(lo), int(hi)] for q, lo, hi in queues}
+        except (ValueError, TypeError, AttributeError):
+            continue  # not a connect record this version writes: nothing said
+        at = int(r["time_ns"] or 0)
+        if lengths and (r["app"] not in latest or at >= latest[r["app"]][0]):
+            latest[r["app"]] = (at, lengths)
+    return {app: lengths for app, (_, lengths) in sorted(latest.items())}
 
 
 _GAP_TOTALS = ("missing", "explained", "unexplained", "drops_after_last_delivery")
@@ -87,26 +146,63 @@ def _stale_per_key(stale: DataFrame) -> list[Row]:
     )
 
 
-def apps_summary(queues: Iterable[Any], gaps: Iterable[Any]) -> dict[str, dict[str, Any]]:
-    """``summary.json``'s ``apps``: deliveries, drops per queue, and seq gaps.
+def apps_summary(
+    queues: Iterable[Any],
+    gaps: Iterable[Any],
+    reading: Iterable[Any] = (),
+    lengths: dict[str, dict[str, list[int]]] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """``summary.json``'s ``apps``: deliveries, drops by cause and queue, seq
+    gaps, and beside the drops what explains them: the app's queue lengths
+    and how fast it read.
 
     ``queues`` has, per vehicle (or not), app and queue, ``app``, ``queue``,
-    ``delivered`` and ``dropped``; ``gaps``, per vehicle (or not) and app,
-    ``app`` and the sums of the reconciliation's ``missing``, ``explained``,
-    ``unexplained`` and ``drops_after_last_delivery`` (rows or dicts: each
-    field read as ``row[name]``). Both are added up over the vehicles.
+    ``delivered``, ``evicted``, ``lost`` and ``dropped`` (their sum); ``gaps``,
+    per vehicle (or not) and app, ``app`` and the sums of the reconciliation's
+    ``missing``, ``explained``, ``unexplained`` and
+    ``drops_after_last_delivery``; ``reading``, per vehicle and app, ``app``,
+    ``batches``, ``first_ns`` and ``last_ns`` of its deliveries (rows or dicts:
+    each field read as ``row[name]``); ``lengths``, :func:`queue_lengths`. All
+    are added up over the vehicles; ``reading_s`` is the sum of each vehicle's
+    span of deliveries.
     """
     apps: dict[str, dict[str, Any]] = {}
 
     def app(name: str) -> dict[str, Any]:
-        return apps.setdefault(name, {"delivered": 0, "dropped": 0, "dropped_per_queue": {}})
+        return apps.setdefault(
+            name,
+            {
+                "delivered": 0,
+                "dropped": 0,
+                "evicted": 0,
+                "lost": 0,
+                "dropped_per_queue": {},
+                "evicted_per_queue": {},
+                "lost_per_queue": {},
+            },
+        )
 
     for r in queues:
         a = app(r["app"])
         a["delivered"] += int(r["delivered"])
-        a["dropped"] += int(r["dropped"])
-        q = a["dropped_per_queue"]
-        q[str(r["queue"])] = q.get(str(r["queue"]), 0) + int(r["dropped"])
+        for cause in ("dropped", "evicted", "lost"):
+            a[cause] += int(r[cause])
+            q = a[f"{cause}_per_queue"]
+            q[str(r["queue"])] = q.get(str(r["queue"]), 0) + int(r[cause])
+    spans: dict[str, list[int]] = {}
+    for r in reading:
+        s = spans.setdefault(r["app"], [0, 0])
+        s[0] += int(r["batches"] or 0)
+        if r["first_ns"] is not None and r["last_ns"] is not None:
+            s[1] += int(r["last_ns"]) - int(r["first_ns"])
+    for name, (batches, span_ns) in spans.items():
+        a = app(name)
+        a["batches_read"] = batches
+        a["reading_s"] = round(span_ns / 1e9, 3)
+        a["batches_read_per_s"] = round(batches / (span_ns / 1e9), 3) if span_ns > 0 else None
+    for name, queue_events in (lengths or {}).items():
+        if name in apps:
+            apps[name]["queue_min_max_events"] = queue_events
     names = {
         "missing": "missing_seqs",
         "explained": "explained_seqs",
@@ -120,9 +216,12 @@ def apps_summary(queues: Iterable[Any], gaps: Iterable[Any]) -> dict[str, dict[s
     return apps
 
 
-def vehicle_apps(queues: Iterable[Any], gaps: Iterable[Any]) -> list[dict[str, Any]]:
-    """The report's rows per vehicle and app: ``delivered``, ``dropped`` and
-    the seq totals (inputs as :func:`apps_summary`'s, per vehicle), by vehicle
+def vehicle_apps(
+    queues: Iterable[Any], gaps: Iterable[Any], reading: Iterable[Any] = ()
+) -> list[dict[str, Any]]:
+    """The report's rows per vehicle and app: ``delivered``, ``dropped``,
+    ``evicted``, ``lost``, the seq totals, and the ``batches`` read in
+    ``reading_ns`` (inputs as :func:`apps_summary`'s, per vehicle), by vehicle
     and app."""
     rows: dict[tuple[str, str], dict[str, Any]] = {}
 
@@ -134,14 +233,23 @@ def vehicle_apps(queues: Iterable[Any], gaps: Iterable[Any]) -> list[dict[str, A
                 "app": r["app"],
                 "delivered": 0,
                 "dropped": 0,
+                "evicted": 0,
+                "lost": 0,
+                "batches": 0,
+                "reading_ns": 0,
                 **dict.fromkeys(_GAP_TOTALS, 0),
             },
         )
 
     for r in queues:
         a = row(r)
-        a["delivered"] += int(r["delivered"])
-        a["dropped"] += int(r["dropped"])
+        for c in ("delivered", "dropped", "evicted", "lost"):
+            a[c] += int(r[c])
+    for r in reading:
+        a = row(r)
+        a["batches"] = int(r["batches"] or 0)
+        if r["first_ns"] is not None and r["last_ns"] is not None:
+            a["reading_ns"] = int(r["last_ns"]) - int(r["first_ns"])
     for r in gaps:
         a = row(r)
         for c in _GAP_TOTALS:
@@ -150,7 +258,7 @@ def vehicle_apps(queues: Iterable[Any], gaps: Iterable[Any]) -> list[dict[str, A
 
 
 def stale_keys(per_key: Iterable[Any]) -> dict[str, int]:
-    """``summary.json``'s ``stale_keys`` from :func:`_stale_per_key`'s rows:
+    """``summary.json``'s ``stale_keys_longest_ns`` from :func:`_stale_per_key`'s rows:
     the keys whose writes stopped for longer than their threshold, with the
     longest interval (ns), longest first (at most 100). Gaps in deliveries to
     an app are in the ``stale`` table, not here: they are the app's, not the
@@ -383,14 +491,18 @@ def analyze(
                 "boot_integrity": partial(write, "boot_integrity", integrity),
                 "boots": partial(write, "boots", boots),
                 "boot_rows": boot_rows,
-                "queues": partial(_per_queue, drop_rates),
+                "queues": partial(_per_queue, active),
+                "reading": partial(_reading, active),
+                "streams": partial(_stream_queues, spark, ds),
                 "bad_lines": partial(_bad_lines, spark, ds),
                 "notes": partial(_rows, notes),
             }
         )
         per_boot = {**fleet.get, **vehicles.get}
         levels = _levels(spark, ds)
-        apps = apps_summary(found["queues"], found["gaps"])
+        apps = apps_summary(
+            found["queues"], found["gaps"], found["reading"], queue_lengths(found["streams"])
+        )
         missing = sum(a.get("missing_seqs", 0) for a in apps.values())
         summary: dict[str, Any] = {
             "records": int(per_boot["records"]),
@@ -402,6 +514,9 @@ def analyze(
             "unclean_stops": int(per_boot["unclean"]),
             "delivered": int(per_boot["delivered"]),
             "dropped": int(per_boot["dropped"]),
+            # The drops by cause (per app and queue; the journal's record kinds).
+            "evicted": sum(a["evicted"] for a in apps.values()),
+            "lost": sum(a["lost"] for a in apps.values()),
             "seq_gaps": found["seq_gaps"],
             "missing_seqs": missing,
             "unexplained_seqs": sum(a.get("unexplained_seqs", 0) for a in apps.values()),
@@ -417,7 +532,7 @@ def analyze(
                 1 for n in found["notes"] if n["kind"] == CollectorKind.RESTART
             ),
             "apps": apps,
-            "stale_keys": stale_keys(found["stale_keys"]),
+            "stale_keys_longest_ns": stale_keys(found["stale_keys"]),
             "journal_levels": sorted(levels),
             # A dataset whose boots say no level (older journals) is taken as before.
             "deliveries_recorded": not levels or Level.FULL.name.lower() in levels,
@@ -430,13 +545,17 @@ def analyze(
             for a in apps.values():
                 for name in ("delivered", *_NEEDS_FULL_PER_APP):
                     a[name] = None
+                for name in ("batches_read", "reading_s", "batches_read_per_s"):
+                    if name in a:
+                        a[name] = None
         if local:
             report.write_report(
                 report_dir,
                 summary,
                 report.ReportTables(
                     boots=found["boot_rows"],
-                    vehicle_apps=vehicle_apps(found["queues"], found["gaps"]),
+                    vehicle_apps=vehicle_apps(found["queues"], found["gaps"], found["reading"]),
+                    queue_lengths=queue_lengths(found["streams"]),
                     gap_keys=[r.asDict() for r in found["gap_keys"]],
                     stale_keys=[r.asDict() for r in found["stale_keys"]],
                     not_collected=not_collected_rows(found["notes"]),

@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from vehicle_middleware.telemetry_export.report import duration
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["plot_drops", "plot_staleness"]
+__all__ = ["KEY_ROWS", "LANES", "plot_drops", "plot_staleness", "stale_lanes"]
 
 
 def plot_drops(rates: list[dict[str, Any]], out: Path, *, window_ns: int) -> str | None:
@@ -42,10 +42,20 @@ def plot_drops(rates: list[dict[str, Any]], out: Path, *, window_ns: int) -> str
         )
     for label, points in sorted(series.items()):
         xs, ys = _steps(sorted(points), window_ns)
-        ax.plot(_utc(xs), ys, drawstyle="steps-post", linewidth=1.5, label=label)
+        total = sum(y for _, y in points)
+        ax.plot(
+            _utc(xs),
+            ys,
+            drawstyle="steps-post",
+            linewidth=1.5,
+            label=f"{label}: {total:,} dropped" if total else f"{label}: none dropped",
+        )
     starts = [int(r["window_start_ns"]) for r in rates]
     _time_axis(ax, min(starts), max(starts) + window_ns)
-    ax.set_ylim(bottom=0)
+    # Zero a little above the x axis: an app that dropped nothing is a line
+    # that can be seen, not one hidden under the axis.
+    top = max((int(r["dropped"]) for r in rates), default=0) or 1
+    ax.set_ylim(-0.04 * top, 1.08 * top)
     window = duration(window_ns)
     ax.set_ylabel(f"events dropped per {window}")
     ax.set_title(f"Drops per {window} window, all vehicles added up")
@@ -71,52 +81,95 @@ def _steps(points: list[tuple[int, int]], width: int) -> tuple[list[int], list[f
     return xs, ys
 
 
+KEY_ROWS: Final = 12
+"""Rows of the staleness plot (what went quiet: a key's writes or deliveries), at most."""
+LANES: Final = 6
+"""Vehicles shown per row of the staleness plot, at most: those quiet longest."""
+
+
+def stale_lanes(stale: list[dict[str, Any]]) -> list[tuple[str, str, list[dict[str, Any]]]]:
+    """The staleness plot's lanes: per row (what went quiet: :func:`_quiet_label`,
+    at most :data:`KEY_ROWS`, those with the most intervals first), the vehicles
+    quiet longest in it (at most :data:`LANES`, longest first), each with its
+    intervals: ``(row, vehicle, intervals)``."""
+    rows: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for s in stale:
+        rows.setdefault(_quiet_label(s), {}).setdefault(s["vehicle_id"], []).append(s)
+
+    def quiet_ns(spans: list[dict[str, Any]]) -> int:
+        return sum(int(s["to_ns"]) - int(s["from_ns"]) for s in spans)
+
+    ordered = sorted(rows, key=lambda r: (-sum(len(v) for v in rows[r].values()), r))
+    lanes = []
+    for row in ordered[:KEY_ROWS]:
+        vehicles = sorted(rows[row], key=lambda v: (-quiet_ns(rows[row][v]), v))
+        lanes += [(row, v, rows[row][v]) for v in vehicles[:LANES]]
+    return lanes
+
+
 def plot_staleness(stale: list[dict[str, Any]], out: Path) -> str | None:
     """``staleness.png`` in ``out`` from rows of the ``stale`` table: a bar per
-    interval, a row per key and what went quiet (its writes, or its deliveries
-    to an app), labelled with the threshold. Its name, or None without rows.
-    Safe to call from any thread (no pyplot state)."""
+    interval, on a labelled lane per vehicle, grouped by what went quiet (a key's
+    writes, or its deliveries to an app; labelled with the threshold), the
+    vehicles quiet longest first (:func:`stale_lanes`: a fleet of any size stays
+    readable). Its name, or None without rows. Safe to call from any thread (no
+    pyplot state)."""
     if not stale:
         return None
     from matplotlib.figure import Figure
 
-    rows: dict[str, list[dict[str, Any]]] = {}
+    lanes = stale_lanes(stale)
+    totals: dict[str, tuple[int, set[str]]] = {}
     for s in stale:
-        rows.setdefault(_quiet_label(s), []).append(s)
-    labels = sorted(rows)[:20]
-    lanes = len({s["vehicle_id"] for s in stale})
-    # A row high enough for a lane per vehicle (up to 40 lanes' worth).
-    fig = Figure(figsize=(10, 1.4 + max(0.42, 0.06 * min(lanes, 40)) * len(labels)))
+        n, vehicles = totals.get(_quiet_label(s), (0, set()))
+        totals[_quiet_label(s)] = (n + 1, vehicles | {s["vehicle_id"]})
+    groups = list(dict.fromkeys(row for row, _, _ in lanes))
+    height = 1.2 + 0.24 * len(lanes) + 0.32 * len(groups)
+    fig = Figure(figsize=(10, height))
     ax = fig.subplots()
-    vehicles = {s["vehicle_id"] for s in stale}
-    # Each vehicle at its own height within a row, so that intervals of
-    # several vehicles at the same time stay apart.
-    lane = {v: i for i, v in enumerate(sorted(vehicles))}
-    step = 0.7 / max(len(lane), 1)
-    for i, label in enumerate(labels):
-        spans = rows[label]
-        # One collection per row: a line per interval costs a few ms each.
-        ax.hlines(
-            [i - 0.35 + step * (lane[s["vehicle_id"]] + 0.5) for s in spans],
-            _utc([s["from_ns"] for s in spans]),
-            _utc([s["to_ns"] for s in spans]),
-            linewidth=max(1.0, min(6.0, 40 * step)),
-            color=f"C{i % 10}",
+    y, ticks, names = 0.0, [], []
+    for i, group in enumerate(groups):
+        n, vehicles = totals[group]
+        shown = [(v, spans) for row, v, spans in lanes if row == group]
+        more = f"; the {len(shown)} quiet longest shown" if len(vehicles) > len(shown) else ""
+        ax.text(
+            0.005,
+            y,
+            f"{group}: {n} intervals, {len(vehicles)} vehicle{'s' if len(vehicles) != 1 else ''}"
+            + more,
+            transform=ax.get_yaxis_transform(),
+            fontsize="small",
+            fontweight="bold",
+            va="center",
         )
-    ticks = []
-    for label in labels:
-        spans = rows[label]
-        n = len({s["vehicle_id"] for s in spans})
-        ticks.append(f"{label}\n{len(spans)} intervals, {n} vehicle{'s' if n != 1 else ''}")
-    ax.set_yticks(range(len(labels)), ticks, fontsize="x-small")
-    ax.set_ylim(-0.5, len(labels) - 0.5)
+        y += 1
+        for vehicle, spans in shown:
+            # One collection per lane: a line per interval costs a few ms each.
+            ax.hlines(
+                [y] * len(spans),
+                _utc([s["from_ns"] for s in spans]),
+                _utc([s["to_ns"] for s in spans]),
+                linewidth=6,
+                color=f"C{i % 10}",
+            )
+            ticks.append(y)
+            names.append(vehicle)
+            y += 1
+        y += 0.4
+    ax.set_yticks(ticks, names, fontsize="x-small")
+    ax.set_ylim(-0.7, y - 0.4)
     ax.invert_yaxis()
-    shown = [s for label in labels for s in rows[label]]
-    _time_axis(ax, min(s["from_ns"] for s in shown), max(s["to_ns"] for s in shown))
-    more = f" (first 20 of {len(rows)} rows)" if len(rows) > 20 else ""
+    shown_spans = [s for _, _, spans in lanes for s in spans]
+    _time_axis(ax, min(s["from_ns"] for s in shown_spans), max(s["to_ns"] for s in shown_spans))
+    more_rows = (
+        f" (the {len(groups)} with most intervals of {len(totals)})"
+        if (len(totals) > len(groups))
+        else ""
+    )
+    vehicles_all = {s["vehicle_id"] for s in stale}
     ax.set_title(
-        f"Stale intervals: quiet longer than the key's threshold, {len(vehicles)} "
-        f"vehicle{'s' if len(vehicles) != 1 else ''} (one lane each){more}",
+        f"Stale intervals: quiet longer than the key's threshold, {len(vehicles_all)} "
+        f"vehicle{'s' if len(vehicles_all) != 1 else ''}, a lane per vehicle{more_rows}",
         fontsize="medium",
     )
     return _save(fig, out / "staleness.png")

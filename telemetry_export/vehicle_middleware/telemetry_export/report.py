@@ -39,7 +39,10 @@ class ReportTables:
     """Per boot: the ``boot_integrity`` and ``boots`` columns, ``delivered`` and
     ``dropped``."""
     vehicle_apps: list[dict[str, Any]] = field(default_factory=list)
-    """Per vehicle and app: ``delivered``, ``dropped`` and the seq totals."""
+    """Per vehicle and app: ``delivered``, ``dropped`` (``evicted`` + ``lost``),
+    the seq totals, and the ``batches`` read in ``reading_ns``."""
+    queue_lengths: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    """Per app, its queues' ``[min, max]`` lengths in events (from its latest stream)."""
     gap_keys: list[dict[str, Any]] = field(default_factory=list)
     """Per app and key name over the fleet: the seq totals and ``vehicles``."""
     stale_keys: list[dict[str, Any]] = field(default_factory=list)
@@ -49,6 +52,14 @@ class ReportTables:
     """Per vehicle and boot the collector lost records of or followed a restart
     into: ``gaps``, ``records`` not collected, ``reasons`` and
     ``restarted_from`` (boot ids)."""
+
+
+_FINDINGS: Final = {
+    "dropped": "dropped (evicted + lost)",
+    "evicted": "evicted: a newer event of the same key replaced it in a full queue",
+    "lost": "lost: it met a full queue holding no event of its key",
+}
+"""Findings whose name alone does not say what they count."""
 
 
 def duration(ns: int | float | None) -> str:
@@ -187,6 +198,8 @@ def write_report(
     for key in (
         "delivered",
         "dropped",
+        "evicted",
+        "lost",
         "seq_gaps",
         "missing_seqs",
         "unexplained_seqs",
@@ -201,9 +214,9 @@ def write_report(
         "not_collected_records",
         "collector_restarts",
     ):
-        figure = summary[key]
+        figure = summary.get(key)
         cell = "not recorded" if figure is None else f"{figure:,}"
-        lines.append(f"| {key.replace('_', ' ')} | {cell} |")
+        lines.append(f"| {_FINDINGS.get(key, key.replace('_', ' '))} | {cell} |")
     recorded = summary.get("deliveries_recorded", True)
     if not recorded:
         levels = ", ".join(summary.get("journal_levels", [])) or "unknown"
@@ -222,7 +235,7 @@ def write_report(
     lines += _not_collected(tables.not_collected)
     lines += _vehicles(boots, tables.vehicle_apps, recorded=recorded)
     lines += _boots(boots)
-    lines += _vehicle_apps(tables.vehicle_apps, window, recorded=recorded)
+    lines += _vehicle_apps(tables.vehicle_apps, window, tables.queue_lengths, recorded=recorded)
     lines += _gap_keys(tables.gap_keys)
     lines += ["## Staleness", ""]
     if tables.stale_keys:
@@ -415,8 +428,7 @@ def _boots(boots: list[Any]) -> list[str]:
             _started(b),
             _ended(b),
             _chain(b),
-            f"{b['missing_records']:,} / {b['reported_dropped']:,} / "
-            + (f"**{b['unreported_lost']:,}**" if b["unreported_lost"] else "0"),
+            _journal_lost(b),
         ]
         for b in boots
     ]
@@ -426,7 +438,12 @@ def _boots(boots: list[Any]) -> list[str]:
         "",
         "Each middleware process is a boot; every boot of a vehicle after its first is a "
         "restart. A boot ended cleanly if its journal ends with a `stop` record. Journal "
-        "records lost: missing by offset / reported by `journal_dropped` / reported by none.",
+        "records lost: *missing* counts the offsets absent between the boot's records on "
+        "disk; *reported* what `journal_dropped` records say the boot lost (its own, and "
+        "the next boot's report of what a crashed boot had accepted but not written); "
+        "*unreported*: missing that no record reports. Records a crashed boot had not "
+        "written yet come after its last record on disk, so no offset gap shows them: "
+        "reported then exceeds missing by them (*after the last record*).",
         "",
         *_table(
             [
@@ -448,7 +465,38 @@ def _boots(boots: list[Any]) -> list[str]:
     ]
 
 
-def _vehicle_apps(rows_in: list[Any], window: str, *, recorded: bool = True) -> list[str]:
+def _journal_lost(b: Any) -> str:
+    """``12 missing, 15 reported (3 after the last record), 0 unreported``."""
+    missing, reported = int(b["missing_records"]), int(b["reported_dropped"])
+    if not missing and not reported:
+        return "none"
+    tail = f" ({reported - missing:,} after the last record)" if reported > missing else ""
+    unreported = f"**{b['unreported_lost']:,}**" if b["unreported_lost"] else "0"
+    return f"{missing:,} missing, {reported:,} reported{tail}, {unreported} unreported"
+
+
+def _lengths(queues: dict[str, list[int]] | None) -> str:
+    """``q0 10..20`` for each queue that took events; ``?`` when unknown."""
+    if not queues:
+        return "?"
+    return ", ".join(f"q{q} {lo}..{hi}" for q, (lo, hi) in sorted(queues.items()))
+
+
+def _pace(batches: int, span_ns: int) -> str:
+    """``2.5 batches/s``: how fast the app read; ``-`` without a span."""
+    if not batches or span_ns <= 0:
+        return "-"
+    rate = f"{batches / (span_ns / 1e9):.3g}"
+    return f"{rate} {'batch' if rate == '1' else 'batches'}/s"
+
+
+def _vehicle_apps(
+    rows_in: list[Any],
+    window: str,
+    queue_lengths: dict[str, dict[str, list[int]]] | None = None,
+    *,
+    recorded: bool = True,
+) -> list[str]:
     if not rows_in:
         return [
             "## Drops and gaps per vehicle and app",
@@ -463,7 +511,11 @@ def _vehicle_apps(rows_in: list[Any], window: str, *, recorded: bool = True) -> 
             a["app"],
             f"{a['delivered']:,}" if recorded else unknown,
             f"{a['dropped']:,}",
+            f"{a.get('evicted', 0):,}",
+            f"{a.get('lost', 0):,}",
             _rate(a["dropped"], a["delivered"]) if recorded else unknown,
+            _lengths((queue_lengths or {}).get(a["app"])),
+            _pace(a.get("batches", 0), a.get("reading_ns", 0)) if recorded else unknown,
             f"{a['missing']:,}" if recorded else unknown,
             f"{a['explained']:,}" if recorded else unknown,
             (f"**{a['unexplained']:,}**" if a["unexplained"] else "0") if recorded else unknown,
@@ -475,8 +527,13 @@ def _vehicle_apps(rows_in: list[Any], window: str, *, recorded: bool = True) -> 
     return [
         "## Drops and gaps per vehicle and app",
         "",
-        "Dropped: `evicted`/`lost` records. Missing seqs: never delivered to the app "
-        "(`seq_gaps`); explained: a drop record accounts for the seq. Per "
+        "Dropped, by cause (the journal's `evicted` and `lost` records): *evicted*, a "
+        "newer event of the same key replaced it in the app's full queue (the app gets "
+        "the newer value); *lost*, it met a full queue holding no event of its key. "
+        "Beside them what explains them: the app's queue lengths (min..max events, from "
+        "its stream's `connect` record) and how fast it read (batches delivered per "
+        "second between its first and last delivery). Missing seqs: never delivered to "
+        "the app (`seq_gaps`); explained: a drop record accounts for the seq. Per "
         f"{window} window: the `drop_rates` table.",
         "",
         *_table(
@@ -485,14 +542,18 @@ def _vehicle_apps(rows_in: list[Any], window: str, *, recorded: bool = True) -> 
                 "app",
                 "delivered",
                 "dropped",
+                "evicted",
+                "lost",
                 "drop rate",
+                "queues (events)",
+                "read",
                 "missing seqs",
                 "explained",
                 "unexplained",
                 "dropped after last delivery",
             ],
             shown,
-            right=7,
+            right=11,
         ),
         *note,
     ]

@@ -26,19 +26,78 @@ Settings that matter here (their figures: BENCHMARKS.md, "Telemetry analysis
   journal line), compiled on first use into the temporary directory when a
   JDK is there; the session registers its function.
 * ``spark.ui.enabled`` off and ``SPARK_LOCAL_IP=127.0.0.1`` in tests and the demo.
+* Spark's own log: errors only by default (``spark_log_level``). The JVM
+  starts with a log4j2 configuration at that level
+  (``spark.driver.extraJavaOptions``: what it says while starting, before
+  ``setLogLevel`` could run) and the context is set to it; the commands'
+  ``--spark-log-level warn`` brings Spark's warnings back.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Final
 
 from pyspark.sql import SparkSession
 from vehicle_middleware.telemetry_export import jvm
 
-__all__ = ["build_session", "stop_session"]
+__all__ = ["SPARK_LOG_LEVELS", "build_session", "log4j2_properties", "stop_session"]
+
+SPARK_LOG_LEVELS: Final = ("error", "warn", "info", "debug")
+"""What ``spark_log_level`` takes (log4j's level names)."""
+
+
+_SHELL_LOGGERS: Final = (
+    "org.apache.spark.repl.Main",
+    "org.apache.spark.api.python.PythonGatewayServer",
+    "org.apache.spark.deploy.SparkSubmit",
+    "org.apache.spark.SparkContext",
+)
+"""The loggers Spark may read a shell's level from (a PySpark driver is a shell):
+without a level of their own, Spark sets the console to WARN and says so."""
+
+
+def log4j2_properties(level: str) -> str:
+    """A log4j2 configuration: Spark's log on stderr, at ``level`` and above."""
+    if level not in SPARK_LOG_LEVELS:
+        raise ValueError(f"spark log level {level!r}: one of {', '.join(SPARK_LOG_LEVELS)}")
+    return "\n".join(
+        [
+            f"rootLogger.level = {level}",
+            "rootLogger.appenderRef.stderr.ref = console",
+            "appender.console.type = Console",
+            "appender.console.name = console",
+            "appender.console.target = SYSTEM_ERR",
+            "appender.console.layout.type = PatternLayout",
+            "appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex",
+            *(
+                line
+                for i, name in enumerate(_SHELL_LOGGERS)
+                for line in (f"logger.shell{i}.name = {name}", f"logger.shell{i}.level = {level}")
+            ),
+            "",
+        ]
+    )
+
+
+def _log_config(level: str) -> Path:
+    """:func:`log4j2_properties` as a file in the temporary directory."""
+    path = (
+        Path(tempfile.gettempdir())
+        / "vehicle_middleware.telemetry_export"
+        / (f"log4j2-{level}.properties")
+    )
+    text = log4j2_properties(level)
+    if not path.exists() or path.read_text() != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(text)
+        partial.replace(path)
+    return path
 
 
 def build_session(
@@ -48,10 +107,17 @@ def build_session(
     shuffle_partitions: int = 16,
     extra: dict[str, str] | None = None,
     fast_parse: bool = True,
+    spark_log_level: str = "error",
 ) -> SparkSession:
     """A session for ``master`` (default: ``local[*]``, or what spark-submit set),
     with ingest's JVM parse (:mod:`vehicle_middleware.telemetry_export.jvm`) unless ``fast_parse``
-    is false, or there is no JDK, or a session already runs without it."""
+    is false, or there is no JDK, or a session already runs without it; Spark's
+    own log at ``spark_log_level`` (one of :data:`SPARK_LOG_LEVELS`).
+
+    Raises:
+        ValueError: ``spark_log_level`` is not a level.
+    """
+    log_config = _log_config(spark_log_level)
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
@@ -75,9 +141,16 @@ def build_session(
     )
     if jar is not None:
         conf["spark.jars"] = ",".join(j for j in (conf.get("spark.jars"), str(jar)) if j)
+    # The driver's JVM reads it when it starts (a JVM started here: local, or a
+    # client of a cluster); a running one keeps its own, set below.
+    java_options = conf.get("spark.driver.extraJavaOptions", "")
+    conf["spark.driver.extraJavaOptions"] = (
+        f"{java_options} -Dlog4j2.configurationFile=file:{log_config}".strip()
+    )
     for k, v in conf.items():
         builder = builder.config(k, v)
     session = builder.getOrCreate()
+    session.sparkContext.setLogLevel(spark_log_level.upper())
     if jar is not None:
         jvm.register(session)
     return session

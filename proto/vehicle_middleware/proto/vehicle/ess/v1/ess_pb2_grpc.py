@@ -79,11 +79,17 @@ class EventServiceServicer:
         the transport buffers hold comes on top of the queues, unbounded by the
         middleware: Events (below) bounds it with a window.
 
-        A second GetEvents of the same app replaces the first: the old stream ends
-        with ABORTED and trailing metadata `vmw-reason: replaced` (a client should
-        not reconnect then: another instance of the app took over); subscriptions
-        stay. When the stream ends for any reason,
-        everything of the app (subscriptions, queues) is removed.
+        One app id is one app. A second GetEvents (or Events) of an app whose
+        stream is open replaces the first: the old stream ends with ABORTED and
+        trailing metadata `vmw-reason: replaced` (a client should not reconnect
+        then: another instance of the app took over), and the new stream starts
+        the app anew: no subscriptions (the old stream's end with it, their queued
+        events are discarded), and every seq of a subscription it makes counts
+        from 1. So a client never receives an event of a subscription it did not
+        make, nor a seq gap from before its own start. When the stream ends for
+        any reason, everything of the app (subscriptions, queues) is removed, or,
+        with a grace period configured, kept that long: a stream opened within it
+        resumes the app's subscriptions and seq counters.
 
         Errors: UNAUTHENTICATED (identity; also ends the stream when its token
         expires, removing the app's state), INVALID_ARGUMENT (a queue number
