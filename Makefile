@@ -215,7 +215,7 @@ bench-export-lag: $(STAMP)
 	$(PY) -m bench.export_lag
 
 clean:
-	rm -rf $(VENV) $(KUKSA_VENV) $(COMPILED_VENV) $(SERVER_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis demo-out
+	rm -rf $(VENV) $(KUKSA_VENV) $(COMPILED_VENV) $(SERVER_VENV) .venv-sdk .pytest_cache .mypy_cache .ruff_cache .hypothesis demo-out
 	find $(PARTS) -name '*.egg-info' -prune -exec rm -rf {} +
 
 ## What the metrics cost: delivered events/s with nothing reading the figures, a
