@@ -14,7 +14,7 @@ COMPILED_VENV  := .venv-compiled
 COMPILED_PY    := $(COMPILED_VENV)/bin/python
 COMPILED_STAMP := $(COMPILED_VENV)/.installed
 
-.PHONY: install fast kuksa-venv compiled-venv demo serve sim dashboard proto test lint typecheck unit unit-compiled bench bench-core bench-e2e bench-e2e-compiled bench-kuksa bench-kuksa-ingest bench-providers bench-spark bench-export bench-export-lag bench-metrics bench-cluster bench-wildcard bench-instructions clean
+.PHONY: install fast kuksa-venv compiled-venv server-venv demo serve sim dashboard proto test lint typecheck unit unit-compiled bench bench-core bench-e2e bench-e2e-compiled bench-kuksa bench-kuksa-ingest bench-providers bench-spark bench-export bench-export-lag bench-metrics bench-cluster bench-wildcard bench-instructions clean
 
 # The distributions, one a top-level folder (docs/contributing.md), each editable, and
 # the checks' own tools.
@@ -71,6 +71,27 @@ $(COMPILED_STAMP): $(shell find $(foreach p,$(PARTS),$(p)/vehicle_middleware) -t
 ## The virtualenv of the compiled cores (make test sets it up too): docs/compiled-build.md.
 compiled-venv: $(COMPILED_STAMP)
 
+# .venv-server: the middleware alone, as an operator installs it (README.md, "Run the
+# middleware"): the contract with gRPC, the three cores and the server, not editable,
+# and their dependencies; no SDK, no Spark, no development tools. Rebuilt when a source
+# of those distributions changes; build/ goes first so that no compiled module a
+# compiled build left there slips into this pure one.
+SERVER_VENV  := .venv-server
+SERVER_STAMP := $(SERVER_VENV)/.installed
+SERVER_DISTS := proto[grpc] vstore ess replica middleware
+SERVER_PARTS := proto vstore ess replica middleware
+$(SERVER_STAMP): $(shell find $(foreach p,$(SERVER_PARTS),$(p)/vehicle_middleware) -type f \
+		-not -path '*/__pycache__/*') $(foreach p,$(SERVER_PARTS),$(p)/pyproject.toml)
+	@test -x $(SERVER_VENV)/bin/python || $(PYTHON) -m venv $(SERVER_VENV)
+	rm -rf $(foreach p,$(SERVER_PARTS),$(p)/build)
+	VMW_MYPYC=0 $(SERVER_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+		$(foreach d,$(SERVER_DISTS),'./$(d)')
+	@touch $(SERVER_STAMP)
+
+## The middleware alone in .venv-server, without the development environment:
+## `.venv-server/bin/vehicle-middleware serve` runs it.
+server-venv: $(SERVER_STAMP)
+
 ## The main job: a middleware, the simulated car, apps (one too slow), then the
 ## Spark gap analysis of the journal; the middleware is the compiled build where it was
 ## built. Under 2 minutes (about 7 with the installs); it prints progress as it goes.
@@ -80,8 +101,8 @@ demo: $(STAMP) fast
 	@py=$(RUN_PY); set -x; $(PY) -m vehicle_middleware.demo --duration $(DURATION) \
 		--out demo-out --middleware-python $$py
 
-## Run the middleware on 127.0.0.1:50051 (Ctrl-C stops it): the compiled build where it
-## was built, else the pure one.
+## Run the middleware on 127.0.0.1:50051 (Ctrl-C stops it), for contributors: from the
+## development environment, the compiled build where it was built, else the pure one.
 serve: $(STAMP) fast
 	@py=$(RUN_PY); set -x; $$py -m vehicle_middleware.server serve
 
@@ -194,7 +215,7 @@ bench-export-lag: $(STAMP)
 	$(PY) -m bench.export_lag
 
 clean:
-	rm -rf $(VENV) $(KUKSA_VENV) $(COMPILED_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis demo-out
+	rm -rf $(VENV) $(KUKSA_VENV) $(COMPILED_VENV) $(SERVER_VENV) .venv-sdk .pytest_cache .mypy_cache .ruff_cache .hypothesis demo-out
 	find $(PARTS) -name '*.egg-info' -prune -exec rm -rf {} +
 
 ## What the metrics cost: delivered events/s with nothing reading the figures, a

@@ -28,6 +28,7 @@ SHARED_SETUP: Final = (
     "tests/integration/test_fuzz.py",  # one server for every fuzz case
     "tests/integration/test_kuksa_client.py",  # .venv-kuksa, never made by two at once
     "tests/integration/test_sdk_install.py",  # the SDK built and installed once
+    "tests/integration/test_server_install.py",  # the server built and installed once
     "tests/spark/test_cluster.py",  # a standalone Spark cluster, started once
     "tests/spark/test_landing.py",  # a fleet's journals exported once
     "tests/unit/test_docs.py",  # every documented command's --help, run once

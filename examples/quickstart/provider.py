@@ -1,10 +1,11 @@
 """A provider: adds the key Vehicle.Speed, publishes ten speeds at 5 Hz, exits.
 
-    .venv/bin/python examples/quickstart/provider.py [ADDRESS]
+    .venv-sdk/bin/python examples/quickstart/provider.py [ADDRESS]
 
-ADDRESS is the middleware's (default 127.0.0.1:50051). Values are written in
-the project's value encoding (``vehicle_middleware.contract.values``), which every sample
-app and the KUKSA API read.
+with the SDK's own environment (README.md, "A provider and an app"). ADDRESS
+is the middleware's (default 127.0.0.1:50051). Values are written in the
+project's value encoding (``vehicle_middleware.contract.values``), which every
+sample app and the KUKSA API read.
 """
 
 from __future__ import annotations

@@ -15,9 +15,15 @@ import pytest
 from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
 
-def start(*args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str]:
+def start(
+    *args: str,
+    env: dict[str, str] | None = None,
+    command: tuple[str, ...] = (sys.executable, "-m", "vehicle_middleware.server"),
+) -> tuple[subprocess.Popen[str], str]:
+    """``COMMAND serve ARGS`` (by default this checkout's middleware) started, with
+    ``env`` over this process's environment; returns it and the address it serves."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "vehicle_middleware.server", "serve", *args],
+        [*command, "serve", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -11,14 +11,15 @@ from pathlib import Path
 from vehicle_middleware.server.server import RunningServer
 
 ROOT = Path(__file__).parents[2]
-EXAMPLES = ROOT / "examples" / "quickstart"
+APP = "examples/quickstart/app.py"
+PROVIDER = "examples/quickstart/provider.py"
 VALUE = re.compile(r"Vehicle\.Speed = (\S+) \(seq (\d+), missed (\d+)\)")
 
 
 async def start(program: str, address: str) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         sys.executable,
-        str(EXAMPLES / program),
+        program,
         address,
         cwd=ROOT,
         stdout=asyncio.subprocess.PIPE,
@@ -40,12 +41,12 @@ async def finish(proc: asyncio.subprocess.Process) -> tuple[int, str, str]:
 async def test_the_quickstart_app_prints_what_the_quickstart_provider_publishes(
     server: RunningServer,
 ) -> None:
-    app = await start("app.py", server.address)
+    app = await start(APP, server.address)
     assert app.stdout is not None
     # The app says it waits for the key before the provider adds it.
     first = await asyncio.wait_for(app.stdout.readline(), timeout=30)
     assert first.decode() == "waiting for Vehicle.Speed to be added (NOT_FOUND)\n"
-    provider = await start("provider.py", server.address)
+    provider = await start(PROVIDER, server.address)
     code, published_out, err = await finish(provider)
     assert code == 0, err
     published = re.findall(r"^published Vehicle\.Speed = (\S+)$", published_out, re.M)

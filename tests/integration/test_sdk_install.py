@@ -13,6 +13,7 @@ middleware process.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -20,7 +21,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pytest
 from packaging.requirements import Requirement
@@ -52,6 +53,11 @@ SERVER_ONLY = frozenset(
     }
 )
 """Distributions of the server and the data centre: never in an app's install."""
+PIP: Final = ("-m", "pip", "--disable-pip-version-check", "-q")
+"""pip, quiet, as ``python *PIP install ...``."""
+VENV_ENV: Final = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+"""The environment of a command of a fresh virtualenv: without PYTHONPATH, which may
+name this checkout's folders (whose metadata pip would take as installed)."""
 PIP_TIMEOUT = 600.0
 """Seconds a pip command may take: generous, for a cold cache on a slow index."""
 
@@ -112,18 +118,46 @@ class Installed:
     """How long each step took."""
 
 
-def _run(*argv: str | Path, cwd: Path, timeout: float = PIP_TIMEOUT) -> str:
+def run_checked(
+    *argv: str | Path, cwd: Path, timeout: float = PIP_TIMEOUT, env: dict[str, str] | None = None
+) -> str:
+    """Run ``argv`` (with ``env``, else this process's environment); it must exit 0.
+    Returns its stdout."""
     done = subprocess.run(
-        [str(a) for a in argv], cwd=cwd, capture_output=True, text=True, timeout=timeout
+        [str(a) for a in argv], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env
     )
     assert done.returncode == 0, f"{argv}: {done.stdout}\n{done.stderr}"
     return done.stdout
 
 
-def _inventory(python: Path, cwd: Path) -> dict[str, Any]:
+def build_wheels(base: Path, dists: tuple[str, ...], *, isolated: bool = True) -> Path:
+    """The wheels of ``dists`` (top-level folders), built from copies of their sources
+    into ``base/wheels``, without their dependencies. ``isolated=False`` builds with
+    this interpreter's setuptools instead of one pip installs for each build."""
+    # Copies: a build writes build/ and *.egg-info beside the sources it reads.
+    sources = []
+    for dist in dists:
+        src = base / "src" / dist
+        shutil.copytree(
+            ROOT / dist,
+            src,
+            ignore=shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__", "*.so"),
+        )
+        sources.append(src)
+    wheels = base / "wheels"
+    isolation = () if isolated else ("--no-build-isolation",)
+    run_checked(
+        sys.executable, *PIP, "wheel", "--no-deps", *isolation, "-w", wheels, *sources, cwd=base
+    )
+    return wheels
+
+
+def inventory(python: Path, cwd: Path) -> dict[str, Any]:
     """``{"dists": {name: requires}, "modules": {module: importable}}`` of ``python``."""
     # -I: only the virtualenv's own site-packages (no PYTHONPATH, user site or cwd).
-    found: dict[str, Any] = json.loads(_run(python, "-I", "-c", _INVENTORY, cwd=cwd, timeout=60))
+    found: dict[str, Any] = json.loads(
+        run_checked(python, "-I", "-c", _INVENTORY, cwd=cwd, timeout=60)
+    )
     return found
 
 
@@ -132,19 +166,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     base = tmp_path_factory.mktemp("sdk-install")
     seconds: dict[str, float] = {}
     t = time.monotonic()
-    # Copies: a build writes build/ and *.egg-info beside the sources it reads.
-    sources = []
-    for dist in ("proto", "sdk"):
-        src = base / "src" / dist
-        shutil.copytree(
-            ROOT / dist,
-            src,
-            ignore=shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__"),
-        )
-        sources.append(src)
-    wheels = base / "wheels"
-    pip = ("-m", "pip", "--disable-pip-version-check", "-q")
-    _run(sys.executable, *pip, "wheel", "--no-deps", "-w", wheels, *sources, cwd=base)
+    wheels = build_wheels(base, ("proto", "sdk"))
     built = sorted(p.name for p in wheels.glob("*.whl"))
     assert [n.split("-")[0] for n in built] == [
         "vehicle_middleware_contract",
@@ -153,12 +175,12 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     seconds["build wheels"] = time.monotonic() - t
     t = time.monotonic()
     venv = base / "venv"
-    _run(sys.executable, "-m", "venv", venv, cwd=base, timeout=120)
+    run_checked(sys.executable, "-m", "venv", venv, cwd=base, timeout=120)
     python = venv / "bin" / "python"
-    baseline = frozenset(canonicalize_name(n) for n in _inventory(python, base)["dists"])
+    baseline = frozenset(canonicalize_name(n) for n in inventory(python, base)["dists"])
     seconds["make venv"] = time.monotonic() - t
     t = time.monotonic()
-    _run(python, *pip, "install", *sorted(wheels.glob("*.whl")), cwd=base)
+    run_checked(python, *PIP, "install", *sorted(wheels.glob("*.whl")), cwd=base, env=VENV_ENV)
     seconds["install"] = time.monotonic() - t
     yield Installed(python, baseline, seconds)
     print(
@@ -190,7 +212,7 @@ def _closure(requires: dict[str, list[str]], root: str) -> set[str]:
 def test_the_sdk_installs_with_the_contract_and_its_declared_dependencies_only(
     installed: Installed, tmp_path: Path
 ) -> None:
-    found = _inventory(installed.python, tmp_path)
+    found = inventory(installed.python, tmp_path)
     requires: dict[str, list[str]] = {canonicalize_name(n): r for n, r in found["dists"].items()}
     added = set(requires) - installed.baseline
     # What the SDK declares, and what that declares, and nothing else.
@@ -229,7 +251,7 @@ def test_a_provider_and_an_app_from_the_sdk_install_talk_through_a_real_middlewa
     try:
         t = time.monotonic()
         # -I: the script runs with what the virtualenv holds, not this checkout.
-        out = _run(installed.python, "-I", script, address, cwd=tmp_path, timeout=90)
+        out = run_checked(installed.python, "-I", script, address, cwd=tmp_path, timeout=90)
         installed.seconds["provider and app"] = time.monotonic() - t
     finally:
         code, err = stop(proc)

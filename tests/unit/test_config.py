@@ -33,6 +33,18 @@ def test_later_sources_win(tmp_path: Path) -> None:
     assert load_settings() == Settings()
 
 
+def test_the_example_settings_file_loads() -> None:
+    """examples/settings/middleware.toml, shown in docs/operators.md, is a valid file."""
+    example = Path(__file__).parents[2] / "examples/settings/middleware.toml"
+    s = load_settings(toml_path=example)
+    assert (s.network.listen, s.ess.event_budget, s.journal.dir) == (
+        "127.0.0.1:50051",
+        50000,
+        "/var/lib/vehicle_middleware/journal",
+    )
+    assert s.signals.expect == ("Vehicle.Cabin=5", "Vehicle.Speed=1")
+
+
 def test_bad_values_name_the_setting(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="VMW_EVENT_BUDGET: expected int"):
         load_settings(env={"VMW_EVENT_BUDGET": "lots"})

@@ -8,8 +8,14 @@
   ``vehicle-middleware-tools``) names subcommands that exist, and every ``--flag`` it gives
   is in that command's ``--help``; ``make TARGET`` names a target of the
   Makefile.
-- The README's excerpts of the quickstart programs are lines of those
-  programs, in their order.
+- Every fenced block is shell commands (``sh``), text (no language, or
+  ``text``: what a program prints, a picture, a session at another program's
+  prompt), or an excerpt of a file under ``examples/`` that a test runs: its
+  first line ``# examples/PATH (excerpt)``, its other lines (but blank ones and
+  ``...``) lines of that file, in their order. A block of shell or text that
+  holds Python statements fails, and so does every other block (``python``,
+  ``toml``, ...) without its label (docs/contributing.md, "Code in the docs").
+- Every file under ``examples/`` is named by a test that runs it.
 
 Each case is named by its file and line. The ``--help`` outputs are fetched
 once each, in parallel.
@@ -40,7 +46,9 @@ SCRIPTS = {
 _FENCE = re.compile(r"^```(\S*)\s*$")
 _LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 _PYTHON_M = re.compile(r"(?:^|[\s(=])(?:\S*/)?python3?\s+-m\s+(vehicle_middleware(?:\.\w+)+)(.*)")
-_SCRIPT = re.compile(r"(?:^|[\s(=])(" + "|".join(map(re.escape, SCRIPTS)) + r")(?![\w-])(.*)")
+_SCRIPT = re.compile(
+    r"(?:^|[\s(=])(?:\S*/)?(" + "|".join(map(re.escape, SCRIPTS)) + r")(?![\w-])(.*)"
+)
 _MAKE = re.compile(r"^make\s+(.*)")
 _FLAG = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*")
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
@@ -300,13 +308,106 @@ def test_the_docs_show_the_projects_commands() -> None:
     assert ("vehicle_middleware.tools", ("top", "--target")) in shown
 
 
+# -- code blocks: shell, text, or a labelled excerpt of a tested example ----------------
+
+TEXT_BLOCKS = frozenset({"", "text"})
+EXAMPLES = ROOT / "examples"
+_LABEL = re.compile(r"# (examples/\S+) \(excerpt\)")
+_PYTHON_LINE = re.compile(
+    r"\s*(import \w|from [\w.]+ import |(async )?def \w+\(|class \w+[(:]|await \w"
+    r"|async (with|for) )"
+)
+"""A line that starts a Python statement no shell command or program output starts with."""
+
+
+def _code_blocks() -> Iterator[pytest.ParameterSet]:
+    for page in PAGES:
+        for block in _blocks(page):
+            yield pytest.param(page, block, id=f"{_rel(page)}:{block.line}")
+
+
+@functools.cache
+def _tests_text() -> str:
+    """Every test module's source but this one's, which names examples only to check them."""
+    here = Path(__file__).resolve()
+    return "\n".join(
+        p.read_text() for p in sorted((ROOT / "tests").rglob("*.py")) if p.resolve() != here
+    )
+
+
+@pytest.mark.parametrize(("page", "block"), list(_code_blocks()))
+def test_every_code_block_is_shell_text_or_an_excerpt_of_a_tested_example(
+    page: Path, block: Block
+) -> None:
+    where = f"{_rel(page)}:{block.line}"
+    if block.info in SHELL_BLOCKS or block.info in TEXT_BLOCKS:
+        code = [line for line in block.lines if _PYTHON_LINE.match(line)]
+        kind = "shell" if block.info in SHELL_BLOCKS else "text"
+        assert not code, (
+            f"{where}: a {kind} block holds Python ({code[0].strip()!r}): make the program a "
+            "file under examples/ that a test runs, and show it as a ```python block whose "
+            "first line is '# examples/PATH (excerpt)'"
+        )
+        return
+    label = _LABEL.fullmatch(block.lines[0]) if block.lines else None
+    assert label, (
+        f"{where}: a ```{block.info} block is neither shell (```sh) nor text (```): its first "
+        "line must say which file under examples/ it is an excerpt of: "
+        "'# examples/PATH (excerpt)'"
+    )
+    source = label.group(1)
+    assert (ROOT / source).is_file(), f"{where}: {source} does not exist"
+    _assert_lines_in_order(where, block, source)
+    assert source in _tests_text(), f"{where}: no test runs {source}"
+
+
+def _assert_lines_in_order(where: str, block: Block, source: str) -> None:
+    """The block's lines after its label (but blank ones and ``...``) are lines of
+    ``source``, in their order."""
+    program = (ROOT / source).read_text().splitlines()
+    at = 0
+    for line in block.lines[1:]:
+        if not line.strip() or line.strip() == "...":
+            continue
+        assert line in program[at:], f"{where}: {line!r} is not in {source}"
+        at = program.index(line, at) + 1
+
+
+def _examples() -> list[str]:
+    return sorted(
+        _rel(p) for p in EXAMPLES.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+    )
+
+
+@pytest.mark.parametrize("example", _examples())
+def test_every_example_is_run_by_a_test(example: str) -> None:
+    assert example in _tests_text(), f"{example}: no test under tests/ names it (and runs it)"
+
+
+def test_the_code_block_rule_finds_what_it_is_meant_to() -> None:
+    """A guard against a rule that lets everything through."""
+    shown = {(_rel(page), block.info) for page in PAGES for block in _blocks(page)}
+    assert ("docs/app-developers.md", "python") in shown
+    assert ("docs/operators.md", "toml") in shown
+    assert _PYTHON_LINE.match("async with AppClient(address, 'a') as app:")
+    assert _PYTHON_LINE.match("    await provider.publish({KEY: encode(1.0)})")
+    assert _PYTHON_LINE.match("from vehicle_middleware.sdk import Sub")
+    assert not _PYTHON_LINE.match("make demo   # the whole system")
+    assert not _PYTHON_LINE.match("Test Client> setValue Vehicle.Speed 42.5")
+    assert set(_examples()) >= {
+        "examples/quickstart/app.py",
+        "examples/actuation/media.py",
+        "examples/core/ess_core.py",
+    }
+
+
 # -- the README's excerpts -----------------------------------------------------------------
 
 
 def _excerpts() -> Iterator[pytest.ParameterSet]:
     readme = ROOT / "README.md"
     for block in _blocks(readme):
-        source = re.fullmatch(r"# (examples/\S+\.py) \(excerpt\)", block.lines[0])
+        source = _LABEL.fullmatch(block.lines[0])
         if block.info == "python" and source:
             yield pytest.param(block, source.group(1), id=f"README.md:{block.line}")
 
@@ -323,10 +424,4 @@ def test_the_readme_shows_both_quickstart_programs() -> None:
 
 @pytest.mark.parametrize(("block", "source"), EXCERPTS)
 def test_each_readme_excerpt_is_lines_of_its_program_in_order(block: Block, source: str) -> None:
-    program = (ROOT / source).read_text().splitlines()
-    at = 0
-    for line in block.lines[1:]:
-        if not line.strip() or line.strip() == "...":
-            continue
-        assert line in program[at:], f"README.md:{block.line}: {line!r} is not in {source}"
-        at = program.index(line, at) + 1
+    _assert_lines_in_order(f"README.md:{block.line}", block, source)

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vehicle_middleware.server import codecs, core_log, dev_certs
+from vehicle_middleware.server import codecs, core_log, dev_certs, health_probe
 from vehicle_middleware.server.config import (
     SETTINGS_BY_NAME,
     Setting,
@@ -90,6 +90,13 @@ def parser() -> argparse.ArgumentParser:
             "dev-certs",
             help="write a throwaway CA, a server certificate and client certificates "
             "(for development only)",
+        )
+    )
+    health_probe.add_arguments(
+        sub.add_parser(
+            "health",
+            help="ask a running middleware whether it serves, and list its services "
+            "(gRPC health and reflection)",
         )
     )
     serve = sub.add_parser("serve", help="run the middleware")
@@ -304,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
         return _journal(args)
     if args.command == "tls":
         return dev_certs.main(args)
+    if args.command == "health":
+        return health_probe.main(args)
     overrides = {name: getattr(args, name) for name in SETTINGS_BY_NAME}
     try:
         settings = load_settings(toml_path=args.config, env=os.environ, overrides=overrides)
