@@ -384,9 +384,12 @@ async def test_a_stronger_token_on_a_side_call_does_not_widen_an_open_stream(
     stream.cancel()
 
 
+@pytest.mark.settings(grace_period_s=30.0)
 async def test_a_stream_reopened_with_a_weaker_token_loses_what_it_may_no_longer_read(
     client: Any, secure: RunningServer
 ) -> None:
+    """Within the grace period an app's next stream resumes its subscriptions (a
+    stream that replaces an open one starts anew): only those its new token may read."""
     await admin_setup(client)
     strong = client("dash", "read:**")
     first = await strong.open()
@@ -396,8 +399,10 @@ async def test_a_stream_reopened_with_a_weaker_token_loses_what_it_may_no_longer
         ),
         metadata=strong.md,
     )
+    first.cancel()
+    await eventually(lambda: "dash" not in secure.runtime.streams, what="the stream's end")
     weak = client("dash", "read:Vehicle.Cabin.**")
-    second = await weak.open()  # replaces the first stream
+    second = await weak.open()  # resumes the app within its grace period
     subs = await weak.events.GetSubscriptions(ess_pb2.GetSubscriptionsRequest(), metadata=weak.md)
     assert [s.key for s in subs.subscriptions] == [CABIN]
     writer = client("w", "provide:**")
@@ -412,7 +417,6 @@ async def test_a_stream_reopened_with_a_weaker_token_loses_what_it_may_no_longer
     )
     batch = await asyncio.wait_for(second.read(), 5)
     assert [e.data_updated.data for e in batch.events] == [b"21"]
-    first.cancel()
     second.cancel()
 
 

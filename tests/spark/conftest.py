@@ -5,12 +5,20 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
+from typing import Final
 
 import pytest
 from pyspark.sql import SparkSession
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+# Every JVM the tests start (the session's driver, the command-line runs, a standalone
+# cluster's master and worker) reads a few thousand records and exits: the first
+# compiler tier and the serial collector start it in about half the CPU time that
+# the optimising compiler's threads would take on a small machine, and never pay back.
+SHORT_RUN_JVM: Final = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+os.environ.setdefault("SPARK_SUBMIT_OPTS", SHORT_RUN_JVM)  # a driver spark-submit starts
+os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", SHORT_RUN_JVM)  # a cluster's master, worker
 
 
 @pytest.fixture(scope="session")

@@ -132,25 +132,19 @@ def _run(master: str, *args: str, log_dir: Path) -> dict[str, object]:
 
 def test_the_job_runs_unchanged_on_a_standalone_cluster(cluster: str, tmp_path: Path) -> None:
     facts = write_fleet(str(tmp_path / "fleet"), vehicles=2, records=5_000, seed=5)
-    counts = _run(
+    # `report`: ingest, then analyze, in one driver.
+    summary = _run(
         cluster,
-        "ingest",
+        "report",
         "--input",
         str(tmp_path / "fleet"),
         "--output",
-        str(tmp_path / "dataset"),
+        str(tmp_path / "out"),
         log_dir=tmp_path,
     )
-    assert (counts["records"], counts["bad_lines"]) == (facts["records"], 0)
-    summary = _run(
-        cluster,
-        "analyze",
-        "--input",
-        str(tmp_path / "dataset"),
-        "--output",
-        str(tmp_path / "report"),
-        log_dir=tmp_path,
-    )
+    assert (summary["records"], summary["bad_lines"]) == (facts["records"], 0)
+    assert (tmp_path / "out" / "dataset" / "records").is_dir()
+    assert (tmp_path / "out" / "report" / "report.md").is_file()
     assert summary["vehicles"] == 2
     assert summary["restarts"] == facts["restarts"]
     assert summary["dropped"] == facts["dropped"]

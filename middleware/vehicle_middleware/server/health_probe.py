@@ -6,6 +6,9 @@ the whole server) and lists its services by server reflection: what
 no identity, so the probe works against a middleware in any auth mode; with
 ``--tls-ca`` (and ``--tls-cert``/``--tls-key`` for mutual TLS) it dials one
 serving TLS.
+
+grpc is imported when a probe runs, not with this module: the same command line's
+``serve`` must be first to import it (:mod:`vehicle_middleware.server.core_log`).
 """
 
 from __future__ import annotations
@@ -14,12 +17,10 @@ import argparse
 import asyncio
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from vehicle_middleware.contract.channel import Tls, open_channel
+if TYPE_CHECKING:
+    from vehicle_middleware.contract.channel import Tls
 
 DEFAULT_TIMEOUT_S = 5.0
 """Seconds the probe waits for the middleware to answer."""
@@ -59,6 +60,10 @@ async def probe(target: str, *, tls: Tls | None = None, timeout: float) -> Probe
         grpc.aio.AioRpcError: the middleware did not answer (UNAVAILABLE,
             DEADLINE_EXCEEDED) or refused a call.
     """
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+    from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+    from vehicle_middleware.contract.channel import open_channel
+
     async with open_channel(target, tls=tls) as channel:
         # The generated stubs of these two packages are typed for sync channels only.
         health: Any = health_pb2_grpc.HealthStub(channel)
@@ -77,6 +82,9 @@ async def probe(target: str, *, tls: Tls | None = None, timeout: float) -> Probe
 def main(args: argparse.Namespace) -> int:
     """Print the target's status and services: exit 0 when it is SERVING, 1 when it
     answers otherwise or not at all, 2 on bad options."""
+    import grpc
+    from vehicle_middleware.contract.channel import Tls
+
     if (args.tls_cert is None) != (args.tls_key is None):
         print("middleware health: --tls-cert and --tls-key go together", file=sys.stderr)
         return 2

@@ -71,10 +71,13 @@ class JournalServiceServicer:
         disk, every boot), so it can read all of it; with `from_newest`, after the
         newest record. Registrations survive a restart of the middleware (kept in
         `.journal-consumers` beside the segments).
-        At most `journal_max_consumers` (default 16) are registered.
+        At most `journal_max_consumers_per_app` (default 4) per app, and
+        `journal_max_consumers` (default 16) in all, are registered.
         Errors: INVALID_ARGUMENT (a malformed component, or `LIVE`:
         `component: 'LIVE' is reserved for live consumers ...`),
-        RESOURCE_EXHAUSTED (the registry is full), PERMISSION_DENIED,
+        RESOURCE_EXHAUSTED (the app holds its share: `journal consumers of app
+        'a': ...`; or the registry is full: `journal consumers: ...`),
+        PERMISSION_DENIED,
         FAILED_PRECONDITION (no journal).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
