@@ -38,6 +38,10 @@ What the limit rows promise, over TCP and over the Unix socket:
   v1 and v2 Subscribe), and another app is admitted on every one; ``max_apps`` shares
   fit the budget, so every app holding its whole share is admitted.
 
+* A burst of 2,000 unary calls at once on one connection gets no bare CANCELLED (gRPC's
+  shedding, which a client cannot tell from its own cancellation), with the default
+  bound on calls per connection and with a small one.
+
 A defect found is a strict xfail naming it (none now; the first run found two: KUKSA
 v2 ``SubscribeById``'s refusal named ``signal_paths`` for ``signal_ids``, and
 ``OpenProviderStream`` did not count ``provide_actuation_request.actuator_identifiers``).
@@ -993,3 +997,39 @@ async def test_max_apps_shares_fit_the_budget_so_every_app_at_its_share_is_admit
         assert server.runtime.ess.budget_used == 4 * SHARE
         for call in held:
             call.cancel()
+
+
+# -- a burst on one connection ----------------------------------------------------------
+
+BURST: Final = 2_000
+
+
+@pytest.mark.parametrize("max_concurrent_streams", [0, 100])
+async def test_a_burst_of_calls_on_one_connection_gets_no_bare_cancelled(
+    new_server: NewServer, max_concurrent_streams: int
+) -> None:
+    """2,000 unary calls at once on one connection: they wait for the middleware to take
+    them up (``max_pending_calls``), and with ``max_concurrent_streams`` the client
+    queues those beyond it, so gRPC never sheds one with a bare CANCELLED that a client
+    cannot tell from its own; a call refused at the bound would be UNAVAILABLE, which
+    clients retry (none is, with a gRPC client: it waits for room)."""
+    server = await new_server(
+        rate_limit_rps=1e6,
+        rate_limit_burst=10**6,
+        max_concurrent_streams=max_concurrent_streams,
+    )
+    md = _app("burst")
+    async with grpc.aio.insecure_channel(server.address, options=OWN_CONNECTION) as channel:
+        await _unary(channel, f"{VSTORE}/AddKeys", vs.AddKeysRequest(names=SHARE_KEYS), md)
+        request = vs.ListKeysRequest(limit=1)
+
+        async def one() -> tuple[str, str]:
+            try:
+                await _unary(channel, f"{VSTORE}/ListKeys", request, md)
+            except grpc.aio.AioRpcError as e:
+                return e.code().name, e.details() or ""
+            return "OK", ""
+
+        answers = await asyncio.gather(*(one() for _ in range(BURST)))
+    shed = [a for a in answers if a[0] != "OK"]
+    assert all(code == "UNAVAILABLE" and details for code, details in shed), (len(shed), shed[:3])

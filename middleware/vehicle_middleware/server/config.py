@@ -95,9 +95,21 @@ class NetworkSettings(Section):
     """Ping an idle client after this long, to find dead peers."""
     keepalive_timeout_s: float = 5.0
     """A client that does not answer a ping within this is gone."""
+    max_pending_calls: int = 10_000
+    """Calls arrived and not yet taken up by the middleware, all connections together
+    (grpc-core's pending requests, with a hard limit of twice this): beyond, grpc-core
+    cancels calls before the middleware sees them, with a bare CANCELLED. Below, a
+    burst waits its turn."""
+    max_concurrent_streams: int = 1_000
+    """Calls (unary or streaming) in progress on one connection, at most (HTTP/2
+    ``SETTINGS_MAX_CONCURRENT_STREAMS``; 0: not bounded): a gRPC client queues its
+    calls beyond it until one ends; one sent beyond it anyway is refused
+    (UNAVAILABLE) having run nothing."""
 
     def __post_init__(self) -> None:
         _at_least(self, 0, "keepalive_time_s", "keepalive_timeout_s")
+        _at_least(self, 0, "max_concurrent_streams")
+        _at_least(self, 1, "max_pending_calls")
         if not self.listen and not self.unix_socket:
             raise ValueError("listen and unix_socket are both empty: nothing to listen on")
         if bool(self.tls_cert) != bool(self.tls_key):
