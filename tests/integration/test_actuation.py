@@ -9,6 +9,8 @@ SDK apps; the same checks and refusals on both paths; scopes in token mode.
 from __future__ import annotations
 
 import asyncio
+import gc
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -232,6 +234,62 @@ async def test_no_provider_is_unavailable_and_a_claim_ends_with_its_stream(
         await fails(app.actuate(DOOR, encode(False)), Code.UNAVAILABLE)
         == f"cannot actuate '{DOOR}': no provider provides this actuator"
     )
+
+
+async def test_a_provider_stream_that_ends_leaves_no_error_in_the_log(
+    server: RunningServer,
+    app: AppClient,
+    provider: ProviderClient,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A provider's stream that ends normally (the SDK's close, a KUKSA provider that
+    half-closes its side, is still sent requests, then goes) logs no ERROR: nothing
+    the stream started is left pending when it ends."""
+    caplog.set_level(logging.INFO)
+    actuation = server.actuation
+    assert actuation is not None
+    for _ in range(3):
+        stream = await provider.provide_actuators([DOOR], Recorder())
+        await app.actuate(DOOR, encode(True))
+        await stream.close()
+        await eventually(lambda: actuation.provider_of(DOOR) is None, what="the claim's end")
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        claim = v2.OpenProviderStreamRequest(
+            provide_actuation_request=v2.ProvideActuationRequest(
+                actuator_identifiers=[t2.SignalID(path=DOOR)]
+            )
+        )
+        claimed = asyncio.Event()
+
+        async def claim_then_half_close() -> AsyncIterator[v2.OpenProviderStreamRequest]:
+            yield claim
+            await claimed.wait()  # the stream's end of requests, once the claim is answered
+
+        kuksa = v2_grpc.VALStub(channel).OpenProviderStream(
+            claim_then_half_close(), metadata=(("app-id", "door-ecu"),)
+        )
+        assert (await kuksa.read()).HasField("provide_actuation_response")
+        claimed.set()
+        # It half-closed its side (the request iterator ended), and once the middleware
+        # has read to that end, it still gets requests.
+        await eventually(
+            lambda: (
+                not any(
+                    t.get_coro().__qualname__.endswith("._provider_requests")  # type: ignore[union-attr]
+                    for t in asyncio.all_tasks()
+                )
+            ),
+            what="the middleware's reader of the provider's stream at its end",
+        )
+        await app.actuate(DOOR, encode(True))
+        request = await asyncio.wait_for(kuksa.read(), 10)
+        assert request.HasField("batch_actuate_stream_request")
+        kuksa.cancel()
+        await eventually(lambda: actuation.provider_of(DOOR) is None, what="the claim's end")
+    gc.collect()  # a task left pending is reported when it is collected
+    await asyncio.sleep(0)
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == []
 
 
 async def test_a_request_whose_provider_goes_away_is_unavailable_naming_its_actuator(

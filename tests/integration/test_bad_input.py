@@ -121,7 +121,7 @@ async def test_queue_max_length_is_capped_at_200(server: RunningServer, connect:
     call.cancel()
 
 
-@pytest.mark.settings(event_budget=100)
+@pytest.mark.settings(event_budget=100, event_budget_per_app=1000)
 async def test_a_reservation_beyond_the_budget_is_resource_exhausted(
     server: RunningServer, connect: Any
 ) -> None:

@@ -165,6 +165,7 @@ async def test_slow_reader_loses_events_that_its_seq_gaps_account_for(
             assert [e.seq for e in received] == sorted(e.seq for e in received)
 
 
+@pytest.mark.settings(event_budget_per_app=70)
 async def test_an_app_whose_stream_ends_leaves_nothing_behind(server: RunningServer) -> None:
     ess = server.runtime.ess
     free = ess.budget_free

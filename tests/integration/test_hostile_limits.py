@@ -32,6 +32,16 @@ What the limit rows promise, over TCP and over the Unix socket:
   bystander was served after the large call began (the server tracked it) and before it
   ended (order, not timing).
 
+* The shares of the event path: an app (the hog) at its share of the event budget's
+  reservations, or of its stream slots, is refused RESOURCE_EXHAUSTED naming the share,
+  its use and the limit on every API that opens an event stream (GetEvents, Events, KUKSA
+  v1 and v2 Subscribe), and another app is admitted on every one; ``max_apps`` shares
+  fit the budget, so every app holding its whole share is admitted.
+
+* A burst of 2,000 unary calls at once on one connection gets no bare CANCELLED (gRPC's
+  shedding, which a client cannot tell from its own cancellation), with the default
+  bound on calls per connection and with a small one.
+
 A defect found is a strict xfail naming it (none now; the first run found two: KUKSA
 v2 ``SubscribeById``'s refusal named ``signal_paths`` for ``signal_ids``, and
 ``OpenProviderStream`` did not count ``provide_actuation_request.actuator_identifiers``).
@@ -740,3 +750,286 @@ async def test_a_bystander_is_served_while_a_listing_scans_keys_its_caller_may_n
     assert [k.name for k in response.keys] == [late], (
         "the bystander's AddKeys was not in the middle"
     )
+
+
+# -- the shares of the event path ----------------------------------------------------------
+#
+# Every resource of the event path that all apps share has a per-app share, counted the
+# same way on every API that opens an event stream: the own GetEvents and Events, KUKSA
+# v1 and v2 Subscribe. A row fills one share of one app (the hog), then: the hog's next
+# stream is refused RESOURCE_EXHAUSTED naming the share, its use and the limit, on every
+# API; another app is admitted on every API.
+
+SHARE: Final = 64
+"""The default ``event_budget_per_app``: the ``min_length`` values an app's streams
+reserve, all together (a KUKSA subscription reserves its queue 0's, 10 by default)."""
+Opener = Callable[[grpc.aio.Channel, Metadata, str, int], Any]
+"""Opens one event stream of the app (metadata) subscribed to a key, reserving a number
+of queued events; returns its call, whose first message says it was admitted."""
+
+
+def _own_queues(reserve: int) -> list[ess.QueueConfig]:
+    """Queues reserving ``reserve`` in all (at least 2: queues 1 and 2 reserve 1 each)."""
+    return [
+        ess.QueueConfig(queue=0, min_length=reserve - 2, max_length=200),
+        ess.QueueConfig(queue=1, min_length=1, max_length=10),
+        ess.QueueConfig(queue=2, min_length=1, max_length=10),
+    ]
+
+
+def _get_events(channel: grpc.aio.Channel, md: Metadata, key: str, reserve: int) -> Any:
+    call: Any = channel.unary_stream(
+        f"/{ESS}/GetEvents",
+        request_serializer=ess.GetEventsRequest.SerializeToString,
+        response_deserializer=ess.EventBatch.FromString,
+    )
+    return call(ess.GetEventsRequest(queues=_own_queues(reserve)), metadata=md)
+
+
+async def _events_requests(reserve: int) -> AsyncIterator[ess.EventsRequest]:
+    yield ess.EventsRequest(open=ess.OpenEvents(queues=_own_queues(reserve)))
+    await asyncio.Event().wait()  # hold the stream open; the call's cancel ends it
+
+
+def _events(channel: grpc.aio.Channel, md: Metadata, key: str, reserve: int) -> Any:
+    call: Any = channel.stream_stream(
+        f"/{ESS}/Events",
+        request_serializer=ess.EventsRequest.SerializeToString,
+        response_deserializer=ess.EventBatch.FromString,
+    )
+    return call(_events_requests(reserve), metadata=md)
+
+
+def _v1_subscribe(channel: grpc.aio.Channel, md: Metadata, key: str, reserve: int) -> Any:
+    assert reserve == 10, "a v1 subscription reserves 10 (its buffer is the default 100)"
+    call: Any = channel.unary_stream(
+        f"/{V1}/Subscribe",
+        request_serializer=v1.SubscribeRequest.SerializeToString,
+        response_deserializer=v1.SubscribeResponse.FromString,
+    )
+    request = v1.SubscribeRequest(entries=[v1.SubscribeEntry(path=key)])
+    return call(request, metadata=md)
+
+
+def _v2_subscribe(channel: grpc.aio.Channel, md: Metadata, key: str, reserve: int) -> Any:
+    call: Any = channel.unary_stream(
+        f"/{V2}/Subscribe",
+        request_serializer=v2.SubscribeRequest.SerializeToString,
+        response_deserializer=v2.SubscribeResponse.FromString,
+    )
+    request = v2.SubscribeRequest(signal_paths=[key], buffer_size=reserve)
+    return call(request, metadata=md)
+
+
+OPENERS: Final[dict[str, Opener]] = {
+    "GetEvents": _get_events,
+    "Events": _events,
+    "v1.Subscribe": _v1_subscribe,
+    "v2.Subscribe": _v2_subscribe,
+}
+OWN: Final = ("GetEvents", "Events")
+"""The app's own stream: one per app, a newer one replaces the older."""
+SHARE_KEYS: Final = tuple(f"Vehicle.Share.K{i}" for i in range(20))
+
+
+async def _add_share_keys(channel: grpc.aio.Channel) -> None:
+    """The keys the rows subscribe to, each with a value (a KUKSA subscription's first
+    message carries the current values: it is the sign of admission)."""
+    md = _app("adder")
+    await _unary(channel, f"{VSTORE}/AddKeys", vs.AddKeysRequest(names=SHARE_KEYS), md)
+    updates = [vs.Update(name=n, data=DATA) for n in SHARE_KEYS]
+    await _unary(channel, f"{VSTORE}/Set", vs.SetRequest(updates=updates), md)
+
+
+async def _admitted(call: Any) -> None:
+    await asyncio.wait_for(call.read(), TIMEOUT_S)
+
+
+async def _refusal(call: Any) -> grpc.aio.AioRpcError | None:
+    """The call's refusal, or None: its first message came (it was admitted)."""
+    try:
+        await asyncio.wait_for(call.read(), TIMEOUT_S)
+    except grpc.aio.AioRpcError as e:
+        return e
+    return None
+
+
+async def _refused(call: Any, *fragments: str) -> str:
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await asyncio.wait_for(call.read(), TIMEOUT_S)
+    details = err.value.details() or ""
+    assert err.value.code() == Code.RESOURCE_EXHAUSTED, details
+    for fragment in fragments:
+        assert fragment in details, details
+    return details
+
+
+async def _bystander_admitted_on_every_api(channel: grpc.aio.Channel, app: str) -> None:
+    """``app`` opens its own stream (default reservations, 30) and one KUKSA subscription
+    of each version (10 each): 50, within its share, admitted on every API."""
+    md = _app(app)
+    opened = []
+    try:
+        for api in ("GetEvents", "v1.Subscribe", "v2.Subscribe"):
+            reserve = 30 if api in OWN else 10
+            call = OPENERS[api](channel, md, SHARE_KEYS[0], reserve)
+            opened.append(call)
+            await _admitted(call)
+        events = OPENERS["Events"](channel, md, SHARE_KEYS[0], 30)  # replaces GetEvents
+        opened.append(events)
+        await _admitted(events)
+    finally:
+        for call in opened:
+            call.cancel()
+
+
+@pytest.mark.parametrize("api", list(OPENERS))
+async def test_an_app_at_its_event_budget_share_is_refused_on_every_api_and_others_admitted(
+    new_server: NewServer, api: str
+) -> None:
+    """The hog's own stream and two KUKSA subscriptions reserve its whole share (44 + 10
+    + 10); one more reservation through ``api`` is refused naming the share, the hog's
+    use and the limit, and nothing of it stays; another app gets in on every API."""
+    server = await new_server()
+    hog = _app("hog")
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        await _add_share_keys(channel)
+        held = [
+            _get_events(channel, hog, SHARE_KEYS[0], SHARE - 20),
+            _v1_subscribe(channel, hog, SHARE_KEYS[1], 10),
+            _v2_subscribe(channel, hog, SHARE_KEYS[2], 10),
+        ]
+        for call in held:
+            await _admitted(call)
+        before = state(server)
+        # A new own stream replaces the old one: it gives back the 44, asks for 45.
+        over = OPENERS[api](channel, hog, SHARE_KEYS[3], SHARE - 19 if api in OWN else 10)
+        used = "reserves 20 queued events on its other streams" if api in OWN else "reserves 64"
+        await _refused(over, "event budget per app", "app 'hog'", used, f"the limit is {SHARE}")
+        assert state(server) == before
+        assert len(server.runtime.streams.streams_of("hog")) == 3
+        await _bystander_admitted_on_every_api(channel, "bystander")
+        for call in held:
+            call.cancel()
+
+
+@pytest.mark.settings(max_streams_per_app=3)
+@pytest.mark.parametrize("api", ["v1.Subscribe", "v2.Subscribe"])
+async def test_an_app_at_its_stream_slots_is_refused_on_every_api_and_others_admitted(
+    new_server: NewServer, api: str
+) -> None:
+    """The hog holds its 3 stream slots (its own stream and two KUKSA subscriptions,
+    reserving little); one more KUKSA subscription of either version is refused naming
+    the slots, a new own stream still replaces the old one (it takes no slot more), and
+    another app gets in on every API."""
+    server = await new_server()
+    hog = _app("hog")
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        await _add_share_keys(channel)
+        held = [
+            _get_events(channel, hog, SHARE_KEYS[0], 2),
+            _v2_subscribe(channel, hog, SHARE_KEYS[1], 1),
+            _v2_subscribe(channel, hog, SHARE_KEYS[2], 1),
+        ]
+        for call in held:
+            await _admitted(call)
+        over = OPENERS[api](channel, hog, SHARE_KEYS[3], 10)
+        await _refused(over, "event streams per app", "app 'hog' holds 3", "the limit is 3")
+        replacing = _events(channel, hog, SHARE_KEYS[0], 2)
+        held.append(replacing)
+        await _admitted(replacing)
+        await _bystander_admitted_on_every_api(channel, "bystander")
+        for call in held:
+            call.cancel()
+
+
+async def test_one_key_subscriptions_of_one_app_stop_at_its_share_not_at_the_budget(
+    new_server: NewServer,
+) -> None:
+    """The attack as found: a read-only app opens KUKSA v2 subscriptions of one key each
+    until refused. It is refused at its share (6 of 10 each fit in 64), naming it, having
+    taken 60 of the event budget; another app's own stream and KUKSA subscriptions are
+    admitted."""
+    server = await new_server()
+    hog = _app("hog")
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        await _add_share_keys(channel)
+        held: list[Any] = []
+        refusal: grpc.aio.AioRpcError | None = None
+        for key in SHARE_KEYS:
+            call = _v2_subscribe(channel, hog, key, 0)  # buffer 0: the default 100, reserving 10
+            refusal = await _refusal(call)
+            if refusal is not None:
+                break
+            held.append(call)
+        assert len(held) == 6, f"{len(held)} one-key subscriptions admitted"
+        assert refusal is not None
+        assert refusal.code() == Code.RESOURCE_EXHAUSTED
+        details = refusal.details() or ""
+        assert "event budget per app: app 'hog' reserves 60" in details, details
+        assert "the limit is 64" in details, details
+        assert server.runtime.ess.budget_used == 60
+        await _bystander_admitted_on_every_api(channel, "dashboard")
+        for call in held:
+            call.cancel()
+
+
+@pytest.mark.settings(max_apps=4, event_budget=4 * SHARE)
+async def test_max_apps_shares_fit_the_budget_so_every_app_at_its_share_is_admitted(
+    new_server: NewServer,
+) -> None:
+    """The reserve: ``max_apps`` shares of ``event_budget_per_app`` fit the budget (4 x 64
+    = 256 here), so with three apps holding their whole share through every API, a fourth
+    still gets its whole share."""
+    server = await new_server()
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        await _add_share_keys(channel)
+        held = []
+        for i in range(4):
+            md = _app(f"app{i}")
+            held += [
+                _get_events(channel, md, SHARE_KEYS[0], SHARE - 20),
+                _v1_subscribe(channel, md, SHARE_KEYS[1], 10),
+                _v2_subscribe(channel, md, SHARE_KEYS[2], 10),
+            ]
+            for call in held[-3:]:
+                await _admitted(call)
+        assert server.runtime.ess.budget_used == 4 * SHARE
+        for call in held:
+            call.cancel()
+
+
+# -- a burst on one connection ----------------------------------------------------------
+
+BURST: Final = 2_000
+
+
+@pytest.mark.parametrize("max_concurrent_streams", [0, 100])
+async def test_a_burst_of_calls_on_one_connection_gets_no_bare_cancelled(
+    new_server: NewServer, max_concurrent_streams: int
+) -> None:
+    """2,000 unary calls at once on one connection: they wait for the middleware to take
+    them up (``max_pending_calls``), and with ``max_concurrent_streams`` the client
+    queues those beyond it, so gRPC never sheds one with a bare CANCELLED that a client
+    cannot tell from its own; a call refused at the bound would be UNAVAILABLE, which
+    clients retry (none is, with a gRPC client: it waits for room)."""
+    server = await new_server(
+        rate_limit_rps=1e6,
+        rate_limit_burst=10**6,
+        max_concurrent_streams=max_concurrent_streams,
+    )
+    md = _app("burst")
+    async with grpc.aio.insecure_channel(server.address, options=OWN_CONNECTION) as channel:
+        await _unary(channel, f"{VSTORE}/AddKeys", vs.AddKeysRequest(names=SHARE_KEYS), md)
+        request = vs.ListKeysRequest(limit=1)
+
+        async def one() -> tuple[str, str]:
+            try:
+                await _unary(channel, f"{VSTORE}/ListKeys", request, md)
+            except grpc.aio.AioRpcError as e:
+                return e.code().name, e.details() or ""
+            return "OK", ""
+
+        answers = await asyncio.gather(*(one() for _ in range(BURST)))
+    shed = [a for a in answers if a[0] != "OK"]
+    assert all(code == "UNAVAILABLE" and details for code, details in shed), (len(shed), shed[:3])

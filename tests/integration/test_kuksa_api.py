@@ -292,6 +292,34 @@ async def test_v1_get_reads_values_and_metadata_and_reports_unknown_paths(
     assert response.error.code == 404
 
 
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ([99], "updates[1].fields: unknown field 99; a Set writes FIELD_VALUE (2)"),
+        ([t1.FIELD_VALUE, 42], "updates[1].fields: unknown field 42"),
+        ([t1.FIELD_PATH], "updates[1].fields: FIELD_PATH names nothing to write"),
+    ],
+)
+async def test_v1_set_with_fields_that_write_nothing_is_refused_naming_the_field(
+    server: RunningServer, channel: grpc.aio.Channel, fields: list[int], expected: str
+) -> None:
+    """A Set update whose ``fields`` hold a value the enum lacks, or name nothing a Set
+    writes, is refused as a whole (INVALID_ARGUMENT naming the field), writing nothing;
+    it was answered OK, having written nothing."""
+    stub = v1_grpc.VALStub(channel)
+    volume = "Vehicle.Cabin.Infotainment.Volume"
+    good = v1.EntryUpdate(
+        entry=t1.DataEntry(path=volume, value=t1.Datapoint(uint32=50)), fields=[t1.FIELD_VALUE]
+    )
+    bad = v1.EntryUpdate(
+        entry=t1.DataEntry(path=volume, value=t1.Datapoint(uint32=60)), fields=fields
+    )
+    await fails(
+        stub.Set(v1.SetRequest(updates=[good, bad])), grpc.StatusCode.INVALID_ARGUMENT, expected
+    )
+    assert server.runtime.store.get(volume).data is None
+
+
 async def test_v1_set_of_a_bad_value_writes_nothing(
     server: RunningServer, channel: grpc.aio.Channel
 ) -> None:

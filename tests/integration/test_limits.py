@@ -233,7 +233,7 @@ async def test_apps_on_the_unix_socket_each_have_their_own_rate(
         )
 
 
-@pytest.mark.settings(max_value_size=BIG, event_budget=100_000)
+@pytest.mark.settings(max_value_size=BIG, event_budget=100_000, event_budget_per_app=200)
 async def test_batches_of_large_values_are_split_to_fit_the_message_limit(
     server: RunningServer,
 ) -> None:

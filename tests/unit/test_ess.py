@@ -519,6 +519,36 @@ def test_above_min_length_a_queue_grows_only_while_the_shared_budget_has_room() 
     assert s.ess.budget_free == 3
 
 
+def test_queues_growing_above_their_minimums_never_take_the_reserve_held_for_others() -> None:
+    """The middleware's fair shares: 4 units held back for minimums (two apps' shares of
+    2), 2 shared. App a fills the shared part and more; b still reserves its share, and
+    a stream that replaces a's takes its reservation from the reserve again."""
+    s = System(event_budget=6, reserve=4)
+    queues = (small(0, 2, 10), small(1, 0, 1), small(2, 0, 1))
+    s.app("a", sub(SPEED), queues=queues)
+    assert (s.ess.budget_free, s.ess.budget_used) == (4, 2)
+    for v in [b"1", b"2", b"3", b"4", b"5"]:
+        s.store.set(SPEED, v)  # a: two reserved + two shared, then full: the drop rule
+    assert (s.ess.budget_free, s.ess.budget_used) == (2, 4)
+    assert s.ess.drop_counts("a")[(s.speed, 0)].evicted == 1
+    s.app("b", sub(TEMP), queues=queues)  # the reserve's other share: admitted
+    assert (s.ess.budget_free, s.ess.budget_used) == (0, 6)
+    with pytest.raises(BudgetExceededError, match="0 of the global event budget of 6"):
+        s.ess.open_stream("c", queues)
+    s.ess.open_stream("a", queues)  # replaces a's: its events discarded, its share again
+    assert (s.ess.budget_free, s.ess.budget_used) == (2, 4)
+    s.check()
+    s.ess.remove_app("a")
+    s.ess.remove_app("b")
+    assert (s.ess.budget_free, s.ess.budget_used) == (6, 0)
+    s.check()
+
+
+def test_a_reserve_beyond_the_budget_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"the reserve must be in 0\.\.10"):
+        System(event_budget=10, reserve=11)
+
+
 def test_reopening_the_stream_keeps_subscriptions_and_discards_undelivered_events() -> None:
     s = System()
     s.app("a", sub(SPEED, trigger=Trigger.ON_UPDATE))

@@ -136,6 +136,7 @@ class EventSubSystem:
         source: KeySource,
         *,
         event_budget: int = DEFAULT_EVENT_BUDGET,
+        reserve: int = 0,
         lifecycle_capacity: int = DEFAULT_LIFECYCLE_CAPACITY,
         read_policy: ReadPolicy = ALLOW_ALL,
         observer: EssObserver | None = None,
@@ -146,6 +147,9 @@ class EventSubSystem:
         Args:
             source: the V-Store (ids, values, write times).
             event_budget: most ``data_updated`` events queued for all apps together.
+            reserve: units of the budget held back for the streams' minimums: queues
+                growing above their ``min_length`` never take them
+                (:mod:`vehicle_middleware.ess.budget`).
             lifecycle_capacity: per-app bound of buffered key_added/key_removed events.
             read_policy: the authorization hook (default: everything allowed).
             observer: told of every evicted, lost or discarded event.
@@ -154,7 +158,7 @@ class EventSubSystem:
         """
         CreditScheduler(queue_weights)  # validate once, early
         self._source = source
-        self._budget = EventBudget(event_budget)
+        self._budget = EventBudget(event_budget, reserve=reserve)
         self._lifecycle_capacity = lifecycle_capacity
         LifecycleBuffer(lifecycle_capacity)  # validate
         self._policy = read_policy
@@ -356,8 +360,13 @@ class EventSubSystem:
         old = self._apps.get(app)
         # What the old stream would give back if replaced.
         returned = old.reserved + sum(q.over_min() for q in old.queues) if old else 0
-        if need > self._budget.free + returned:
-            raise BudgetExceededError(app, need, self._budget.free + returned, self._budget.total)
+        if old is not None:
+            # The old reservation first: what the reserve holds back depends on it.
+            room = self._budget.room(releasing=old.reserved) + returned - old.reserved
+        else:
+            room = self._budget.room()
+        if need > room:
+            raise BudgetExceededError(app, need, room, self._budget.total)
         if old is not None and fresh:
             self.remove_app(app)
             old = None
@@ -594,7 +603,13 @@ class EventSubSystem:
     @property
     def budget_free(self) -> int:
         """Units of the event budget neither reserved nor in use."""
-        return self._budget.free
+        return self._budget.room()
+
+    def reservation(self, app: str) -> int:
+        """Units of the event budget the app's stream reserves (the sum of its
+        queues' ``min_length`` values; 0 without a stream). O(1)."""
+        state = self._apps.get(app)
+        return state.reserved if state is not None else 0
 
     def drop_counts(self, app: str) -> dict[tuple[int, int], DropCounts]:
         """Drops of the app so far, by (key id, queue). Empty for an unknown app."""
@@ -725,8 +740,10 @@ class EventSubSystem:
                 assert sub.target in state.queues
         for sub_app in {s.app for subs in self._subs_by_key.values() for s in subs.values()}:
             assert sub_app in self._apps, f"subscription of app {sub_app!r} without a stream"
-        assert self._budget.free == self._budget.total - in_use, "event budget accounting broken"
-        assert self._budget.free >= 0
+        budget = self._budget
+        assert budget.reserved == sum(a.reserved for a in self._apps.values())
+        assert budget.free + budget.held == budget.total - in_use, "event budget accounting broken"
+        assert budget.free >= 0
         self._stale.check()
         self._presence.check()
         followed = set(self._stale.followed())

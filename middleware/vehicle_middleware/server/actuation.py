@@ -171,6 +171,7 @@ class Actuation:
         (the KUKSA client does; it can no longer answer them, so they time out):
         only the reader's error, or the call's end, ends the stream.
         """
+        get: asyncio.Future[M] | None = None
         try:
             while True:
                 if reader.done() and not reader.cancelled() and reader.exception() is not None:
@@ -181,11 +182,19 @@ class Actuation:
                     waiting.add(reader)
                 done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
                 if get in done:
-                    await write(get.result())
+                    message, get = get.result(), None
+                    await write(message)
                     continue
+                # The reader ended first: this wait goes, or it would take the next
+                # message from the queue for no one.
                 get.cancel()
+                get = None
                 reader.result()
         finally:
+            # However the stream ends (the reader's error, the call's end), the wait for
+            # its next message ends with it: a task left pending is an error when collected.
+            if get is not None:
+                get.cancel()
             reader.cancel()
             self.release(stream)
 

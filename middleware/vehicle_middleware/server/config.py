@@ -45,6 +45,7 @@ __all__ = [
     "SignalSettings",
     "StoreSettings",
     "StreamSettings",
+    "event_reserve",
     "flat_settings",
     "load_settings",
     "masked",
@@ -94,9 +95,21 @@ class NetworkSettings(Section):
     """Ping an idle client after this long, to find dead peers."""
     keepalive_timeout_s: float = 5.0
     """A client that does not answer a ping within this is gone."""
+    max_pending_calls: int = 10_000
+    """Calls arrived and not yet taken up by the middleware, all connections together
+    (grpc-core's pending requests, with a hard limit of twice this): beyond, grpc-core
+    cancels calls before the middleware sees them, with a bare CANCELLED. Below, a
+    burst waits its turn."""
+    max_concurrent_streams: int = 1_000
+    """Calls (unary or streaming) in progress on one connection, at most (HTTP/2
+    ``SETTINGS_MAX_CONCURRENT_STREAMS``; 0: not bounded): a gRPC client queues its
+    calls beyond it until one ends; one sent beyond it anyway is refused
+    (UNAVAILABLE) having run nothing."""
 
     def __post_init__(self) -> None:
         _at_least(self, 0, "keepalive_time_s", "keepalive_timeout_s")
+        _at_least(self, 0, "max_concurrent_streams")
+        _at_least(self, 1, "max_pending_calls")
         if not self.listen and not self.unix_socket:
             raise ValueError("listen and unix_socket are both empty: nothing to listen on")
         if bool(self.tls_cert) != bool(self.tls_key):
@@ -203,6 +216,14 @@ class StreamSettings(Section):
 
     max_apps: int = 256
     """Apps with an open event stream at once."""
+    max_streams_per_app: int = 16
+    """Event streams one app holds at once: its own (``Events``/``GetEvents``) and
+    each of its KUKSA subscriptions (v1 and v2) (:mod:`vehicle_middleware.server.session`)."""
+    event_budget_per_app: int = 64
+    """An app's share of the event budget: the ``min_length`` values its streams
+    reserve, all together (a KUKSA subscription reserves its queue 0's). The
+    middleware holds ``max_apps`` shares of ``event_budget`` back for them, so an
+    app within its share is admitted however the others use theirs."""
     grace_period_s: float = 0.0
     """How long an app's subscriptions outlive its stream (0: removed at once)."""
     batch_max: int = 500
@@ -215,7 +236,7 @@ class StreamSettings(Section):
     batches keep the tail latency down."""
 
     def __post_init__(self) -> None:
-        _at_least(self, 1, "max_apps", "batch_max")
+        _at_least(self, 1, "max_apps", "batch_max", "max_streams_per_app", "event_budget_per_app")
         _at_least(self, 0, "grace_period_s", "stream_writes_per_s")
 
 
@@ -503,6 +524,13 @@ class Settings:
                 "auth_mode 'token' with peers needs peer_token_file (a token with the peer "
                 "scope whose subject is node_id)"
             )
+
+
+def event_reserve(settings: Settings) -> int:
+    """Units of the event budget held back for the apps' reservations: every app's
+    share (``max_apps`` x ``event_budget_per_app``), at most the whole budget."""
+    shares = settings.streams.max_apps * settings.streams.event_budget_per_app
+    return min(settings.ess.event_budget, shares)
 
 
 def parse_peer(entry: str) -> tuple[str, str]:

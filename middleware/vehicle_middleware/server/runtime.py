@@ -25,7 +25,7 @@ from vehicle_middleware.server.auth.rate_limits import RateLimits
 from vehicle_middleware.server.auth.read_policy import StreamReadPolicy
 from vehicle_middleware.server.auth.stream_counts import StreamCounts
 from vehicle_middleware.server.cluster.node import ClusterNode, PeerCredentials
-from vehicle_middleware.server.config import Settings
+from vehicle_middleware.server.config import Settings, event_reserve
 from vehicle_middleware.server.health import HealthWatch
 from vehicle_middleware.server.journal.build import build_journal
 from vehicle_middleware.server.journal.feed import Feed
@@ -80,9 +80,20 @@ class Runtime:
             )
             drops = DropJournal(self.journal, self.store)
         full = self.journal is not None and self.journal.full
+        streams = settings.streams
+        if streams.max_apps * streams.event_budget_per_app > settings.ess.event_budget:
+            log.warning(
+                "event_budget %d holds fewer than max_apps (%d) shares of event_budget_per_app "
+                "(%d): an app within its share may be refused once %d apps hold theirs",
+                settings.ess.event_budget,
+                streams.max_apps,
+                streams.event_budget_per_app,
+                settings.ess.event_budget // streams.event_budget_per_app,
+            )
         self.ess = EventSubSystem(
             self.store,
             event_budget=settings.ess.event_budget,
+            reserve=event_reserve(settings),
             lifecycle_capacity=settings.ess.lifecycle_capacity,
             read_policy=self.read_policy,
             observer=drops if self.journal is not None and self.journal.drops else None,

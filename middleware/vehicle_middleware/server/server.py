@@ -149,7 +149,7 @@ class RunningServer:
 
 def _options(s: Settings) -> list[tuple[str, int]]:
     network = s.network
-    return [
+    options = [
         ("grpc.max_receive_message_length", s.limits.max_message_bytes),
         ("grpc.max_send_message_length", s.limits.max_message_bytes),
         ("grpc.keepalive_time_ms", int(network.keepalive_time_s * 1000)),
@@ -164,7 +164,21 @@ def _options(s: Settings) -> list[tuple[str, int]]:
         # gRPC sets SO_REUSEPORT by default: a second middleware on the same port
         # would start without complaint and split the clients between two stores.
         ("grpc.so_reuseport", 0),
+        # Calls that arrived and wait for the middleware to take them up: beyond
+        # grpc-core's limits on them (1,000 and 3,000 by default) it cancels them
+        # before the middleware sees them, with a bare CANCELLED that a client cannot
+        # tell from its own cancellation.
+        ("grpc.server.max_pending_requests", network.max_pending_calls),
+        ("grpc.server.max_pending_requests_hard_limit", 2 * network.max_pending_calls),
     ]
+    if network.max_concurrent_streams:
+        # Beyond it the client queues its calls. A stream counts until the client sees
+        # it end, as the client counts it: with grpc-core's overload protection it
+        # would count until freed on the server, and a client within the bound would
+        # be refused.
+        options.append(("grpc.max_concurrent_streams", network.max_concurrent_streams))
+        options.append(("grpc.http.overload_protection", 0))
+    return options
 
 
 class AddressInUseError(RuntimeError):

@@ -38,7 +38,7 @@ from contextlib import asynccontextmanager
 from typing import Final
 
 from vehicle_middleware.contract.journal.records import Kind
-from vehicle_middleware.ess import EventSubSystem, QueueConfig, RawEvent
+from vehicle_middleware.ess import EventSubSystem, QueueConfig, RawEvent, effective_queue_configs
 from vehicle_middleware.server.auth.authentication import Caller
 from vehicle_middleware.server.auth.read_policy import StreamReadPolicy
 from vehicle_middleware.server.auth.scopes import ALL, Grants
@@ -361,12 +361,8 @@ class Streams:
             InvalidQueueConfigError, BudgetExceededError: nothing changes.
             LimitExceededError: a new app beyond the apps-with-streams limit.
         """
-        limit = self._settings.max_apps
+        self._admit(app, queues)
         owner = owner_of(app)
-        if owner not in self._apps_of and len(self._apps_of) >= limit:
-            raise LimitExceededError(
-                "apps with open streams", limit, f"{len(self._apps_of)} apps have one open"
-            )
         stream = AppStream(app, window)
         # A live stream being replaced belongs to another client of the app (or to
         # this one, reconnecting before the middleware noticed): the new stream
@@ -413,6 +409,48 @@ class Streams:
             log.info("app %s: stream opened", app)
         return stream
 
+    def _admit(self, app: str, queues: Sequence[QueueConfig]) -> None:
+        """Refuse a stream beyond one of the shares of the event path: the apps with
+        streams, the app's stream slots, its share of the event budget.
+
+        Each app's share is counted over its own stream and its KUKSA subscriptions
+        alike; a stream that replaces the app's own gives its slot and its
+        reservation back. Counted at admission only: delivery never looks.
+
+        Raises:
+            InvalidQueueConfigError: a bad queue configuration.
+            LimitExceededError: naming the share, the app's use and the limit.
+        """
+        settings = self._settings
+        owner = owner_of(app)
+        mine = self._apps_of.get(owner)
+        if mine is None and len(self._apps_of) >= settings.max_apps:
+            raise LimitExceededError(
+                "apps with open streams",
+                settings.max_apps,
+                f"{len(self._apps_of)} apps have one open",
+            )
+        ess = self._ess
+        others = [a for a in mine or () if a != app]
+        slots = settings.max_streams_per_app
+        if len(others) + 1 > slots:
+            raise LimitExceededError(
+                "event streams per app",
+                slots,
+                f"app {owner!r} holds {len(others)} (its own stream and its KUKSA "
+                "subscriptions); end one first",
+            )
+        share = settings.event_budget_per_app
+        used = sum(ess.reservation(a) for a in others)
+        need = sum(c.min_length for c in effective_queue_configs(queues))
+        if used + need > share:
+            raise LimitExceededError(
+                "event budget per app",
+                share,
+                f"app {owner!r} reserves {used} queued events on its other streams and "
+                f"asks for {need} more (the sum of its queues' min_length)",
+            )
+
     def close(self, stream: AppStream) -> None:
         """The stream ended. If it was the app's current one, the app goes (now or after grace)."""
         reason = stream.end_reason or EndReason.CLOSED
@@ -425,7 +463,8 @@ class Streams:
         if not mine:
             del self._apps_of[owner_of(stream.app)]
         grace = self._settings.grace_period_s
-        if grace > 0 and not self._closing:
+        # A KUKSA subscription's app is never opened again: nothing to keep it for.
+        if grace > 0 and not self._closing and owner_of(stream.app) == stream.app:
             loop = asyncio.get_running_loop()
             self._expiry[stream.app] = loop.call_later(grace, self._expire, stream.app)
             log.info("app %s: stream ended; state kept for %.1f s", stream.app, grace)

@@ -10,12 +10,13 @@ is). Other parts that dial a middleware (the collector, peer links) use
 
 from __future__ import annotations
 
+import asyncio
 import os
 import random
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import grpc
 from vehicle_middleware.contract.wire import APP_ID_HEADER, AUTH_HEADER
@@ -139,3 +140,58 @@ class Backoff:
         d = self._next
         self._next = min(self._cap, self._next * 2)
         return d * random.uniform(0.5, 1.0)
+
+
+UNARY_ATTEMPTS: Final = 5
+"""Tries of one unary call that the middleware could not admit (with :class:`Backoff`
+between them: about 0.05, 0.1, 0.2, 0.4 s, each less a random part of up to half)."""
+
+_T = TypeVar("_T")
+
+_NOT_ADMITTED: Final = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED})
+"""What a call the middleware did not take up ends with: UNAVAILABLE (refused, not
+connected, shutting down) or CANCELLED (shed by gRPC beyond ``max_pending_calls``; a
+call this client cancels raises ``asyncio.CancelledError`` instead)."""
+
+
+def refused_unprocessed(error: grpc.aio.AioRpcError) -> bool:
+    """Whether the middleware's transport refused the call before any of it ran.
+
+    HTTP/2 ``REFUSED_STREAM`` (a call beyond the middleware's
+    ``max_concurrent_streams`` on one connection) guarantees the server did not
+    process the stream: safe to retry any call, a write too. gRPC reports it as
+    UNAVAILABLE with the stream's reset error code, 7, in its text.
+    """
+    return error.code() is grpc.StatusCode.UNAVAILABLE and "error code 7" in (error.details() or "")
+
+
+async def retry_unary(
+    call: Callable[[], Awaitable[_T]],
+    *,
+    idempotent: bool,
+    attempts: int = UNARY_ATTEMPTS,
+    backoff: Backoff | None = None,
+) -> _T:
+    """``await call()``, again after an UNAVAILABLE that the middleware could not admit,
+    with exponential backoff and jitter, at most ``attempts`` times.
+
+    ``idempotent``: a call that may run twice with the same effect (a read, a
+    registration, adding keys) is retried after any UNAVAILABLE or CANCELLED
+    (refused, not yet connected, shutting down, shed); any other (a write, an
+    actuation) only after a refusal that proves nothing ran
+    (:func:`refused_unprocessed`), since an UNAVAILABLE after the middleware took
+    it (an actuation whose provider did not answer) may have acted.
+
+    Raises:
+        grpc.aio.AioRpcError: the last error, or the first one not retried.
+    """
+    delays = backoff or Backoff()
+    for attempt in range(1, attempts + 1):
+        try:
+            return await call()
+        except grpc.aio.AioRpcError as e:
+            again = refused_unprocessed(e) or (idempotent and e.code() in _NOT_ADMITTED)
+            if not again or attempt == attempts:
+                raise
+        await asyncio.sleep(delays.delay())
+    raise AssertionError("unreachable: the last attempt returns or raises")

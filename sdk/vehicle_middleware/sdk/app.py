@@ -17,6 +17,7 @@ re-added after a restart) is registered when its ``KeyAdded`` arrives.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -24,7 +25,14 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import grpc
-from vehicle_middleware.contract.channel import RETRYABLE, Backoff, Tls, metadata, open_channel
+from vehicle_middleware.contract.channel import (
+    RETRYABLE,
+    Backoff,
+    Tls,
+    metadata,
+    open_channel,
+    retry_unary,
+)
 from vehicle_middleware.contract.wire import REASON_HEADER, REASON_REPLACED, SEQ_CYCLE
 from vehicle_middleware.proto.vehicle.actuation.v1 import actuation_pb2, actuation_pb2_grpc
 from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2, ess_pb2_grpc
@@ -236,8 +244,9 @@ class AppClient:
 
     async def unsubscribe(self, keys: Sequence[str]) -> list[SubscriptionResult]:
         """Deregister subscriptions by key name; idempotent."""
-        response = await self._events.Deregister(
-            ess_pb2.DeregisterRequest(keys=list(keys)), metadata=self._md
+        request = ess_pb2.DeregisterRequest(keys=list(keys))
+        response = await retry_unary(
+            lambda: self._events.Deregister(request, metadata=self._md), idempotent=True
         )
         for key in keys:
             self._wanted.pop(key, None)
@@ -249,8 +258,11 @@ class AppClient:
 
     async def subscriptions(self) -> list[ess_pb2.SubscriptionInfo]:
         """This app's subscriptions as the middleware knows them."""
-        response = await self._events.GetSubscriptions(
-            ess_pb2.GetSubscriptionsRequest(), metadata=self._md
+        response = await retry_unary(
+            lambda: self._events.GetSubscriptions(
+                ess_pb2.GetSubscriptionsRequest(), metadata=self._md
+            ),
+            idempotent=True,
         )
         return list(response.subscriptions)
 
@@ -263,8 +275,10 @@ class AppClient:
         keys: dict[str, int] = {}
         start = ""
         while True:
-            page = await self._vstore.ListKeys(
-                vstore_pb2.ListKeysRequest(prefix=prefix, start_after=start), metadata=self._md
+            request = vstore_pb2.ListKeysRequest(prefix=prefix, start_after=start)
+            page = await retry_unary(
+                functools.partial(self._vstore.ListKeys, request, metadata=self._md),
+                idempotent=True,
             )
             keys.update({k.name: k.id for k in page.keys})
             start = page.next_start_after
@@ -292,11 +306,12 @@ class AppClient:
     async def actuate_many(self, targets: Mapping[str, bytes]) -> None:
         """Set several actuators in one request (as :meth:`actuate`); every one is
         checked before any is sent, and each provider gets its targets together."""
-        await self._actuation.Actuate(
-            actuation_pb2.ActuateRequest(
-                targets=[actuation_pb2.Target(name=n, data=d) for n, d in targets.items()]
-            ),
-            metadata=self._md,
+        request = actuation_pb2.ActuateRequest(
+            targets=[actuation_pb2.Target(name=n, data=d) for n, d in targets.items()]
+        )
+        # Not idempotent: retried only when refused before the middleware saw it.
+        await retry_unary(
+            lambda: self._actuation.Actuate(request, metadata=self._md), idempotent=False
         )
 
     async def events(self) -> AsyncIterator[ClientEvent]:
@@ -401,7 +416,9 @@ class AppClient:
                 for s in subs
             ]
         )
-        response = await self._events.Register(request, metadata=self._md)
+        response = await retry_unary(
+            lambda: self._events.Register(request, metadata=self._md), idempotent=True
+        )
         results = [self._result(r) for r in response.results]
         for r, pb in zip(results, response.results, strict=True):
             if r.ok:

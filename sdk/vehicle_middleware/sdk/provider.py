@@ -22,7 +22,14 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 
 import grpc
-from vehicle_middleware.contract.channel import RETRYABLE, Backoff, Tls, metadata, open_channel
+from vehicle_middleware.contract.channel import (
+    RETRYABLE,
+    Backoff,
+    Tls,
+    metadata,
+    open_channel,
+    retry_unary,
+)
 from vehicle_middleware.contract.wire import KEYS_VERSION_HEADER
 from vehicle_middleware.proto.vehicle.actuation.v1 import actuation_pb2_grpc
 from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
@@ -193,10 +200,10 @@ class ProviderClient:
         """
         names = list(names)
         await self._reach()
-        response = await self._stub.AddKeys(
-            vstore_pb2.AddKeysRequest(names=names, claim=claim),
-            metadata=self._md,
-            wait_for_ready=True,
+        request = vstore_pb2.AddKeysRequest(names=names, claim=claim)
+        response = await retry_unary(
+            lambda: self._stub.AddKeys(request, metadata=self._md, wait_for_ready=True),
+            idempotent=True,
         )
         added = {k.name: k.id for k in response.keys}
         if response.keys_version != self._keys_version:
@@ -229,8 +236,11 @@ class ProviderClient:
     async def remove_keys(self, names: Iterable[str]) -> list[str]:
         """Remove keys; returns the names that did not exist."""
         names = list(names)
-        response = await self._stub.RemoveKeys(
-            vstore_pb2.RemoveKeysRequest(names=names), metadata=self._md
+        request = vstore_pb2.RemoveKeysRequest(names=names)
+        # Not idempotent (a second try reports the keys as not found): retried only
+        # when refused before the middleware saw it.
+        response = await retry_unary(
+            lambda: self._stub.RemoveKeys(request, metadata=self._md), idempotent=False
         )
         for name in names:
             self.ids.pop(name, None)
@@ -357,7 +367,10 @@ class ProviderClient:
         request = vstore_pb2.SetRequest(updates=[update])
         if if_head is not None:
             request.if_head = if_head
-        response = await self._stub.Set(request, metadata=self._md)
+        # A write: retried only when refused before the middleware saw it.
+        response = await retry_unary(
+            lambda: self._stub.Set(request, metadata=self._md), idempotent=False
+        )
         self.head = response.head
         result = response.results[0]
         if result.head_conflict:
@@ -369,7 +382,10 @@ class ProviderClient:
     async def get(self, names: Sequence[str]) -> dict[str, vstore_pb2.Value]:
         """Current values by name (unknown names are left out); :attr:`head` is
         the head they are from."""
-        response = await self._stub.Get(vstore_pb2.GetRequest(names=list(names)), metadata=self._md)
+        request = vstore_pb2.GetRequest(names=list(names))
+        response = await retry_unary(
+            lambda: self._stub.Get(request, metadata=self._md), idempotent=True
+        )
         self.head = response.head
         return {v.name: v for v in response.values}
 

@@ -2,7 +2,9 @@
 
 Each KUKSA ``Subscribe`` call is an ESS app of its own, ``<app>/kuksa-sub-N``
 (the ESS keeps one stream per app), with one queue (queue 0) of
-``buffer_size`` events (0: the default 100; the ESS caps it at 200) and an
+``buffer_size`` events (0: the default 100; the ESS caps it at 200; its
+reservation, at most 10 of them, counts towards its app's share of the event
+budget, and queues 1 and 2 reserve nothing) and an
 ON_UPDATE subscription per key: the drop rule, the drop counters, the
 slow-app reports and the journal's records apply to it as to any app. The
 app goes when the call ends.
@@ -52,6 +54,7 @@ __all__ = [
     "SUBSCRIPTION_MARK",
     "KuksaSubscriptions",
     "Update",
+    "subscription_queues",
     "subscription_requests",
 ]
 
@@ -152,8 +155,7 @@ class KuksaSubscriptions:
         self._check(who, names, field)
         app = f"{who.app}{SUBSCRIPTION_MARK}{next(_numbers)}"
         length = buffer_size or DEFAULT_BUFFER
-        queue = QueueConfig(0, min_length=min(10, length), max_length=length)
-        async with self._streams.session(who, [queue], app=app) as session:
+        async with self._streams.session(who, subscription_queues(length), app=app) as session:
             first = self._register(who, app, names, field)
             log.info("app %s: KUKSA subscription %s to %d keys", who.app, app, len(names))
             # At once, as the KUKSA databroker does: every subscribed signal, with its
@@ -196,6 +198,16 @@ class KuksaSubscriptions:
                 )
             first.append((r.key_id, r.seq, self._store.peek(r.key_id)[1], r.current, 0))
         return first
+
+
+def subscription_queues(length: int) -> list[QueueConfig]:
+    """A KUKSA subscription's queues: queue 0 of ``length`` events, reserving up to 10
+    of them; queues 1 and 2, which none of its subscriptions uses, reserve nothing."""
+    return [
+        QueueConfig(0, min_length=min(10, length), max_length=length),
+        QueueConfig(1, min_length=0, max_length=1),
+        QueueConfig(2, min_length=0, max_length=1),
+    ]
 
 
 def subscription_requests(names: Sequence[str]) -> list[SubscriptionRequest]:

@@ -38,6 +38,9 @@ __all__ = ["KuksaV1"]
 
 _VALUE_VIEWS = (types_pb2.VIEW_UNSPECIFIED, types_pb2.VIEW_CURRENT_VALUE)
 _METADATA_FIELDS = frozenset(f for f in types_pb2.Field.values() if f >= types_pb2.FIELD_METADATA)
+_KNOWN_FIELDS = frozenset(types_pb2.Field.values())
+_WRITTEN_FIELDS = frozenset({types_pb2.FIELD_VALUE, types_pb2.FIELD_ACTUATOR_TARGET})
+_WRITABLE = "a Set writes FIELD_VALUE (2) or FIELD_ACTUATOR_TARGET (3)"
 
 
 class KuksaV1(val_pb2_grpc.VALServicer):
@@ -151,6 +154,8 @@ class KuksaV1(val_pb2_grpc.VALServicer):
     ) -> val_pb2.SetResponse:
         who = kuksa_caller(context, self._authenticator)
         check_count("updates", request.updates, self._limits.max_keys_per_request)
+        for i, update in enumerate(request.updates):
+            _check_set_fields(update.fields, f"updates[{i}].fields")
         store = self._store
         writes: list[Update] = []
         targets: list[Target] = []
@@ -240,6 +245,21 @@ class KuksaV1(val_pb2_grpc.VALServicer):
                     if convert.set_wire(update.entry.value, data, self._signals.get(name)):
                         convert.set_timestamp(update.entry.value.timestamp, time_ns)
                 await context.write(response)
+
+
+def _check_set_fields(fields: Any, where: str) -> None:
+    """Refuse a Set update whose ``fields`` hold a value the enum does not know, or name
+    nothing a Set writes (none given means FIELD_VALUE); metadata is refused per entry.
+
+    Raises:
+        InvalidRequestError: naming ``where`` and the value.
+    """
+    for value in fields:
+        if value not in _KNOWN_FIELDS:
+            raise InvalidRequestError(where, f"unknown field {value}; {_WRITABLE}")
+    if fields and not set(fields) & (_WRITTEN_FIELDS | _METADATA_FIELDS):
+        named = ", ".join(types_pb2.Field.Name(v) for v in fields)
+        raise InvalidRequestError(where, f"{named} names nothing to write; {_WRITABLE}")
 
 
 def _wanted(view: int, fields: Any) -> tuple[bool, bool, bool]:

@@ -78,7 +78,15 @@ STATUS_OF: Final[tuple[tuple[type[BaseException], grpc.StatusCode], ...]] = (
     (StreamEndedError, grpc.StatusCode.ABORTED),
 )
 """First match wins. Anything else is INTERNAL (and logged with its traceback).
-A :class:`StreamEndedError` is looked up in :data:`STREAM_END` first."""
+A :class:`StreamEndedError` is looked up in :data:`STREAM_END` first.
+
+Two statuses never pass here, since their calls never reach the middleware: a
+call beyond ``max_concurrent_streams`` on one connection that its client sent
+anyway is refused by the transport (HTTP/2 ``REFUSED_STREAM``), which gRPC
+reports as UNAVAILABLE, ``Stream removed (... error code 7)``, and nothing of it
+ran; a call beyond gRPC's bound on calls waiting to be taken up (twice
+``max_pending_calls``) is cancelled by gRPC, a bare CANCELLED. The SDK retries
+both (:func:`vehicle_middleware.contract.channel.retry_unary`)."""
 
 STREAM_END: Final[dict[EndReason, tuple[grpc.StatusCode, str, str | None]]] = {
     EndReason.REPLACED: (
