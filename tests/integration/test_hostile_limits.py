@@ -71,6 +71,7 @@ from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2 as ess
 from vehicle_middleware.proto.vehicle.journal.v1 import journal_pb2 as jnl
 from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2 as vs
 from vehicle_middleware.server.auth.tokens import generate_key_pair, mint
+from vehicle_middleware.server.config import StreamSettings
 from vehicle_middleware.server.server import RunningServer
 
 from tests.conftest import eventually
@@ -760,7 +761,7 @@ async def test_a_bystander_is_served_while_a_listing_scans_keys_its_caller_may_n
 # stream is refused RESOURCE_EXHAUSTED naming the share, its use and the limit, on every
 # API; another app is admitted on every API.
 
-SHARE: Final = 64
+SHARE: Final = StreamSettings().event_budget_per_app
 """The default ``event_budget_per_app``: the ``min_length`` values an app's streams
 reserve, all together (a KUKSA subscription reserves its queue 0's, 10 by default)."""
 Opener = Callable[[grpc.aio.Channel, Metadata, str, int], Any]
@@ -887,8 +888,8 @@ async def _bystander_admitted_on_every_api(channel: grpc.aio.Channel, app: str) 
 async def test_an_app_at_its_event_budget_share_is_refused_on_every_api_and_others_admitted(
     new_server: NewServer, api: str
 ) -> None:
-    """The hog's own stream and two KUKSA subscriptions reserve its whole share (44 + 10
-    + 10); one more reservation through ``api`` is refused naming the share, the hog's
+    """The hog's own stream and two KUKSA subscriptions reserve its whole share (SHARE - 20,
+    10 and 10); one more reservation through ``api`` is refused naming the share, the hog's
     use and the limit, and nothing of it stays; another app gets in on every API."""
     server = await new_server()
     hog = _app("hog")
@@ -902,9 +903,10 @@ async def test_an_app_at_its_event_budget_share_is_refused_on_every_api_and_othe
         for call in held:
             await _admitted(call)
         before = state(server)
-        # A new own stream replaces the old one: it gives back the 44, asks for 45.
+        # A new own stream replaces the old one: it gives back SHARE - 20, asks for one more.
         over = OPENERS[api](channel, hog, SHARE_KEYS[3], SHARE - 19 if api in OWN else 10)
-        used = "reserves 20 queued events on its other streams" if api in OWN else "reserves 64"
+        own = "reserves 20 queued events on its other streams"
+        used = own if api in OWN else f"reserves {SHARE}"
         await _refused(over, "event budget per app", "app 'hog'", used, f"the limit is {SHARE}")
         assert state(server) == before
         assert len(server.runtime.streams.streams_of("hog")) == 3
@@ -947,9 +949,9 @@ async def test_one_key_subscriptions_of_one_app_stop_at_its_share_not_at_the_bud
     new_server: NewServer,
 ) -> None:
     """The attack as found: a read-only app opens KUKSA v2 subscriptions of one key each
-    until refused. It is refused at its share (6 of 10 each fit in 64), naming it, having
-    taken 60 of the event budget; another app's own stream and KUKSA subscriptions are
-    admitted."""
+    until refused. It is refused at its share (SHARE // 10 of 10 each fit), naming it,
+    having taken those of the event budget; another app's own stream and KUKSA
+    subscriptions are admitted."""
     server = await new_server()
     hog = _app("hog")
     async with grpc.aio.insecure_channel(server.address) as channel:
@@ -962,13 +964,14 @@ async def test_one_key_subscriptions_of_one_app_stop_at_its_share_not_at_the_bud
             if refusal is not None:
                 break
             held.append(call)
-        assert len(held) == 6, f"{len(held)} one-key subscriptions admitted"
+        fit = SHARE // 10
+        assert len(held) == fit, f"{len(held)} one-key subscriptions admitted"
         assert refusal is not None
         assert refusal.code() == Code.RESOURCE_EXHAUSTED
         details = refusal.details() or ""
-        assert "event budget per app: app 'hog' reserves 60" in details, details
-        assert "the limit is 64" in details, details
-        assert server.runtime.ess.budget_used == 60
+        assert f"event budget per app: app 'hog' reserves {fit * 10}" in details, details
+        assert f"the limit is {SHARE}" in details, details
+        assert server.runtime.ess.budget_used == fit * 10
         await _bystander_admitted_on_every_api(channel, "dashboard")
         for call in held:
             call.cancel()
@@ -978,8 +981,8 @@ async def test_one_key_subscriptions_of_one_app_stop_at_its_share_not_at_the_bud
 async def test_max_apps_shares_fit_the_budget_so_every_app_at_its_share_is_admitted(
     new_server: NewServer,
 ) -> None:
-    """The reserve: ``max_apps`` shares of ``event_budget_per_app`` fit the budget (4 x 64
-    = 256 here), so with three apps holding their whole share through every API, a fourth
+    """The reserve: ``max_apps`` shares of ``event_budget_per_app`` fit the budget (4 x
+    SHARE here), so with three apps holding their whole share through every API, a fourth
     still gets its whole share."""
     server = await new_server()
     async with grpc.aio.insecure_channel(server.address) as channel:

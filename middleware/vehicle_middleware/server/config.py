@@ -214,12 +214,12 @@ class RequestLimits(Section):
 class StreamSettings(Section):
     """The subscriber streams (:mod:`vehicle_middleware.server.session`)."""
 
-    max_apps: int = 256
+    max_apps: int = 128
     """Apps with an open event stream at once."""
     max_streams_per_app: int = 16
     """Event streams one app holds at once: its own (``Events``/``GetEvents``) and
     each of its KUKSA subscriptions (v1 and v2) (:mod:`vehicle_middleware.server.session`)."""
-    event_budget_per_app: int = 64
+    event_budget_per_app: int = 128
     """An app's share of the event budget: the ``min_length`` values its streams
     reserve, all together (a KUKSA subscription reserves its queue 0's). The
     middleware holds ``max_apps`` shares of ``event_budget`` back for them, so an
