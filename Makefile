@@ -118,8 +118,12 @@ proto: $(STAMP)
 	$(PY) proto/generate.py
 
 ## Everything CI checks: lint, types of the pure cores, every test; then the cores'
-## tests again with the cores compiled.
-test: lint typecheck unit unit-compiled
+## tests again with the cores compiled. The virtualenvs are made side by side, and the
+## compiled build runs beside the tests (most of them wait on servers and processes).
+test:
+	@$(MAKE) --no-print-directory -j2 $(STAMP) $(KUKSA_STAMP)
+	@$(MAKE) --no-print-directory -j4 lint typecheck unit $(COMPILED_STAMP)
+	@$(MAKE) --no-print-directory unit-compiled
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
