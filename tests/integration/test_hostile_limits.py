@@ -1036,3 +1036,29 @@ async def test_a_burst_of_calls_on_one_connection_gets_no_bare_cancelled(
         answers = await asyncio.gather(*(one() for _ in range(BURST)))
     shed = [a for a in answers if a[0] != "OK"]
     assert all(code == "UNAVAILABLE" and details for code, details in shed), (len(shed), shed[:3])
+
+
+async def test_kuksa_clients_without_an_app_id_in_open_mode_share_no_single_share(
+    new_server: NewServer,
+) -> None:
+    """In open mode every KUKSA client that sends no ``app-id`` is the app
+    ``kuksa-client``: the middleware cannot tell them apart, so they are not held to
+    one app's share (here more subscriptions than a share's reservations allow, as
+    many separate clients open), while an app that names itself still is."""
+    server = await new_server()
+    fit = min(SHARE // 10, StreamSettings().max_streams_per_app)
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        await _add_share_keys(channel)
+        held = [_v2_subscribe(channel, (), key, 0) for key in SHARE_KEYS[: fit + 4]]
+        try:
+            for call in held:
+                await _admitted(call)
+            assert server.runtime.ess.budget_used == (fit + 4) * 10
+            named = [_v2_subscribe(channel, _app("named"), key, 0) for key in SHARE_KEYS]
+            held += named
+            refusals = [await _refusal(call) for call in named]
+            assert sum(r is None for r in refusals) == fit
+            assert all(r.code() == Code.RESOURCE_EXHAUSTED for r in refusals if r is not None)
+        finally:
+            for call in held:
+                call.cancel()

@@ -317,7 +317,7 @@ class Streams:
             StreamEndedError: the middleware ended the stream.
         """
         name = app or who.app
-        stream = self.open(name, queues, who.grants, window=window)
+        stream = self.open(name, queues, who.grants, window=window, pooled=who.pooled)
         self._stream_counts.opened(name)
         on_expiry(stream.expire)  # the token's expiry ends it with its reason
         session = Session(
@@ -347,6 +347,7 @@ class Streams:
         grants: Grants = ALL,
         *,
         window: int | None = None,
+        pooled: bool = False,
     ) -> AppStream:
         """Open the app's stream, replacing an older one; configure its queues.
 
@@ -356,12 +357,14 @@ class Streams:
         resumed.
 
         ``window``: events sent and not acknowledged, at most (None: no window).
+        ``pooled``: the app is an identity clients share (:attr:`Caller.pooled`),
+        held to the middleware-wide limits only.
 
         Raises:
             InvalidQueueConfigError, BudgetExceededError: nothing changes.
             LimitExceededError: a new app beyond the apps-with-streams limit.
         """
-        self._admit(app, queues)
+        self._admit(app, queues, pooled=pooled)
         owner = owner_of(app)
         stream = AppStream(app, window)
         # A live stream being replaced belongs to another client of the app (or to
@@ -409,13 +412,15 @@ class Streams:
             log.info("app %s: stream opened", app)
         return stream
 
-    def _admit(self, app: str, queues: Sequence[QueueConfig]) -> None:
+    def _admit(self, app: str, queues: Sequence[QueueConfig], *, pooled: bool = False) -> None:
         """Refuse a stream beyond one of the shares of the event path: the apps with
         streams, the app's stream slots, its share of the event budget.
 
         Each app's share is counted over its own stream and its KUKSA subscriptions
         alike; a stream that replaces the app's own gives its slot and its
-        reservation back. Counted at admission only: delivery never looks.
+        reservation back. Counted at admission only: delivery never looks. A
+        ``pooled`` app (clients the middleware cannot tell apart) has no share of
+        its own: the apps-with-streams limit and the event budget bound it.
 
         Raises:
             InvalidQueueConfigError: a bad queue configuration.
@@ -430,6 +435,8 @@ class Streams:
                 settings.max_apps,
                 f"{len(self._apps_of)} apps have one open",
             )
+        if pooled:
+            return
         ess = self._ess
         others = [a for a in mine or () if a != app]
         slots = settings.max_streams_per_app

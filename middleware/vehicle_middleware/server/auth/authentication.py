@@ -53,6 +53,11 @@ class Caller:
     grants: Grants
     expires_at: float | None = None
     """When its token expires (seconds since the epoch); None in open mode."""
+    pooled: bool = False
+    """An identity that clients the middleware cannot tell apart share: in open mode,
+    every KUKSA client that sends no ``app-id``. The per-app shares of the event path
+    do not apply to it (one share would be split among unknown clients); the
+    middleware-wide limits do."""
 
 
 def _show_names(names: Sequence[str]) -> str:

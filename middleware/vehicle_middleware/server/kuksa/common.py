@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -46,7 +47,8 @@ def authenticate_kuksa(
 
     As the project's own services, with two allowances for KUKSA clients: an
     empty ``authorization`` header (what they send without a token) is no
-    header, and in open mode a call without ``app-id`` is :data:`DEFAULT_APP`.
+    header, and in open mode a call without ``app-id`` is :data:`DEFAULT_APP`,
+    a pooled caller (:attr:`Caller.pooled`).
 
     Raises:
         UnauthenticatedError, LimitExceededError.
@@ -55,13 +57,15 @@ def authenticate_kuksa(
         (k, v) for k, v in (context.invocation_metadata() or ()) if not (k == AUTH_HEADER and not v)
     ]
     certified = certified_names(context, authenticator)
-    if (
+    pooled = (
         authenticator.open_mode
         and certified is None  # a client certificate names the app itself
         and not any(k == APP_ID_HEADER for k, _ in metadata)
-    ):
+    )
+    if pooled:
         metadata.append((APP_ID_HEADER, DEFAULT_APP))
-    return authenticator.authenticate(tuple(metadata), context.peer() or "", certified=certified)
+    who = authenticator.authenticate(tuple(metadata), context.peer() or "", certified=certified)
+    return dataclasses.replace(who, pooled=True) if pooled else who
 
 
 async def readable_keys(store: VStore, path: str, who: Caller) -> list[tuple[str, int]]:
