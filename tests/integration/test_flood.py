@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import grpc
+import pytest
 from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2, ess_pb2_grpc
 from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 
@@ -140,6 +141,7 @@ async def test_a_flooding_client_is_refused_and_a_polite_one_keeps_its_latency()
     assert p99(during) < max(5 * p99(before), 25.0)
 
 
+@pytest.mark.settings(max_apps=200, event_budget_per_app=100)  # 200 apps fit the budget
 async def test_a_flood_of_streams_on_the_unix_socket_gives_its_memory_back_when_it_ends(
     new_server: NewServer, tmp_path: Path
 ) -> None:
