@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from vehicle_middleware.server.server import RunningServer
 
+from tests.integration.test_quickstart import finish
+
 ROOT = Path(__file__).parents[2]
 PROGRAM = "examples/actuation/media.py"
 CATALOG = ROOT / "providers/vehicle_middleware/providers/catalogs/vehicle.json"
@@ -32,14 +34,9 @@ async def test_the_actuation_example_runs_against_the_shipped_catalog(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    assert proc.returncode == 0, err.decode()
-    assert out.decode().splitlines() == [
+    code, out, err = await finish(proc)
+    assert code == 0, err
+    assert out.splitlines() == [
         f"provider: {VOLUME} to 40",
         f"app sees {VOLUME} = 40",
         f"provider: {VOLUME} to 55",

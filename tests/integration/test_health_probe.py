@@ -12,6 +12,7 @@ from vehicle_middleware.server.server import RunningServer
 
 from tests.integration.conftest import Keys, NewServer, token_mode
 from tests.integration.pki import Authority
+from tests.integration.test_quickstart import finish
 
 SERVICES = (
     "  grpc.health.v1.Health\n"
@@ -40,14 +41,7 @@ async def health(*options: str) -> tuple[int, str, str]:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
+    return await finish(proc)
 
 
 async def test_health_says_serving_and_lists_the_services_of_a_token_mode_middleware(
