@@ -23,6 +23,7 @@ from vehicle_middleware.ess.config import (
 from vehicle_middleware.ess.errors import (
     BudgetExceededError,
     EssError,
+    InvalidFilterError,
     InvalidQueueConfigError,
     NotReadingEventsError,
 )
@@ -45,6 +46,7 @@ from vehicle_middleware.ess.events import (
     Trigger,
     data_rows,
 )
+from vehicle_middleware.ess.filters import MAX_INTERVAL_NS, MIN_INTERVAL_NS, Filter
 from vehicle_middleware.ess.health import (
     ExpectedPeriods,
     StaleNotice,
@@ -77,8 +79,10 @@ __all__ = [
     "DEFAULT_MAX_LENGTH",
     "DEFAULT_MIN_LENGTH",
     "DEFAULT_WEIGHTS",
+    "MAX_INTERVAL_NS",
     "MAX_QUEUE_LENGTH",
     "MAX_SEQ",
+    "MIN_INTERVAL_NS",
     "QUEUE_COUNT",
     "AllowAll",
     "AppStats",
@@ -94,7 +98,9 @@ __all__ = [
     "EventBudget",
     "EventSubSystem",
     "ExpectedPeriods",
+    "Filter",
     "HealthEvent",
+    "InvalidFilterError",
     "InvalidQueueConfigError",
     "KeyAdded",
     "KeyFresh",

@@ -12,6 +12,7 @@ from __future__ import annotations
 __all__ = [
     "BudgetExceededError",
     "EssError",
+    "InvalidFilterError",
     "InvalidQueueConfigError",
     "NotReadingEventsError",
 ]
@@ -36,6 +37,20 @@ class InvalidQueueConfigError(EssError, ValueError):
 
     Attributes:
         field: the offending field, e.g. ``queues[1].min_length``.
+        reason: what is wrong and what is allowed.
+    """
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field = field
+        self.reason = reason
+        super().__init__(f"{field}: {reason}")
+
+
+class InvalidFilterError(EssError, ValueError):
+    """A subscription's filter asked for something the ESS does not allow.
+
+    Attributes:
+        field: the offending field, e.g. ``filter.threshold``.
         reason: what is wrong and what is allowed.
     """
 

@@ -15,6 +15,7 @@ from typing import Final
 
 from vehicle_middleware.contract.wire import SEQ_CYCLE
 from vehicle_middleware.ess.events import Status, Trigger
+from vehicle_middleware.ess.filters import Filter
 from vehicle_middleware.ess.queues import EventQueue
 from vehicle_middleware.ess.watch import WatchedKeys
 
@@ -45,6 +46,9 @@ class SubscriptionRequest:
     equal bytes (which otherwise carries none): for a consumer that sends a value
     with every update, such as a KUKSA subscription. The value is the stored bytes
     object (no copy)."""
+    filter: Filter | None = None
+    """What to sample (:mod:`vehicle_middleware.ess.filters`); None: every event the
+    trigger selects."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +80,7 @@ class SubscriptionInfo:
     key_id: int
     queue: int
     trigger: Trigger
+    filter: Filter | None = None
 
 
 class Subscription:
@@ -84,6 +89,7 @@ class Subscription:
     __slots__ = (
         "app",
         "every_write",
+        "filter",
         "key",
         "name",
         "owes_data",
@@ -103,6 +109,7 @@ class Subscription:
         target: EventQueue,
         *,
         with_value: bool = False,
+        filter: Filter | None = None,
     ) -> None:
         self.app = app
         self.key = key
@@ -111,6 +118,8 @@ class Subscription:
         self.every_write = trigger is Trigger.ON_UPDATE
         self.with_value = with_value
         """Every event carries the value (``SubscriptionRequest.with_value``)."""
+        self.filter = filter
+        """What to sample; None: every event the trigger selects."""
         self.target = target
         self.push = target.push  # bound once: saves a lookup per event on the hot path
         self.seq = 0
@@ -118,8 +127,16 @@ class Subscription:
         self.owes_data = False
         """An event that carried data was lost: the next queued event must carry the value."""
 
-    def retarget(self, trigger: Trigger, target: EventQueue, *, with_value: bool = False) -> None:
-        """Apply a re-registration: new trigger, queue and ``with_value``, same seq."""
+    def retarget(
+        self,
+        trigger: Trigger,
+        target: EventQueue,
+        *,
+        with_value: bool = False,
+        filter: Filter | None = None,
+    ) -> None:
+        """Apply a re-registration: new trigger, queue, ``with_value`` and filter, same seq."""
+        self.filter = filter
         self.trigger = trigger
         self.every_write = trigger is Trigger.ON_UPDATE
         self.with_value = with_value
@@ -127,7 +144,7 @@ class Subscription:
         self.push = target.push
 
     def info(self) -> SubscriptionInfo:
-        return SubscriptionInfo(self.name, self.key, self.target.number, self.trigger)
+        return SubscriptionInfo(self.name, self.key, self.target.number, self.trigger, self.filter)
 
 
 class SubscriptionTable:

@@ -16,6 +16,7 @@ import grpc
 from vehicle_middleware.contract.wire import REASON_HEADER, REASON_REPLACED, REASON_SHUTDOWN
 from vehicle_middleware.ess.errors import (
     BudgetExceededError,
+    InvalidFilterError,
     InvalidQueueConfigError,
     NotReadingEventsError,
 )
@@ -60,6 +61,7 @@ STATUS_OF: Final[tuple[tuple[type[BaseException], grpc.StatusCode], ...]] = (
     (AlreadyProvidedError, grpc.StatusCode.ALREADY_EXISTS),
     (InvalidRequestError, grpc.StatusCode.INVALID_ARGUMENT),
     (NotReadingEventsError, grpc.StatusCode.FAILED_PRECONDITION),
+    (InvalidFilterError, grpc.StatusCode.INVALID_ARGUMENT),
     (InvalidQueueConfigError, grpc.StatusCode.INVALID_ARGUMENT),
     (BudgetExceededError, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (InvalidKeyNameError, grpc.StatusCode.INVALID_ARGUMENT),
