@@ -20,6 +20,7 @@ from vehicle_middleware.ess.config import (
     QueueConfig,
     effective_queue_configs,
 )
+from vehicle_middleware.ess.demand import UNWATCHED, DemandTracker, KeyDemand, demand_of
 from vehicle_middleware.ess.errors import (
     BudgetExceededError,
     EssError,
@@ -84,12 +85,14 @@ __all__ = [
     "MAX_SEQ",
     "MIN_INTERVAL_NS",
     "QUEUE_COUNT",
+    "UNWATCHED",
     "AllowAll",
     "AppStats",
     "BudgetExceededError",
     "CreditScheduler",
     "DataRow",
     "DataUpdated",
+    "DemandTracker",
     "DropCounts",
     "DropReason",
     "EssError",
@@ -103,6 +106,7 @@ __all__ = [
     "InvalidFilterError",
     "InvalidQueueConfigError",
     "KeyAdded",
+    "KeyDemand",
     "KeyFresh",
     "KeyRemoved",
     "KeySource",
@@ -125,6 +129,7 @@ __all__ = [
     "SubscriptionRequest",
     "Trigger",
     "data_rows",
+    "demand_of",
     "effective_queue_configs",
     "parse_expect_rule",
 ]

@@ -150,13 +150,16 @@ class Subscription:
 class SubscriptionTable:
     """Subscriptions indexed by key and by app, with the watched bitmap in step."""
 
-    __slots__ = ("_by_app", "by_key", "on_watch", "watched")
+    __slots__ = ("_by_app", "by_key", "on_change", "on_watch", "watched")
 
     def __init__(self, watched: WatchedKeys) -> None:
         self.watched = watched
         self.on_watch: Callable[[int, str | None], None] | None = None
         """Told ``(key, name)`` when a key gets its first subscriber and ``(key,
         None)`` when it loses its last one, after the table changed."""
+        self.on_change: Callable[[int], None] | None = None
+        """Told ``key`` after a subscription on it was added or removed or its
+        filter changed (a key's demand, :mod:`vehicle_middleware.ess.demand`)."""
         self.by_key: dict[int, dict[str, Subscription]] = {}
         """key id -> app -> subscription. Read-only outside this class (the ESS hot path)."""
         self._by_app: dict[str, dict[int, Subscription]] = {}
@@ -188,6 +191,24 @@ class SubscriptionTable:
         self._by_app.setdefault(sub.app, {})[sub.key] = sub
         if len(subs) == 1 and self.on_watch is not None:
             self.on_watch(sub.key, sub.name)
+        if self.on_change is not None:
+            self.on_change(sub.key)
+
+    def retarget(
+        self,
+        sub: Subscription,
+        trigger: Trigger,
+        target: EventQueue,
+        *,
+        with_value: bool = False,
+        filter: Filter | None = None,
+    ) -> None:
+        """Apply a re-registration to ``sub`` (:meth:`Subscription.retarget`), telling
+        ``on_change`` if its filter changed. O(1)."""
+        refiltered = sub.filter != filter
+        sub.retarget(trigger, target, with_value=with_value, filter=filter)
+        if refiltered and self.on_change is not None:
+            self.on_change(sub.key)
 
     def remove(self, app: str, key: int) -> Subscription | None:
         """Remove and return the subscription of ``app`` on ``key``, if any. O(1)."""
@@ -213,6 +234,8 @@ class SubscriptionTable:
                 del self._by_app[app]
         if self.on_watch is not None:
             self.on_watch(key, None)
+        if self.on_change is not None:
+            self.on_change(key)
         return list(subs.values())
 
     def remove_app(self, app: str) -> list[Subscription]:
@@ -232,6 +255,8 @@ class SubscriptionTable:
             self.watched.clear(key)
             if self.on_watch is not None:
                 self.on_watch(key, None)
+        if self.on_change is not None:
+            self.on_change(key)
 
     def check(self) -> None:
         """Assert the table's invariants, the watched bitmap included (for tests)."""

@@ -36,6 +36,7 @@ from typing import Any, Final, Protocol
 
 from vehicle_middleware.ess.budget import EventBudget
 from vehicle_middleware.ess.config import QUEUE_COUNT, QueueConfig, effective_queue_configs
+from vehicle_middleware.ess.demand import DemandTracker
 from vehicle_middleware.ess.errors import BudgetExceededError, NotReadingEventsError
 from vehicle_middleware.ess.events import (
     DataRow,
@@ -173,6 +174,9 @@ class EventSubSystem:
         self._stale = StaleTracker()
         self._presence = ProviderPresence()
         self._table.on_watch = self._watch_changed
+        self.demand: Final = DemandTracker(self._table.by_key)
+        """Each key's demand, for its provider (:mod:`vehicle_middleware.ess.demand`)."""
+        self._table.on_change = self.demand.changed
 
     # -- V-Store listener ---------------------------------------------------
 
@@ -456,7 +460,13 @@ class EventSubSystem:
             sub = self._table.get(app, key_id)
             if sub is None:
                 sub = Subscription(
-                    app, key_id, req.key, req.trigger, target, with_value=req.with_value
+                    app,
+                    key_id,
+                    req.key,
+                    req.trigger,
+                    target,
+                    with_value=req.with_value,
+                    filter=req.filter,
                 )
                 self._table.add(sub)
             else:
@@ -464,7 +474,9 @@ class EventSubSystem:
                     # A key's queued events must stay in one queue, in write order
                     # (the drop and carry rules rely on it): drop the old queue's.
                     self._purge(state, key_id, keep=target)
-                sub.retarget(req.trigger, target, with_value=req.with_value)
+                self._table.retarget(
+                    sub, req.trigger, target, with_value=req.with_value, filter=req.filter
+                )
             current = self._source.peek(key_id)[0] if req.want_current else None
             results.append(
                 RegisterResult(
@@ -746,6 +758,7 @@ class EventSubSystem:
         assert budget.free >= 0
         self._stale.check()
         self._presence.check()
+        self.demand.check()
         followed = set(self._stale.followed())
         for key, subs in self._subs_by_key.items():
             name = next(iter(subs.values())).name
