@@ -19,7 +19,7 @@ change per key and take. No clock, no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -72,7 +72,7 @@ class DemandTracker:
     not hold is :data:`UNWATCHED`.
     """
 
-    __slots__ = ("_by_key", "_current", "_dirty", "_published")
+    __slots__ = ("_by_key", "_current", "_dirty", "_published", "on_pending")
 
     def __init__(self, by_key: Mapping[int, Mapping[str, Subscription]]) -> None:
         self._by_key = by_key
@@ -82,6 +82,9 @@ class DemandTracker:
         """Demand of every key that was watched at the last take, as it was published."""
         self._dirty: set[int] = set()
         """Keys whose demand changed since the last take (maybe back to the published one)."""
+        self.on_pending: Callable[[], None] | None = None
+        """Told when a key's demand changes and none had since the last take: the
+        moment to arrange the next take."""
 
     def changed(self, key: int) -> None:
         """The subscribers of ``key`` changed: recompute its demand. O(its subscribers).
@@ -96,7 +99,10 @@ class DemandTracker:
             self._current[key] = new
         else:
             del self._current[key]
+        was_clean = not self._dirty
         self._dirty.add(key)
+        if was_clean and self.on_pending is not None:
+            self.on_pending()
 
     def demand(self, key: int) -> KeyDemand:
         """The key's demand now. O(1)."""

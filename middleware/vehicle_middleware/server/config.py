@@ -288,9 +288,14 @@ class SignalSettings(Section):
     (repeatable), TOML a list, ``VMW_EXPECT`` comma-separated."""
     actuation_timeout_s: float = 5.0
     """How long an actuation waits for its provider's answer (KUKSA Actuate)."""
+    demand_interval_s: float = 0.1
+    """Providers that follow their keys' demand (``WatchDemand``, KUKSA
+    ``OpenProviderStream`` filters) are told its changes at most this often, batched
+    (:mod:`vehicle_middleware.server.demand`)."""
 
     def __post_init__(self) -> None:
         _at_least(self, 0, "actuation_timeout_s")
+        _above_zero(self, "demand_interval_s")
         for rule in self.expect:
             parse_expect_rule(rule)  # raises ValueError naming the rule
 

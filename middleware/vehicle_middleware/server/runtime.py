@@ -26,6 +26,7 @@ from vehicle_middleware.server.auth.read_policy import StreamReadPolicy
 from vehicle_middleware.server.auth.stream_counts import StreamCounts
 from vehicle_middleware.server.cluster.node import ClusterNode, PeerCredentials
 from vehicle_middleware.server.config import Settings, event_reserve
+from vehicle_middleware.server.demand import DemandPublisher
 from vehicle_middleware.server.health import HealthWatch
 from vehicle_middleware.server.journal.build import build_journal
 from vehicle_middleware.server.journal.feed import Feed
@@ -104,6 +105,10 @@ class Runtime:
             self.store.set_listener(self.publish_tap)
         else:
             self.store.set_listener(self.ess)
+        self.demand = DemandPublisher(
+            self.ess.demand, interval_s=settings.signals.demand_interval_s
+        )
+        """Tells providers their keys' demand (WatchDemand, KUKSA provider filters)."""
         self.slow_apps = SlowAppWatch(self.ess, every=settings.ess.slow_app_report_s)
         """Reports apps whose queues drop events (driven by the server)."""
         self.health = HealthWatch(self.ess, self.store, self.record, settings.signals.expect)
@@ -170,5 +175,6 @@ class Runtime:
 
     def shutdown(self) -> None:
         """Forget every app (the process is stopping)."""
+        self.demand.close()
         self.streams.shutdown()
         self.claims.shutdown()

@@ -383,6 +383,7 @@ async def start_server(settings: Settings) -> RunningServer:
             cluster=runtime.cluster,
             limits=limits,
             record=runtime.record,
+            demand=runtime.demand,
         ),
         server,
     )

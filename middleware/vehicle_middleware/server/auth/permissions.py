@@ -36,9 +36,7 @@ def denied(caller: Caller, action: Action, key: str, *, field: str = "") -> Perm
     )
 
 
-def require(
-    caller: Caller, action: Literal["read", "create", "actuate"], key: str, *, field: str = ""
-) -> None:
+def require(caller: Caller, action: Action, key: str, *, field: str = "") -> None:
     """Raise PermissionDeniedError unless ``caller``'s grants allow ``action`` on the key
     (``field``: where the request named it)."""
     if not caller.grants.allows(action, key):

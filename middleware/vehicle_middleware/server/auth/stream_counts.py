@@ -1,7 +1,8 @@
 """How many streams each app has open, and the per-app limit of provider streams.
 
 :class:`StreamCounts` counts every app's open streams (event streams,
-``Publish`` streams) and refuses a ``Publish`` stream beyond
+``Publish`` and ``WatchDemand`` streams, the provider streams) and refuses a
+provider stream beyond
 ``max_publish_streams_per_app``. It tells the write claims
 (:mod:`vehicle_middleware.server.auth.claims`) when an app's first stream opens and when its
 last one ends: a claim holds while its app has a stream.
@@ -48,7 +49,7 @@ class StreamCounts:
             limit = self._max_publish
             if self._publish_streams[app] >= limit:
                 raise LimitExceededError(
-                    "Publish streams",
+                    "Publish streams (WatchDemand streams included)",
                     limit,
                     f"app {app!r} already has {self._publish_streams[app]} open",
                 )

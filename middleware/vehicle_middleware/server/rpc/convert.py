@@ -6,12 +6,13 @@ Validation of the request's *shape* (empty, too many items) lives here too, in
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from vehicle_middleware.ess import (
     Event,
     KeyAdded,
+    KeyDemand,
     KeyFresh,
     KeyRemoved,
     KeyStale,
@@ -277,6 +278,23 @@ def get_response(
             v.data = e.data
         values.append(v)
     return vstore_pb2.GetResponse(values=values, not_found=list(not_found))
+
+
+def demand_update(
+    changes: Mapping[int, KeyDemand], names: Mapping[int, str]
+) -> vstore_pb2.DemandUpdate:
+    """A WatchDemand message: each key's demand (``names``: key id -> name)."""
+    return vstore_pb2.DemandUpdate(
+        keys=[
+            vstore_pb2.KeyDemand(
+                key=key,
+                name=names[key],
+                watched=d.watched,
+                min_interval_ms=d.min_interval_ns // 1_000_000,
+            )
+            for key, d in changes.items()
+        ]
+    )
 
 
 # -- the journal service -------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The VStore servicer: AddKeys, RemoveKeys, Set, Publish, Get, ListKeys. Thin."""
+"""The VStore servicer: AddKeys, RemoveKeys, Set, Publish, Get, ListKeys, WatchDemand. Thin."""
 
 from __future__ import annotations
 
@@ -21,7 +21,9 @@ from vehicle_middleware.server.auth.rate_limits import RateLimits
 from vehicle_middleware.server.auth.stream_counts import StreamCounts
 from vehicle_middleware.server.cluster.node import ClusterNode
 from vehicle_middleware.server.config import RequestLimits
+from vehicle_middleware.server.demand import DemandPublisher
 from vehicle_middleware.server.errors import (
+    InvalidRequestError,
     PermissionDeniedError,
     StreamConflictError,
     UnauthenticatedError,
@@ -36,6 +38,7 @@ from vehicle_middleware.server.write_path import WritePath
 from vehicle_middleware.vstore import (
     Entry,
     InvalidKeyNameError,
+    UnknownKeyError,
     VStore,
     VStoreError,
     check_key_name,
@@ -60,9 +63,11 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         cluster: ClusterNode | None,
         limits: RequestLimits,
         record: Record,
+        demand: DemandPublisher,
     ) -> None:
         """``cluster``: the replication with peers (``Set`` with ``if_head`` waits
-        for it; None without peers)."""
+        for it; None without peers); ``demand``: tells WatchDemand streams their
+        keys' demand."""
         self._authenticator = authenticator
         self._claims = claims
         self._rate_limits = rate_limits
@@ -73,6 +78,7 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         self._cluster = cluster
         self._limits = limits
         self._record = record
+        self._demand = demand
         self._limit = limits.max_keys_per_request
         # A key name is at most 255 bytes: a page always fits in one message.
         self._page_size = max(1, min(10_000, limits.max_message_bytes // 300))
@@ -283,6 +289,34 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
                 if who.grants.allows("read", name):
                     keys.append((name, key_id))
         return _key_page(keys, "")  # the store has nothing more in this branch
+
+    @maps_errors(field="names")
+    async def WatchDemand(
+        self, request: vstore_pb2.WatchDemandRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> None:
+        who, names = self._names_request(request.names, context)
+        keys: dict[int, str] = {}
+        for i, name in enumerate(names):
+            require(who, "provide", name, field=f"names[{i}]")
+            key_id = self._store.id_of(name)
+            if key_id is None:
+                error = UnknownKeyError(name)
+                error.index = i
+                raise error
+            if key_id in keys:
+                raise InvalidRequestError(f"names[{i}]", f"{name!r} is named twice")
+            keys[key_id] = name
+        counts = self._stream_counts
+        counts.opened(who.app, publish=True)
+        watch = self._demand.watch(keys)
+        log.debug("app %s follows the demand of %d keys", who.app, len(keys))
+        try:
+            while True:
+                changes = await watch.next()
+                await context.write(convert.demand_update(changes, watch.keys))
+        finally:
+            self._demand.unwatch(watch)
+            counts.closed(who.app, publish=True)
 
     def _names_request(
         self, field_value: Sequence[str], context: grpc.aio.ServicerContext[Any, Any]

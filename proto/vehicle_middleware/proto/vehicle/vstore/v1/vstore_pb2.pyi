@@ -169,3 +169,27 @@ class ListKeysResponse(_message.Message):
     keys: _containers.RepeatedCompositeFieldContainer[KeyId]
     next_start_after: str
     def __init__(self, keys: _Optional[_Iterable[_Union[KeyId, _Mapping]]] = ..., next_start_after: _Optional[str] = ...) -> None: ...
+
+class WatchDemandRequest(_message.Message):
+    __slots__ = ("names",)
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    names: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, names: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class KeyDemand(_message.Message):
+    __slots__ = ("key", "name", "watched", "min_interval_ms")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    WATCHED_FIELD_NUMBER: _ClassVar[int]
+    MIN_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    key: int
+    name: str
+    watched: bool
+    min_interval_ms: int
+    def __init__(self, key: _Optional[int] = ..., name: _Optional[str] = ..., watched: _Optional[bool] = ..., min_interval_ms: _Optional[int] = ...) -> None: ...
+
+class DemandUpdate(_message.Message):
+    __slots__ = ("keys",)
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    keys: _containers.RepeatedCompositeFieldContainer[KeyDemand]
+    def __init__(self, keys: _Optional[_Iterable[_Union[KeyDemand, _Mapping]]] = ...) -> None: ...

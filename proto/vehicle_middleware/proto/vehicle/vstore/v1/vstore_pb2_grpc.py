@@ -64,6 +64,11 @@ class VStoreStub:
                 request_serializer=vehicle_dot_vstore_dot_v1_dot_vstore__pb2.ListKeysRequest.SerializeToString,
                 response_deserializer=vehicle_dot_vstore_dot_v1_dot_vstore__pb2.ListKeysResponse.FromString,
                 _registered_method=True)
+        self.WatchDemand = channel.unary_stream(
+                '/vehicle.vstore.v1.VStore/WatchDemand',
+                request_serializer=vehicle_dot_vstore_dot_v1_dot_vstore__pb2.WatchDemandRequest.SerializeToString,
+                response_deserializer=vehicle_dot_vstore_dot_v1_dot_vstore__pb2.DemandUpdate.FromString,
+                _registered_method=True)
 
 
 class VStoreServicer:
@@ -152,6 +157,30 @@ class VStoreServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WatchDemand(self, request, context):
+        """The demand of keys a provider provides: whether any app watches each
+        and the shortest interval its subscribers ask, so that the provider can
+        stop sampling what nobody watches and sample the rest no faster than
+        asked. The first message holds the demand of every requested key (in
+        request order); each later one the keys whose demand changed since the
+        previous message (an app subscribed, unsubscribed, subscribed again with
+        another filter, or went away). Changes are batched: at most one message
+        per `demand_interval_s` (server setting, default 0.1 s), none while
+        nothing changed; a change that is undone within one interval is not told.
+        The demand is a hint: a provider that ignores it loses nothing.
+        The stream counts as one of the app's provider streams (with its Publish
+        streams, `max_publish_streams_per_app`). A slow reader: each message
+        holds the demand now, so only the latest matters; messages wait in the
+        stream's flow control and none is dropped.
+        Errors: INVALID_ARGUMENT (no keys, more than the server's keys per
+        request, a bad name, a key named twice), NOT_FOUND (a key that does not
+        exist, named), PERMISSION_DENIED (no provide scope for a key, named),
+        RESOURCE_EXHAUSTED (too many provider streams of the app).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_VStoreServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -184,6 +213,11 @@ def add_VStoreServicer_to_server(servicer, server):
                     servicer.ListKeys,
                     request_deserializer=vehicle_dot_vstore_dot_v1_dot_vstore__pb2.ListKeysRequest.FromString,
                     response_serializer=vehicle_dot_vstore_dot_v1_dot_vstore__pb2.ListKeysResponse.SerializeToString,
+            ),
+            'WatchDemand': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchDemand,
+                    request_deserializer=vehicle_dot_vstore_dot_v1_dot_vstore__pb2.WatchDemandRequest.FromString,
+                    response_serializer=vehicle_dot_vstore_dot_v1_dot_vstore__pb2.DemandUpdate.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -348,6 +382,33 @@ class VStore:
             '/vehicle.vstore.v1.VStore/ListKeys',
             vehicle_dot_vstore_dot_v1_dot_vstore__pb2.ListKeysRequest.SerializeToString,
             vehicle_dot_vstore_dot_v1_dot_vstore__pb2.ListKeysResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchDemand(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/vehicle.vstore.v1.VStore/WatchDemand',
+            vehicle_dot_vstore_dot_v1_dot_vstore__pb2.WatchDemandRequest.SerializeToString,
+            vehicle_dot_vstore_dot_v1_dot_vstore__pb2.DemandUpdate.FromString,
             options,
             channel_credentials,
             insecure,
