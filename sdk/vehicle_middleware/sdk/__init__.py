@@ -17,6 +17,7 @@ from vehicle_middleware.sdk.actuators import (
     ActuatorStream,
 )
 from vehicle_middleware.sdk.app import AppClient, QueueSpec, StreamReplacedError, Sub
+from vehicle_middleware.sdk.demand import KeyDemand
 from vehicle_middleware.sdk.errors import MiddlewareUnreachableError
 from vehicle_middleware.sdk.events import (
     ClientEvent,
@@ -51,6 +52,7 @@ __all__ = [
     "HeadConflictError",
     "HealthEvent",
     "KeyAddedEvent",
+    "KeyDemand",
     "KeyFreshEvent",
     "KeyRemovedEvent",
     "KeyStaleEvent",

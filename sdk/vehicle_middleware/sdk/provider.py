@@ -4,6 +4,8 @@
         await p.add_keys(["Vehicle.Speed"])
         await p.publish({"Vehicle.Speed": b"..."})
         await p.provide_actuators(["Vehicle.Cabin.Infotainment.Volume"], set_volume)
+        async for changed in p.demand(["Vehicle.Speed"]):
+            ...  # sample what is watched, no faster than asked
 
 Values are published by key id on one client-streaming ``Publish`` call (the
 names are translated here). When the middleware goes away the client
@@ -11,7 +13,8 @@ reconnects with backoff, adds its keys again (ids may change after a restart)
 and re-sends the batch that failed; values are state, so a batch written twice
 is harmless. :meth:`flush` ends the stream and waits for the middleware to
 confirm everything written so far. Actuators are claimed and their requests
-answered on a stream of their own (:mod:`vehicle_middleware.sdk.actuators`).
+answered on a stream of their own (:mod:`vehicle_middleware.sdk.actuators`), and
+the demand of its keys followed on another (:mod:`vehicle_middleware.sdk.demand`).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 
 import grpc
 from vehicle_middleware.contract.channel import (
@@ -35,6 +38,7 @@ from vehicle_middleware.proto.vehicle.actuation.v1 import actuation_pb2_grpc
 from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 from vehicle_middleware.sdk import write_races
 from vehicle_middleware.sdk.actuators import ActuationHandler, ActuatorStream
+from vehicle_middleware.sdk.demand import KeyDemand, follow_demand
 from vehicle_middleware.sdk.errors import MiddlewareUnreachableError
 
 __all__ = [
@@ -190,6 +194,25 @@ class ProviderClient:
         await stream.start()
         self._actuators.append(stream)
         return stream
+
+    def demand(self, names: Iterable[str]) -> AsyncIterator[dict[str, KeyDemand]]:
+        """Follow the demand of keys this provider provides (added before).
+
+        ``async for changed in provider.demand(names)`` gets name ->
+        :class:`~vehicle_middleware.sdk.demand.KeyDemand`: every key first, then
+        the keys whose demand changed (an app subscribed, left, or asked another
+        interval), at most one dict per the middleware's ``demand_interval_s``.
+        A key nobody watches need not be sampled; a watched one need not be
+        sampled faster than its ``min_interval_s`` (0: every write is wanted).
+        Reconnects as the client does, then yields every key again. A middleware
+        without the call yields every key once as watched, every write wanted,
+        and ends. Needs ``provide`` scope for every key; the stream counts as one
+        of the provider's Publish streams.
+
+        Raises:
+            grpc.aio.AioRpcError: refused (see :func:`vehicle_middleware.sdk.demand.follow_demand`).
+        """
+        return follow_demand(self._stub, self._md, list(names), reconnect=self._reconnect_enabled)
 
     async def add_keys(self, names: Iterable[str], *, claim: bool = False) -> dict[str, int]:
         """Add keys (idempotent); returns name -> id; remembered for reconnects.
