@@ -192,6 +192,9 @@ BATCHES: Final[dict[tuple[str, str], Batch]] = {
         lambda k: [vs.PublishRequest(updates=[vs.IdUpdate(id=i, data=DATA) for i in k.ids])]
     ),
     (f"{VSTORE}/Get", "names"): Batch(lambda k: [vs.GetRequest(names=k.subscribed)]),
+    (f"{VSTORE}/WatchDemand", "names"): Batch(
+        lambda k: [vs.WatchDemandRequest(names=k.subscribed)]
+    ),
     (f"{ESS}/Register", "subscriptions"): Batch(
         lambda k: [ess.RegisterRequest(subscriptions=[ess.Subscription(key=n) for n in k.others])]
     ),
@@ -229,6 +232,15 @@ BATCHES: Final[dict[tuple[str, str], Batch]] = {
             v2.OpenProviderStreamRequest(
                 publish_values_request=v2.PublishValuesRequest(
                     request_id=1, data_points={i: POINT for i in k.ids}
+                )
+            )
+        ]
+    ),
+    (f"{V2}/OpenProviderStream", "provide_signal_request.signals_sample_intervals"): Batch(
+        lambda k: [
+            v2.OpenProviderStreamRequest(
+                provide_signal_request=v2.ProvideSignalRequest(
+                    signals_sample_intervals={i: t2.SampleInterval(interval_ms=10) for i in k.ids}
                 )
             )
         ]
@@ -278,9 +290,6 @@ NOT_A_BATCH: Final[dict[tuple[str, str], str]] = {
         )
     },
     (f"{V1}/StreamedUpdate", "updates"): "the method is UNIMPLEMENTED: nothing is read",
-    (f"{V2}/OpenProviderStream", "provide_signal_request.signals_sample_intervals"): (
-        "acknowledged and not read: the middleware keeps no sample intervals"
-    ),
     (f"{V2}/OpenProviderStream", "get_provider_value_response.entries"): (
         "not read: the middleware never asks a provider for values"
     ),

@@ -206,6 +206,13 @@ TABLE: Final[dict[str, Row]] = {
         }
     ),
     f"{VSTORE}/Get": Row({"name": Probe("name", lambda k: [vs.GetRequest(names=[k])], Code.OK)}),
+    f"{VSTORE}/WatchDemand": Row(
+        {
+            "name": Probe(
+                "name", lambda k: [vs.WatchDemandRequest(names=[k])], Code.PERMISSION_DENIED
+            )
+        }
+    ),
     f"{VSTORE}/ListKeys": Row(
         {
             "name": Probe("name", lambda k: [vs.ListKeysRequest(prefix=k)], Code.OK),
@@ -435,7 +442,7 @@ TABLE: Final[dict[str, Row]] = {
                         signals_sample_intervals={i: t2.SampleInterval(interval_ms=100)}
                     )
                 ),
-                Code.OK,
+                Code.NOT_FOUND,
             ),
         }
     ),

@@ -9,20 +9,26 @@ The middleware serves the test catalog (``kuksa_catalog.json``) on 127.0.0.1:0.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 from vehicle_middleware.contract.values import decode_value, encode
+from vehicle_middleware.proto.kuksa.val.v2 import types_pb2 as t2
+from vehicle_middleware.proto.kuksa.val.v2 import val_pb2 as v2
+from vehicle_middleware.proto.kuksa.val.v2 import val_pb2_grpc as v2_grpc
 from vehicle_middleware.sdk import ProviderClient
 from vehicle_middleware.server.auth.tokens import generate_key_pair, mint
 from vehicle_middleware.server.server import RunningServer
 
-from tests.conftest import eventually_async
+from tests.conftest import eventually, eventually_async, fails
 from tests.integration.conftest import NewServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -286,3 +292,109 @@ async def test_a_subscription_to_a_signal_with_no_value_is_answered_at_once(
             if proc.returncode is None:
                 proc.kill()
                 await proc.wait()
+
+
+# -- a KUKSA provider told its signals' filters -------------------------------------
+
+
+class FilteredProvider:
+    """A raw KUKSA v2 provider (the generated stubs, as a databroker provider is
+    written): declares its signals, then keeps every UpdateFilterRequest it is sent."""
+
+    def __init__(self, server: RunningServer, channel: grpc.aio.Channel) -> None:
+        self.requests: asyncio.Queue[v2.OpenProviderStreamRequest] = asyncio.Queue()
+        self.call = v2_grpc.VALStub(channel).OpenProviderStream(self._requests())
+        self.filters: list[v2.UpdateFilterRequest] = []
+        self.latest: dict[int, t2.Filter] = {}
+        self._server = server
+
+    async def _requests(self) -> AsyncIterator[v2.OpenProviderStreamRequest]:
+        while True:
+            yield await self.requests.get()
+
+    async def provide(self, intervals: dict[int, int]) -> None:
+        signals = {i: t2.SampleInterval(interval_ms=ms) for i, ms in intervals.items()}
+        await self.requests.put(
+            v2.OpenProviderStreamRequest(
+                provide_signal_request=v2.ProvideSignalRequest(signals_sample_intervals=signals)
+            )
+        )
+        first = await asyncio.wait_for(self.call.read(), DEADLINE_S)
+        assert first.HasField("provide_signal_response"), first
+
+    async def read_filters(self) -> None:
+        while (response := await self.call.read()) is not grpc.aio.EOF:
+            assert isinstance(response, v2.OpenProviderStreamResponse)
+            assert response.HasField("update_filter_request"), response
+            update = response.update_filter_request
+            self.filters.append(update)
+            self.latest.update(update.filters_update)
+            await self.requests.put(
+                v2.OpenProviderStreamRequest(
+                    update_filter_response=v2.UpdateFilterResponse(request_id=update.request_id)
+                )
+            )
+
+    def interval(self, key: int) -> int | None:
+        """The interval last told for ``key``; None: not told, or told nobody watches it."""
+        told = self.latest.get(key)
+        if told is None or not told.HasField("min_sample_interval"):
+            return None
+        return told.min_sample_interval.interval_ms
+
+
+@pytest.mark.settings(demand_interval_s=0.1)
+async def test_a_kuksa_provider_is_sent_filters_as_kuksa_subscribers_come_and_go(
+    server: RunningServer,
+) -> None:
+    store = server.runtime.store
+    speed, latitude = store.id_of("Vehicle.Speed"), store.id_of("Vehicle.CurrentLocation.Latitude")
+    assert speed
+    assert latitude
+    first = await kuksa_subscriber(server, "Vehicle.Speed", 1_000)  # watched before
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        provider = FilteredProvider(server, channel)
+        try:
+            await eventually(lambda: server.runtime.ess.is_watched(speed), timeout=DEADLINE_S)
+            await provider.provide({speed: 50, latitude: 1000})
+            reader = asyncio.create_task(provider.read_filters())
+            # Its watched signal's filter, at once: no interval asked, so its own.
+            await eventually(lambda: provider.interval(speed) == 50, timeout=DEADLINE_S)
+            assert list(provider.filters[0].filters_update) == [speed]
+            second = await kuksa_subscriber(server, "Vehicle.CurrentLocation.Latitude", 1_000)
+            await eventually(lambda: provider.interval(latitude) == 1000, timeout=DEADLINE_S)
+            for proc in (first, second):
+                proc.kill()  # SIGKILL: its stream ends with its process
+                await proc.wait()
+            await eventually(
+                lambda: speed in provider.latest and provider.interval(speed) is None,
+                timeout=DEADLINE_S,
+                what=lambda: f"filters {provider.filters}",
+            )
+            await eventually(lambda: provider.interval(latitude) is None, timeout=DEADLINE_S)
+            assert not provider.latest[speed].HasField("min_sample_interval")
+            ids = [f.request_id for f in provider.filters]
+            assert ids == sorted(set(ids)), ids
+        finally:
+            for proc in (first,):
+                if proc.returncode is None:
+                    proc.kill()
+                    await proc.wait()
+            provider.call.cancel()
+    with contextlib.suppress(asyncio.CancelledError, grpc.aio.AioRpcError):
+        await reader
+
+
+async def test_a_kuksa_provider_declaring_an_unknown_signal_is_refused_naming_it(
+    server: RunningServer,
+) -> None:
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        provider = FilteredProvider(server, channel)
+        await provider.requests.put(
+            v2.OpenProviderStreamRequest(
+                provide_signal_request=v2.ProvideSignalRequest(
+                    signals_sample_intervals={99_999: t2.SampleInterval(interval_ms=10)}
+                )
+            )
+        )
+        await fails(provider.call.read(), grpc.StatusCode.NOT_FOUND, "99999")

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping
-from typing import Final
 
 from vehicle_middleware.ess import UNWATCHED, DemandTracker, KeyDemand
 
@@ -35,12 +34,21 @@ class DemandWatch:
     __slots__ = ("_pending", "_ready", "_told", "keys")
 
     def __init__(self, keys: Mapping[int, str], now: Callable[[int], KeyDemand]) -> None:
-        self.keys: Final = dict(keys)
+        self.keys: dict[int, str] = {}
         """Key id -> name, in the order the provider named them."""
         self._told: dict[int, KeyDemand] = {}
-        self._pending: dict[int, KeyDemand] = {key: now(key) for key in self.keys}
+        self._pending: dict[int, KeyDemand] = {}
         self._ready = asyncio.Event()
-        self._ready.set()
+        self.add(keys, now)
+
+    def add(self, keys: Mapping[int, str], now: Callable[[int], KeyDemand]) -> None:
+        """Follow ``keys`` too: their demand now is pending (told again for a key
+        followed already)."""
+        for key, name in keys.items():
+            self.keys[key] = name
+            self._pending[key] = now(key)
+        if self._pending:
+            self._ready.set()
 
     def offer(self, changes: Mapping[int, KeyDemand]) -> None:
         """Merge changes of the demand (of any keys: others are ignored)."""
@@ -93,6 +101,12 @@ class DemandPublisher:
         for key in watch.keys:
             self._watches.setdefault(key, set()).add(watch)
         return watch
+
+    def extend(self, watch: DemandWatch, keys: Mapping[int, str]) -> None:
+        """Have ``watch`` follow ``keys`` too (their demand now is told next). O(keys)."""
+        watch.add(keys, self._tracker.demand)
+        for key in keys:
+            self._watches.setdefault(key, set()).add(watch)
 
     def unwatch(self, watch: DemandWatch) -> None:
         """Stop telling ``watch``. Idempotent. O(its keys)."""

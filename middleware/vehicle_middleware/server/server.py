@@ -430,6 +430,7 @@ async def start_server(settings: Settings) -> RunningServer:
         limits=limits,
         signals=signals,
         actuation=actuation,
+        demand=runtime.demand,
     )
     add_kuksa_services(server, kuksa_v1, kuksa_v2)
     stats = StatsReader(

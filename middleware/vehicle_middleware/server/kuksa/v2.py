@@ -22,6 +22,7 @@ from vehicle_middleware.server.auth.claims import WriteClaims
 from vehicle_middleware.server.auth.permissions import require
 from vehicle_middleware.server.auth.rate_limits import RateLimits
 from vehicle_middleware.server.config import RequestLimits
+from vehicle_middleware.server.demand import DemandPublisher
 from vehicle_middleware.server.errors import InvalidRequestError, LimitExceededError, NotServedError
 from vehicle_middleware.server.kuksa import convert
 from vehicle_middleware.server.kuksa.common import (
@@ -35,6 +36,7 @@ from vehicle_middleware.server.kuksa.entries_reference import EntryMessages
 from vehicle_middleware.server.kuksa.info import SERVER_NAME, SERVER_VERSION
 from vehicle_middleware.server.kuksa.ingest import FloatRows, parse
 from vehicle_middleware.server.kuksa.ingest_reference import PublishMessages
+from vehicle_middleware.server.kuksa.provider_filters import ProviderFilters
 from vehicle_middleware.server.kuksa.subscriptions import KuksaSubscriptions
 from vehicle_middleware.server.rpc.convert import check_count
 from vehicle_middleware.server.rpc.decoding import Malformed
@@ -104,8 +106,10 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         limits: RequestLimits,
         signals: Signals,
         actuation: Actuation,
+        demand: DemandPublisher,
     ) -> None:
         self._authenticator = authenticator
+        self._demand = demand
         self._store = store
         self._writes = writes
         self._claims = claims
@@ -267,14 +271,21 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         stream: ActuatorProvider[val_pb2.OpenProviderStreamResponse] = ActuatorProvider(
             who.app, lambda forward: convert.actuation_request(forward, self._signals.get)
         )
-        reader = asyncio.create_task(self._provider_requests(who, stream, request_iterator))
-        await self._actuation.serve(stream, reader, context.write)
+        filters = ProviderFilters(who.app, self._demand, stream.outbox.put)
+        reader = asyncio.create_task(
+            self._provider_requests(who, stream, request_iterator, filters)
+        )
+        try:
+            await self._actuation.serve(stream, reader, context.write)
+        finally:
+            await filters.close()
 
     async def _provider_requests(
         self,
         who: Caller,
         stream: ActuatorProvider[val_pb2.OpenProviderStreamResponse],
         requests: AsyncIterator[_Request],
+        filters: ProviderFilters,
     ) -> None:
         store = self._store
         pace = self._rate_limits.publish_pace(who.app)
@@ -313,12 +324,44 @@ class KuksaV2(val_pb2_grpc.VALServicer):
                 error = answer.error if answer.HasField("error") else None
                 self._actuation.answered_key(stream, key_id, convert.refusal(error))
             elif action == "provide_signal_request":
+                intervals = request.provide_signal_request.signals_sample_intervals
+                provided = self._provided_signals(who, intervals)
                 await stream.outbox.put(
                     val_pb2.OpenProviderStreamResponse(
                         provide_signal_response=val_pb2.ProvideSignalResponse()
                     )
                 )
-            # Filter and provider-value answers: nothing asks for them here.
+                filters.provide({i: s.interval_ms for i, s in intervals.items()}, provided)
+            elif action == "update_filter_response":
+                filters.answered(request.update_filter_response)
+            # Provider-value answers: nothing asks for them here.
+
+    def _provided_signals(
+        self, who: Caller, intervals: Mapping[int, types_pb2.SampleInterval]
+    ) -> dict[int, str]:
+        """The names of the signals a ProvideSignalRequest declares, by id.
+
+        Raises:
+            InvalidRequestError: more signals than a request may name.
+            UnknownKeyError: an id no key has (or of a key the caller may neither
+                read nor provide: the same answer, as for a publish by id).
+            PermissionDeniedError: no provide scope for a signal.
+        """
+        field = "provide_signal_request.signals_sample_intervals"
+        if len(intervals) > self._limits.max_keys_per_request:
+            raise InvalidRequestError(
+                field,
+                f"at most {self._limits.max_keys_per_request} per request, got {len(intervals)}",
+            )
+        names: dict[int, str] = {}
+        grants = who.grants
+        for key_id in sorted(intervals):
+            name = self._store.name_of(key_id)
+            if name is None or not (grants.allows("provide", name) or grants.allows("read", name)):
+                raise UnknownKeyError(key_id)
+            require(who, "provide", name, field=f"{field}[{key_id}]")
+            names[key_id] = name
+        return names
 
     async def _publish(
         self,

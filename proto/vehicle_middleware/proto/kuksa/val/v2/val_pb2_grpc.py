@@ -183,6 +183,21 @@ class VALServicer:
         per failed signal; nothing upon success, as the databroker), and answer the actuation
         requests the middleware sends (BatchActuateStreamRequest /
         BatchActuateStreamResponse). Claims end with the stream.
+        Signals a provider provides (ProvideSignalRequest, with the provider's
+        own sample interval of each; answered ProvideSignalResponse) are then
+        followed as the databroker follows them: the middleware sends an
+        UpdateFilterRequest with the filters of those watched right away (if
+        any), and one per change: each changed signal with a Filter whose
+        min_sample_interval is the shortest interval its subscribers ask (a
+        subscriber that asks none wants every write: the interval the provider
+        declared), and a Filter without min_sample_interval once its last
+        subscriber went. Changes are batched: at most one UpdateFilterRequest per
+        `demand_interval_s` (server setting, default 0.1 s). request_id counts
+        from 1 on each stream. The provider's UpdateFilterResponse is logged (an
+        error counted), never fatal. A ProvideSignalRequest naming an id no key
+        has (or one the caller may neither read nor provide) ends the stream
+        NOT_FOUND naming the id; a signal without provide scope PERMISSION_DENIED
+        naming it; more signals than the keys per request INVALID_ARGUMENT.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
