@@ -207,3 +207,43 @@ def test_a_signal_that_missed_ticks_skips_them_and_resumes_on_its_own_grid() -> 
     assert sim.next_due() == pytest.approx(first + 0.1)
     assert len(sim.step(first + 0.1 * 20 + 0.05)) == 1  # 20 ticks missed: one update
     assert sim.next_due() == pytest.approx(first + 0.1 * 21)
+
+
+def test_a_signal_nobody_watches_is_not_sampled_and_is_due_at_once_when_watched() -> None:
+    sim = Simulation(default_catalog())
+    sim.step(0.0)
+    for name in sim.names:
+        sim.follow(name, watched=name == "Vehicle.Speed", min_interval_s=0.0, t=0.0)
+    assert {name for _, name, _ in drive_from(sim, 0.01, 10)} == {"Vehicle.Speed"}
+    assert sim.demanded_rate == pytest.approx(1 / sim.period("Vehicle.Speed"))
+    sim.follow("Vehicle.Cabin.HVAC.AmbientAirTemperature", watched=True, min_interval_s=0, t=10.0)
+    assert "Vehicle.Cabin.HVAC.AmbientAirTemperature" in {n for n, _ in sim.step(10.0)}
+
+
+def test_a_watched_signal_follows_the_interval_asked_but_never_faster_than_its_own() -> None:
+    speed = "Vehicle.Speed"
+    sim = Simulation([s for s in default_catalog() if s.name == speed])
+    own = sim.period(speed)
+    sim.follow(speed, watched=True, min_interval_s=own * 4, t=0.0)
+    slow = [t for t, _, _ in drive_from(sim, 0.0, 20)]
+    assert len(slow) == pytest.approx(20 / (own * 4), abs=2)
+    sim.follow(speed, watched=True, min_interval_s=own / 10, t=20.0)  # faster: its own rate
+    fast = [t for t, _, _ in drive_from(sim, 20.0, 40)]
+    assert len(fast) == pytest.approx(20 / own, abs=2)
+    assert sim.demanded_rate == pytest.approx(1 / own)
+
+
+def test_until_told_every_signal_is_wanted_at_its_own_rate() -> None:
+    sim = Simulation(default_catalog())
+    assert sim.demanded_rate == pytest.approx(sim.rate)
+    sim.follow("Vehicle.Nope", watched=False, min_interval_s=0.0, t=0.0)  # ignored
+    assert sim.demanded_rate == pytest.approx(sim.rate)
+
+
+def drive_from(sim: Simulation, start: float, end: float) -> list[tuple[float, str, object]]:
+    out = []
+    t = start
+    while t < end:
+        out += [(t, name, value) for name, value in sim.step(t)]
+        t = round(t + 0.01, 6)
+    return out

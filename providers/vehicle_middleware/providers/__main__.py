@@ -2,6 +2,7 @@
 middleware.
 
     python -m vehicle_middleware.providers sim                      # the simulated car, ~270 keys
+    python -m vehicle_middleware.providers sim --ignore-demand      # ... watched or not
     python -m vehicle_middleware.providers replay drive.jsonl --speed 4
     python -m vehicle_middleware.providers catalog                  # what sim would publish
 
@@ -136,6 +137,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PREFIX=START:SECONDS",
         help="a fault: keys under PREFIX go quiet at START for SECONDS (repeatable)",
     )
+    sim.add_argument(
+        "--ignore-demand",
+        action="store_true",
+        help="publish every signal at its own rate, watched or not (default: only what "
+        "apps watch, no faster than they ask)",
+    )
     rep = sub.add_parser("replay", help="replay a recorded signal file (CSV or JSON lines)")
     common(rep, "replay")
     rep.add_argument("recording", type=Path)
@@ -234,7 +241,15 @@ def main(argv: list[str] | None = None) -> int:
                 log.warning("not simulated: %s", reason)
 
             async def run_sim(c: ProviderClient, s: ProviderStatus, stop: asyncio.Event) -> None:
-                await simulate(c, sim, s, stop, duration=args.duration, claim=args.claim)
+                await simulate(
+                    c,
+                    sim,
+                    s,
+                    stop,
+                    duration=args.duration,
+                    claim=args.claim,
+                    follow_demand=not args.ignore_demand,
+                )
 
             asyncio.run(_run(args, run_sim))
         else:

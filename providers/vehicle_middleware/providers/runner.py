@@ -5,6 +5,10 @@ after a middleware restart, adds the keys again (ids may change) and
 re-sends the latest values, and the loop resumes where the clock is (a
 simulation does not burst to catch up; a replay goes on with the next
 sample). Counters are kept in :class:`ProviderStatus` for ``--status``.
+
+The simulation follows its keys' demand (``ProviderClient.demand``) unless
+told to ignore it: what nobody watches is not sampled, the rest no faster than
+asked. A middleware that does not tell demand gets everything, as it asks.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
+import grpc
 from vehicle_middleware.contract.values import Scalar, encode
 from vehicle_middleware.providers.recording import Sample, group_by_time
 from vehicle_middleware.providers.simulation import Simulation
@@ -77,26 +82,86 @@ async def simulate(
     *,
     duration: float | None = None,
     claim: bool = False,
+    follow_demand: bool = True,
 ) -> None:
     """Publish the simulation's values on its schedule until ``stop`` (or ``duration`` s).
 
     ``claim``: claim the keys, so that nobody else may write them while this
     provider runs, and their subscribers hear when it goes (``ProviderGone``).
+    ``follow_demand``: sample only what is watched, no faster than asked
+    (False: every signal at its own rate, whoever watches).
     """
     await add_keys(client, sim.names, status, claim=claim)
     status.state = "publishing"
     log.info("publishing %d keys, about %.0f updates/s", len(sim.names), sim.rate)
     t0 = time.monotonic()
-    while not stop.is_set():
-        now = time.monotonic() - t0
-        if duration is not None and now >= duration:
-            break
-        await _publish(client, sim.step(now), status)
-        wait = max(sim.next_due(), now + MIN_TICK) - (time.monotonic() - t0)
-        if wait > 0:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), wait)
+    woken = asyncio.Event()
+    followers = [
+        asyncio.create_task(_follow(client, sim, names, t0, woken, status))
+        for names in (_chunks(sim.names) if follow_demand else [])
+    ]
+    try:
+        while not stop.is_set():
+            now = time.monotonic() - t0
+            if duration is not None and now >= duration:
+                break
+            await _publish(client, sim.step(now), status)
+            wait = max(sim.next_due(), now + MIN_TICK) - (time.monotonic() - t0)
+            if wait > 0:
+                await _sleep(wait, stop, woken)
+    finally:
+        for task in followers:
+            task.cancel()
+        for task in followers:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
     status.state = "stopped"
+
+
+def _chunks(names: Sequence[str]) -> list[list[str]]:
+    return [list(names[i : i + MAX_BATCH]) for i in range(0, len(names), MAX_BATCH)]
+
+
+async def _sleep(seconds: float, stop: asyncio.Event, woken: asyncio.Event) -> None:
+    """Wait ``seconds``, or less if ``stop`` or ``woken`` is set (``woken`` is cleared)."""
+    waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(woken.wait())]
+    try:
+        await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for w in waits:
+            w.cancel()
+    woken.clear()
+
+
+async def _follow(
+    client: ProviderClient,
+    sim: Simulation,
+    names: list[str],
+    t0: float,
+    woken: asyncio.Event,
+    status: ProviderStatus,
+) -> None:
+    """Apply the demand of ``names`` to the simulation as the middleware tells it."""
+    try:
+        async for changed in client.demand(names):
+            t = time.monotonic() - t0
+            for name, demand in changed.items():
+                sim.follow(name, watched=demand.watched, min_interval_s=demand.min_interval_s, t=t)
+            status.extra["demanded_rate"] = round(sim.demanded_rate, 1)
+            woken.set()  # a signal now watched may be due before the loop's wake-up
+    except grpc.aio.AioRpcError as e:
+        # E.g. more streams than the middleware allows this provider: those keys
+        # are wanted, at their own rates, as without the hint.
+        t = time.monotonic() - t0
+        for name in names:
+            sim.follow(name, watched=True, min_interval_s=0.0, t=t)
+        woken.set()
+        log.warning(
+            "cannot follow the demand of %d keys (%s: %s); they are published at their rates",
+            len(names),
+            e.code().name,
+            e.details(),
+        )
 
 
 async def replay(

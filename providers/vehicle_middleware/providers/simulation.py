@@ -7,6 +7,11 @@ phase; a caller that falls behind (a stall) does not get a burst of catch-up
 ticks: each late signal is published once and its missed ticks are skipped,
 so it goes on at its own phase and the signals stay spread out. Same seed,
 same times: same values.
+
+The simulation can follow its signals' demand (:meth:`Simulation.follow`): a
+signal nobody watches is not sampled, a watched one is sampled at the interval
+its subscribers ask but never faster than its own period. Until told, every
+signal is wanted at its own rate.
 """
 
 from __future__ import annotations
@@ -61,6 +66,16 @@ class _Driven:
     """When its second tick is: signals of one rate do not all tick at once."""
     last_t: float = 0.0
     ticked: bool = False
+    interval: float = 0.0
+    """The shortest interval its subscribers ask (0: every tick)."""
+    watched: bool = True
+    scheduled: bool = True
+    """It has an entry in the schedule (an unwatched one loses it when it is due)."""
+
+    @property
+    def step_period(self) -> float:
+        """Its period as followed: its own, or the interval asked if that is longer."""
+        return max(self.period, self.interval)
 
 
 class Simulation:
@@ -109,6 +124,7 @@ class Simulation:
         # then at its phase, then once per period: ECUs do not tick in step.
         self._due: list[tuple[float, int]] = [(0.0, i) for i in range(len(self._driven))]
         heapq.heapify(self._due)
+        self._index = {d.signal.name: i for i, d in enumerate(self._driven)}
 
     @property
     def names(self) -> list[str]:
@@ -119,6 +135,32 @@ class Simulation:
     def rate(self) -> float:
         """Updates per second, all signals together (stalls aside)."""
         return sum(1.0 / d.period for d in self._driven)
+
+    def period(self, name: str) -> float:
+        """The signal's own period, in seconds (KeyError: not driven)."""
+        return self._driven[self._index[name]].period
+
+    @property
+    def demanded_rate(self) -> float:
+        """Updates per second as the demand asks (stalls aside): the watched signals,
+        each at its followed period; :attr:`rate` until any demand was told."""
+        return sum(1.0 / d.step_period for d in self._driven if d.watched)
+
+    def follow(self, name: str, *, watched: bool, min_interval_s: float, t: float) -> None:
+        """Follow the demand of signal ``name`` from time ``t``: sampled while
+        ``watched``, at most once per ``min_interval_s`` (0: every tick) and never
+        faster than its own period. A signal that becomes watched is due at once.
+        Unknown names are ignored. O(log n).
+        """
+        i = self._index.get(name)
+        if i is None:
+            return
+        d = self._driven[i]
+        d.watched = watched
+        d.interval = min_interval_s if watched else 0.0
+        if watched and not d.scheduled:
+            d.scheduled = True
+            heapq.heappush(self._due, (t, i))
 
     def next_due(self) -> float:
         """When the next signal is due (``inf`` with none)."""
@@ -134,15 +176,19 @@ class Simulation:
         while self._due and self._due[0][0] <= t:
             due, i = heapq.heappop(self._due)
             d = self._driven[i]
-            nxt = due + d.period if d.ticked else d.phase
+            if not d.watched:  # nobody wants it: off the schedule until someone does
+                d.scheduled = False
+                continue
+            period = d.step_period
+            nxt = due + period if d.ticked else d.phase
             d.ticked = True
             if nxt <= t:
                 # Late (the caller was blocked): skip the missed ticks but stay on
                 # this signal's own grid. Rescheduling from ``t`` instead would line
                 # every late signal up on the same instant, a burst every period.
-                nxt += d.period * (math.floor((t - nxt) / d.period) + 1)
+                nxt += period * (math.floor((t - nxt) / period) + 1)
                 while nxt <= t:  # rounding
-                    nxt += d.period
+                    nxt += period
             heapq.heappush(self._due, (nxt, i))
             name = d.signal.name
             if any(s.covers(name, t) for s in self._stalls):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 import grpc
@@ -50,9 +50,14 @@ async def follow_demand(
     names: Sequence[str],
     *,
     reconnect: bool = True,
+    before_reopen: Callable[[], Awaitable[None]] | None = None,
 ) -> AsyncIterator[dict[str, KeyDemand]]:
     """Yield name -> demand: every key first (and after each reconnection),
     then the keys whose demand changed, one dict per message of the middleware.
+
+    ``before_reopen`` is awaited before the stream is opened again after a lost
+    connection (the provider adds its keys again: a restarted middleware has
+    none of them).
 
     Raises:
         grpc.aio.AioRpcError: the middleware refused: INVALID_ARGUMENT (no keys,
@@ -63,7 +68,17 @@ async def follow_demand(
     """
     request = vstore_pb2.WatchDemandRequest(names=list(names))
     backoff = Backoff()
+    reopening = False
     while True:
+        if reopening and before_reopen is not None:
+            try:
+                await before_reopen()
+            except grpc.aio.AioRpcError as e:
+                if e.code() not in RETRYABLE and e.code() is not grpc.StatusCode.DEADLINE_EXCEEDED:
+                    raise
+                await asyncio.sleep(backoff.delay())
+                continue
+        reopening = True
         call = stub.WatchDemand(request, metadata=metadata, wait_for_ready=True)
         try:
             async for update in call:
