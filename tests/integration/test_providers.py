@@ -13,6 +13,7 @@ from vehicle_middleware.sdk import AppClient, DataEvent, ReconnectedEvent, Sub
 from vehicle_middleware.sdk.status_file import read_status
 
 from tests.conftest import eventually
+from tests.integration.test_demand import start_app
 from tests.integration.test_process import start, stop
 
 SPEED = "Vehicle.Speed"
@@ -93,3 +94,52 @@ async def test_the_simulated_car_survives_a_middleware_restart(tmp_path: Path) -
     final = json.loads(status.read_text())
     assert final["state"] == "stopped"
     assert final["published"] > 0
+
+
+async def test_the_simulated_car_samples_only_what_apps_watch_a_killed_app_included(
+    tmp_path: Path,
+) -> None:
+    status = tmp_path / "sim.json"
+    middleware, address = start("--listen", "127.0.0.1:0", "--demand-interval-s", "0.1")
+    provider = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "vehicle_middleware.providers", "sim"),
+            *("--target", address, "--status", str(status)),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def demanded() -> float | None:
+        rate = ((read_status(status) or {}).get("extra") or {}).get("demanded_rate")
+        return float(rate) if rate is not None else None
+
+    try:
+        await eventually(lambda: demanded() == 0.0, timeout=30, what="nothing demanded")
+        async with AppClient(address, "watcher") as app:
+            [result] = await app.subscribe([Sub(SPEED)])
+            assert result.ok
+            await eventually(lambda: (demanded() or 0) > 0, timeout=10, what="Speed demanded")
+            assert len(await asyncio.wait_for(speeds(app, 3), 10)) == 3
+        await eventually(lambda: demanded() == 0.0, timeout=10, what="the app closed")
+        killed = await start_app(address, "killed-app", SPEED)
+        try:
+            await eventually(lambda: (demanded() or 0) > 0, timeout=10, what="watched again")
+            killed.kill()  # SIGKILL
+            await killed.wait()
+            await eventually(lambda: demanded() == 0.0, timeout=10, what="the app killed")
+        finally:
+            if killed.returncode is None:
+                killed.kill()
+                await killed.wait()
+    finally:
+        try:
+            provider.terminate()
+            _, err = provider.communicate(timeout=15)
+        finally:
+            if provider.poll() is None:
+                provider.kill()
+                provider.wait()
+            stop(middleware)
+    assert provider.returncode == 0, err
