@@ -154,3 +154,21 @@ def test_the_verdict_prints_the_export_and_fails_on_its_problems() -> None:
     assert not verdict.ok
     assert "the dataset holds 1 journal records twice" in verdict.problems
     assert "1 DUPLICATED" in render(verdict, report="r")
+
+
+def test_the_verdict_prints_the_providers_rate_with_and_without_the_demand() -> None:
+    apps = {"logger": {"state": "stopped", "received": 1}}
+    provider = {
+        "published": 2_000,
+        "keys": 270,
+        "extra": {"published_per_s": 95.4, "own_rate": 690.2},
+    }
+    verdict = judge(provider, apps, None)
+    assert render(verdict, report="r").splitlines()[0] == (
+        "provider    270 keys, 2,000 updates published: 95/s following what the apps watch; "
+        "without it, 690/s (every signal at its own rate)"
+    )
+    assert verdict.as_dict()["published_per_s_without_demand"] == 690.2
+    assert render(judge({"published": 1, "keys": 1}, apps, None), report="r").startswith(
+        "provider    1 keys, 1 updates published\n"
+    )

@@ -95,6 +95,9 @@ async def simulate(
     status.state = "publishing"
     log.info("publishing %d keys, about %.0f updates/s", len(sim.names), sim.rate)
     t0 = time.monotonic()
+    # What it would publish ignoring the demand: every signal at its own rate.
+    status.extra["own_rate"] = round(sim.rate, 1)
+    status.extra["follows_demand"] = follow_demand
     woken = asyncio.Event()
     followers = [
         asyncio.create_task(_follow(client, sim, names, t0, woken, status))
@@ -110,6 +113,9 @@ async def simulate(
             if wait > 0:
                 await _sleep(wait, stop, woken)
     finally:
+        elapsed = time.monotonic() - t0
+        if elapsed > 0:
+            status.extra["published_per_s"] = round(status.published / elapsed, 1)
         for task in followers:
             task.cancel()
         for task in followers:

@@ -74,6 +74,10 @@ class Verdict:
     """Per app, the health events it was told while it ran (from its status file)."""
     export: ExportCheck | None = None
     """The journal against the landing area and the dataset (None: not checked)."""
+    published_per_s: float | None = None
+    """Updates the simulated car published per second, following the apps' demand."""
+    own_rate: float | None = None
+    """Updates per second it would publish without the demand: every signal at its rate."""
 
     @property
     def ok(self) -> bool:
@@ -84,6 +88,8 @@ class Verdict:
             "ok": self.ok,
             "problems": self.problems,
             "published": self.published,
+            "published_per_s": self.published_per_s,
+            "published_per_s_without_demand": self.own_rate,
             "keys": self.keys,
             "apps": {
                 name: {
@@ -196,6 +202,8 @@ def judge(
         return Verdict(
             published=int(provider.get("published", 0)),
             keys=int(provider.get("keys", 0)),
+            published_per_s=_rate(provider, "published_per_s"),
+            own_rate=_rate(provider, "own_rate"),
             apps={},
             analysis={},
             problems=problems,
@@ -256,12 +264,31 @@ def judge(
     return Verdict(
         published=int(provider.get("published", 0)),
         keys=int(provider.get("keys", 0)),
+        published_per_s=_rate(provider, "published_per_s"),
+        own_rate=_rate(provider, "own_rate"),
         apps=verdicts,
         analysis=analysis,
         problems=problems,
         live=live,
         export=export,
     )
+
+
+def _rate(provider: Mapping[str, Any], name: str) -> float | None:
+    """A rate the simulated car's status file holds (``published_per_s``: what it
+    published, following the demand; ``own_rate``: what it would without it)."""
+    value = (provider.get("extra") or {}).get(name)
+    return float(value) if value is not None else None
+
+
+def _render_provider(verdict: Verdict) -> str:
+    line = f"provider    {verdict.keys} keys, {verdict.published:,} updates published"
+    if verdict.published_per_s is not None and verdict.own_rate is not None:
+        line += (
+            f": {verdict.published_per_s:,.0f}/s following what the apps watch; without it, "
+            f"{verdict.own_rate:,.0f}/s (every signal at its own rate)"
+        )
+    return line
 
 
 def _render_export(check: ExportCheck) -> list[str]:
@@ -298,7 +325,7 @@ def _why(v: AppVerdict) -> str:
 def render(verdict: Verdict, *, report: str) -> str:
     """The summary a person reads at the end of ``make demo``."""
     a = verdict.analysis
-    lines = [f"provider    {verdict.keys} keys, {verdict.published:,} updates published", ""]
+    lines = [_render_provider(verdict), ""]
     if not a:
         lines += _render_live(verdict)
         if verdict.export is not None:
