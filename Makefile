@@ -14,7 +14,7 @@ COMPILED_VENV  := .venv-compiled
 COMPILED_PY    := $(COMPILED_VENV)/bin/python
 COMPILED_STAMP := $(COMPILED_VENV)/.installed
 
-.PHONY: install fast kuksa-venv compiled-venv server-venv demo serve sim dashboard proto test lint typecheck unit unit-compiled bench bench-core bench-e2e bench-e2e-compiled bench-kuksa bench-kuksa-ingest bench-providers bench-spark bench-export bench-export-lag bench-metrics bench-cluster bench-wildcard bench-instructions clean
+.PHONY: install fast kuksa-venv compiled-venv server-venv demo serve sim dashboard proto test lint typecheck unit unit-compiled bench bench-core bench-e2e bench-e2e-compiled bench-kuksa bench-kuksa-ingest bench-providers bench-provider-hints bench-spark bench-export bench-export-lag bench-metrics bench-cluster bench-wildcard bench-instructions clean
 
 # The distributions, one a top-level folder (docs/contributing.md), each editable, and
 # the checks' own tools.
@@ -163,7 +163,7 @@ unit-compiled: $(COMPILED_STAMP)
 	VMW_EXPECT_COMPILED=1 $(COMPILED_PY) -m pytest $(PYTEST_WORKERS) $(COMPILED_TESTS)
 
 ## Benchmarks (not part of `make test`): see BENCHMARKS.md.
-bench: bench-core bench-e2e bench-e2e-compiled bench-kuksa bench-kuksa-ingest bench-providers bench-spark bench-export bench-export-lag bench-metrics bench-cluster bench-wildcard bench-instructions
+bench: bench-core bench-e2e bench-e2e-compiled bench-kuksa bench-kuksa-ingest bench-providers bench-provider-hints bench-spark bench-export bench-export-lag bench-metrics bench-cluster bench-wildcard bench-instructions
 
 bench-core: $(STAMP)
 	$(PY) -m bench.core
@@ -182,6 +182,11 @@ bench-e2e-compiled: $(STAMP) $(COMPILED_STAMP)
 ## GetEvents) and the KUKSA databroker's published figures. About 80 s.
 bench-kuksa: $(STAMP)
 	$(PY) -m bench.kuksa
+
+## The simulated car with and without the demand hint: updates published per second
+## while an app watches no key, 10 keys, every key. About 40 s.
+bench-provider-hints: $(STAMP)
+	$(PY) -m bench.provider_hints
 
 ## A KUKSA provider's publish of floats read two ways, in both builds.
 bench-kuksa-ingest: $(STAMP) $(COMPILED_STAMP)

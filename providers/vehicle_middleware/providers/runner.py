@@ -35,6 +35,8 @@ MAX_BATCH: Final = 1000
 """Updates per Publish batch and names per AddKeys call (the middleware's default limit)."""
 MIN_TICK: Final = 0.01
 """The simulation publishes at most every 10 ms: what is due meanwhile goes in one batch."""
+FIRST_DEMAND_S: Final = 2.0
+"""How long the simulation waits for its keys' first demand before it publishes anyway."""
 
 
 @dataclass(slots=True)
@@ -99,17 +101,26 @@ async def simulate(
     status.extra["own_rate"] = round(sim.rate, 1)
     status.extra["follows_demand"] = follow_demand
     woken = asyncio.Event()
+    told = [asyncio.Event() for _ in (_chunks(sim.names) if follow_demand else [])]
     followers = [
-        asyncio.create_task(_follow(client, sim, names, t0, woken, status))
-        for names in (_chunks(sim.names) if follow_demand else [])
+        asyncio.create_task(_follow(client, sim, names, t0, woken, status, first))
+        for names, first in zip(_chunks(sim.names), told, strict=False)
     ]
     try:
+        if told:  # sample nothing nobody watches, from the start (a mute middleware: not long)
+            firsts = [asyncio.ensure_future(first.wait()) for first in told]
+            await asyncio.wait(firsts, timeout=FIRST_DEMAND_S)
+            for f in firsts:
+                f.cancel()
         while not stop.is_set():
             now = time.monotonic() - t0
             if duration is not None and now >= duration:
                 break
             await _publish(client, sim.step(now), status)
-            wait = max(sim.next_due(), now + MIN_TICK) - (time.monotonic() - t0)
+            wake_at = max(sim.next_due(), now + MIN_TICK)
+            if duration is not None:
+                wake_at = min(wake_at, duration)  # nothing due (nobody watches): not forever
+            wait = wake_at - (time.monotonic() - t0)
             if wait > 0:
                 await _sleep(wait, stop, woken)
     finally:
@@ -146,14 +157,17 @@ async def _follow(
     t0: float,
     woken: asyncio.Event,
     status: ProviderStatus,
+    told: asyncio.Event,
 ) -> None:
-    """Apply the demand of ``names`` to the simulation as the middleware tells it."""
+    """Apply the demand of ``names`` to the simulation as the middleware tells it
+    (``told``: set once the first demand was applied, or none will be)."""
     try:
         async for changed in client.demand(names):
             t = time.monotonic() - t0
             for name, demand in changed.items():
                 sim.follow(name, watched=demand.watched, min_interval_s=demand.min_interval_s, t=t)
             status.extra["demanded_rate"] = round(sim.demanded_rate, 1)
+            told.set()
             woken.set()  # a signal now watched may be due before the loop's wake-up
     except grpc.aio.AioRpcError as e:
         # E.g. more streams than the middleware allows this provider: those keys
@@ -161,6 +175,7 @@ async def _follow(
         t = time.monotonic() - t0
         for name in names:
             sim.follow(name, watched=True, min_interval_s=0.0, t=t)
+        told.set()
         woken.set()
         log.warning(
             "cannot follow the demand of %d keys (%s: %s); they are published at their rates",
