@@ -174,9 +174,8 @@ class EventSubSystem:
         self._stale = StaleTracker()
         self._presence = ProviderPresence()
         self._table.on_watch = self._watch_changed
-        self.demand: Final = DemandTracker(self._table.by_key)
-        """Each key's demand, for its provider (:mod:`vehicle_middleware.ess.demand`)."""
-        self._table.on_change = self.demand.changed
+        self._demand = DemandTracker(self._table.by_key)
+        self._table.on_change = self._demand.changed
 
     # -- V-Store listener ---------------------------------------------------
 
@@ -244,6 +243,11 @@ class EventSubSystem:
         app.lifecycle.push(event)
         if was_idle and app.wake is not None:
             app.wake()
+
+    @property
+    def demand(self) -> DemandTracker:
+        """Each key's demand, for its provider (:mod:`vehicle_middleware.ess.demand`)."""
+        return self._demand
 
     # -- signal health ------------------------------------------------------
 
@@ -758,7 +762,7 @@ class EventSubSystem:
         assert budget.free >= 0
         self._stale.check()
         self._presence.check()
-        self.demand.check()
+        self._demand.check()
         followed = set(self._stale.followed())
         for key, subs in self._subs_by_key.items():
             name = next(iter(subs.values())).name
