@@ -361,6 +361,15 @@ async def test_a_kuksa_provider_is_sent_filters_as_kuksa_subscribers_come_and_go
             # Its watched signal's filter, at once: no interval asked, so its own.
             await eventually(lambda: provider.interval(speed) == 50, timeout=DEADLINE_S)
             assert list(provider.filters[0].filters_update) == [speed]
+            # A provider's error answer is logged and counted, and the stream goes on.
+            await provider.requests.put(
+                v2.OpenProviderStreamRequest(
+                    update_filter_response=v2.UpdateFilterResponse(
+                        request_id=1, filter_error=t2.FILTER_ERROR_CODE_UNKNOWN_SINGAL_ID
+                    )
+                )
+            )
+            await eventually(lambda: server.runtime.demand.filter_errors == 1)
             second = await kuksa_subscriber(server, "Vehicle.CurrentLocation.Latitude", 1_000)
             await eventually(lambda: provider.interval(latitude) == 1000, timeout=DEADLINE_S)
             for proc in (first, second):

@@ -219,7 +219,10 @@ async def test_registered_collectors_add_figures_and_a_failing_one_breaks_nothin
         assert m[("vmw_apps", ())] == 0
         stats = await get_stats(server)
         assert [(f.name, dict(f.labels), f.value) for f in stats.extra] == [
-            ("vmw_codecs_info", {"codecs": "fast"}, 1.0),  # the server's own
+            ("vmw_demand_watches", {}, 0.0),  # the server's own
+            ("vmw_demand_batches_total", {}, 0.0),
+            ("vmw_provider_filter_errors_total", {}, 0.0),
+            ("vmw_codecs_info", {"codecs": "fast"}, 1.0),
             ("vmw_peer_up", {"peer": "n2"}, 1.0),
         ]
 

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Mapping
 
 from vehicle_middleware.ess import UNWATCHED, DemandTracker, KeyDemand
+from vehicle_middleware.server.metrics.collectors import Figure
 
 __all__ = ["DemandPublisher", "DemandWatch"]
 
@@ -93,11 +94,15 @@ class DemandPublisher:
         self._last_take = float("-inf")
         self.batches = 0
         """Takes that changed some key's demand (for the metrics and tests)."""
+        self._watching = 0
+        self.filter_errors = 0
+        """Filter updates a KUKSA provider answered with an error."""
         tracker.on_pending = self._changed
 
     def watch(self, keys: Mapping[int, str]) -> DemandWatch:
         """Follow the demand of ``keys`` (id -> name); end with :meth:`unwatch`. O(keys)."""
         watch = DemandWatch(keys, self._tracker.demand)
+        self._watching += 1
         for key in watch.keys:
             self._watches.setdefault(key, set()).add(watch)
         return watch
@@ -110,12 +115,42 @@ class DemandPublisher:
 
     def unwatch(self, watch: DemandWatch) -> None:
         """Stop telling ``watch``. Idempotent. O(its keys)."""
+        known = False
         for key in watch.keys:
             watches = self._watches.get(key)
-            if watches is not None:
+            if watches is not None and watch in watches:
+                known = True
                 watches.discard(watch)
                 if not watches:
                     del self._watches[key]
+        if known:
+            self._watching -= 1
+
+    def figures(self) -> list[Figure]:
+        """The publisher's figures, for the metrics (a collector)."""
+        return [
+            Figure(
+                "vmw_demand_watches",
+                "Providers' streams following their keys' demand (WatchDemand, KUKSA filters).",
+                "gauge",
+                (),
+                self._watching,
+            ),
+            Figure(
+                "vmw_demand_batches_total",
+                "Batches of demand changes told to the providers.",
+                "counter",
+                (),
+                self.batches,
+            ),
+            Figure(
+                "vmw_provider_filter_errors_total",
+                "Filter updates a KUKSA provider answered with an error.",
+                "counter",
+                (),
+                self.filter_errors,
+            ),
+        ]
 
     def demand(self, key: int) -> KeyDemand:
         """A key's demand now (not yet told, maybe)."""

@@ -124,6 +124,7 @@ class Runtime:
         self.collectors = Collectors()
         """More figures for the metrics and GetStats, registered by the parts that
         keep them (e.g. the journal's consumers, peer links)."""
+        self.collectors.register("demand", self.demand.figures)
         self.streams = Streams(
             settings.streams,
             self.ess,

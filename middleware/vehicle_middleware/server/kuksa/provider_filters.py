@@ -11,7 +11,8 @@ it is then told the interval the provider declared for the signal. Right after
 the declaration, the provider is told the filters of its signals that are
 watched (if any).
 
-The provider's ``UpdateFilterResponse`` is logged and counted, never fatal.
+The provider's ``UpdateFilterResponse`` is logged and counted
+(``vmw_provider_filter_errors_total``), never fatal.
 """
 
 from __future__ import annotations
@@ -49,8 +50,6 @@ class ProviderFilters:
         self._watch: DemandWatch | None = None
         self._task: asyncio.Task[None] | None = None
         self._request_id = 0
-        self.filter_errors = 0
-        """``UpdateFilterResponse`` messages that reported an error."""
 
     def provide(self, intervals: Mapping[int, int], names: Mapping[int, str]) -> None:
         """The provider declared ``intervals`` (signal id -> ms) for signals ``names``
@@ -66,7 +65,7 @@ class ProviderFilters:
     def answered(self, response: val_pb2.UpdateFilterResponse) -> None:
         """The provider's answer to a filter update: an error is logged and counted."""
         if response.filter_error != types_pb2.FILTER_ERROR_CODE_UNSPECIFIED:
-            self.filter_errors += 1
+            self._demand.filter_errors += 1
             log.warning(
                 "provider %s could not apply filter update %d: %s",
                 self._app,
