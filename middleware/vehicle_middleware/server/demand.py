@@ -19,7 +19,7 @@ import asyncio
 import time
 from collections.abc import Callable, Mapping
 
-from vehicle_middleware.ess import UNWATCHED, DemandTracker, KeyDemand
+from vehicle_middleware.ess import DemandTracker, KeyDemand
 from vehicle_middleware.server.metrics.collectors import Figure
 
 __all__ = ["DemandPublisher", "DemandWatch"]
@@ -151,10 +151,6 @@ class DemandPublisher:
                 self.filter_errors,
             ),
         ]
-
-    def demand(self, key: int) -> KeyDemand:
-        """A key's demand now (not yet told, maybe)."""
-        return self._tracker.demand(key) if key else UNWATCHED
 
     def close(self) -> None:
         """Stop taking changes (the server is stopping)."""
