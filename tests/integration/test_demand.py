@@ -14,7 +14,7 @@ import signal
 import sys
 import textwrap
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import grpc
@@ -184,7 +184,7 @@ async def test_an_app_churning_costs_the_provider_one_message_per_interval_at_mo
 
 
 async def test_watch_demand_refuses_bad_requests_naming_the_field(
-    server: RunningServer, connect: type[Stubs]
+    server: RunningServer, connect: Callable[[str], Stubs]
 ) -> None:
     stubs = connect("bad-provider")
     await stubs.vstore.AddKeys(vstore_pb2.AddKeysRequest(names=[SPEED]), metadata=stubs.md)
@@ -210,7 +210,7 @@ async def test_watch_demand_refuses_bad_requests_naming_the_field(
 
 @pytest.mark.settings(max_publish_streams_per_app=1)
 async def test_watch_demand_counts_as_a_provider_stream(
-    server: RunningServer, connect: type[Stubs]
+    server: RunningServer, connect: Callable[[str], Stubs]
 ) -> None:
     stubs = connect("one-stream")
     await stubs.vstore.AddKeys(vstore_pb2.AddKeysRequest(names=[SPEED]), metadata=stubs.md)
