@@ -1,8 +1,10 @@
 """Providers told their keys' demand (``WatchDemand``) by a real server, as apps come and go.
 
-The provider is the SDK's ``ProviderClient``; apps are ``AppClient`` s, in this
-process or in their own (one killed with SIGKILL). Waits poll for what the
-provider was told; the churn test bounds the messages by the time it ran.
+The provider is the SDK's ``ProviderClient`` (and a raw KUKSA provider); apps are
+``AppClient`` s, in this process or in their own (one killed with SIGKILL), and
+subscriptions with filters registered in the server's ESS (the interval's source).
+Waits poll for what the provider was told; the churn test bounds the messages by the
+time it ran.
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ from pathlib import Path
 import grpc
 import pytest
 from vehicle_middleware.ess import Filter, SubscriptionRequest
+from vehicle_middleware.proto.kuksa.val.v2 import types_pb2 as t2
 from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
 from vehicle_middleware.sdk import AppClient, KeyDemand, ProviderClient, Sub
 from vehicle_middleware.server.server import RunningServer
 
 from tests.conftest import eventually, fails
 from tests.integration.conftest import Keys, NewServer, Stubs, token_mode
+from tests.integration.test_kuksa_client import FilteredProvider
 
 SPEED = "Vehicle.Demand.Speed"
 TEMP = "Vehicle.Demand.Temp"
@@ -247,3 +251,37 @@ async def test_a_middleware_without_watch_demand_wants_every_write() -> None:
         await provider.close()
     finally:
         await bare.stop(0)
+
+
+@pytest.mark.settings(demand_interval_s=INTERVAL_S)
+async def test_a_kuksa_provider_is_told_the_shortest_interval_or_its_own(
+    server: RunningServer,
+) -> None:
+    ess = server.runtime.ess
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        added = await vstore_pb2_grpc.VStoreStub(channel).AddKeys(
+            vstore_pb2.AddKeysRequest(names=KEYS), metadata=(("app-id", "kuksa-provider"),)
+        )
+        speed = added.keys[0].id
+        provider = FilteredProvider(server, channel)
+        await provider.provide({speed: 50})
+        reader = asyncio.create_task(provider.read_filters())
+        try:
+            ess.open_stream("slow-app")
+            ess.register("slow-app", [SubscriptionRequest(SPEED, filter=Filter(200_000_000))])
+            await eventually(lambda: provider.interval(speed) == 200, what="200 ms asked")
+            ess.open_stream("every-write")
+            ess.register("every-write", [SubscriptionRequest(SPEED)])
+            await eventually(lambda: provider.interval(speed) == 50, what="its own 50 ms")
+            ess.remove_app("every-write")
+            await eventually(lambda: provider.interval(speed) == 200, what="200 ms again")
+            ess.remove_app("slow-app")
+            await eventually(
+                lambda: len(provider.filters) == 4 and provider.interval(speed) is None,
+                what=lambda: f"a filter without interval; told {provider.filters}",
+            )
+            assert provider.filters[-1].filters_update[speed] == t2.Filter()
+        finally:
+            provider.call.cancel()
+            with contextlib.suppress(asyncio.CancelledError, grpc.aio.AioRpcError):
+                await reader
