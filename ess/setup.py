@@ -20,6 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # (docs/compiled-build.md).
 COMPILED = [
     "vehicle_middleware/ess/config.py",
+    "vehicle_middleware/ess/demand.py",
     "vehicle_middleware/ess/events.py",
     "vehicle_middleware/ess/health.py",
     "vehicle_middleware/ess/lifecycle.py",
