@@ -35,6 +35,9 @@ MAX_BATCH: Final = 1000
 """Updates per Publish batch and names per AddKeys call (the middleware's default limit)."""
 MIN_TICK: Final = 0.01
 """The simulation publishes at most every 10 ms: what is due meanwhile goes in one batch."""
+MAX_DEMAND_STREAMS: Final = 2
+"""Demand streams (of ``MAX_BATCH`` keys each) at most: with the Publish stream, within
+the middleware's default of 4 provider streams per app."""
 FIRST_DEMAND_S: Final = 2.0
 """How long the simulation waits for its keys' first demand before it publishes anyway."""
 
@@ -101,10 +104,16 @@ async def simulate(
     status.extra["own_rate"] = round(sim.rate, 1)
     status.extra["follows_demand"] = follow_demand
     woken = asyncio.Event()
-    told = [asyncio.Event() for _ in (_chunks(sim.names) if follow_demand else [])]
+    chunks = _chunks(sim.names)[:MAX_DEMAND_STREAMS] if follow_demand else []
+    if len(sim.names) > MAX_DEMAND_STREAMS * MAX_BATCH and follow_demand:
+        log.info(
+            "following the demand of the first %d keys; the others at their own rates",
+            MAX_DEMAND_STREAMS * MAX_BATCH,
+        )
+    told = [asyncio.Event() for _ in chunks]
     followers = [
         asyncio.create_task(_follow(client, sim, names, t0, woken, status, first))
-        for names, first in zip(_chunks(sim.names), told, strict=False)
+        for names, first in zip(chunks, told, strict=True)
     ]
     try:
         if told:  # sample nothing nobody watches, from the start (a mute middleware: not long)
