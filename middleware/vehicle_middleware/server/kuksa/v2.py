@@ -279,11 +279,13 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         store = self._store
         pace = self._rate_limits.publish_pace(who.app)
         published = 0
+        provided: set[int] = set()  # the key ids it published or provides: what it can fail
         async for request in requests:
             check_decoded(request)
             if not isinstance(request, val_pb2.OpenProviderStreamRequest):  # read by the reader
                 pace.take(published)
                 published += 1
+                provided.update(request.points)
                 if not self._publish_floats(who, request):  # protobuf's way judges it
                     decoded = _decoded(request.raw)
                     await self._publish(who, decoded.publish_values_request, stream)
@@ -294,6 +296,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
                 self._check_count("provide_actuation_request.actuator_identifiers", ids)
                 names = [visible_name(i, store, who) for i in ids]
                 self._actuation.claim(who, stream, names)
+                provided.update(store.id_of(name) or 0 for name in names)
                 await stream.outbox.put(
                     val_pb2.OpenProviderStreamResponse(
                         provide_actuation_response=val_pb2.ProvideActuationResponse()
@@ -302,6 +305,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
             elif action == "publish_values_request":
                 pace.take(published)  # the own Publish stream's limits, the same here
                 published += 1
+                provided.update(request.publish_values_request.data_points)
                 await self._publish(who, request.publish_values_request, stream)
             elif action == "batch_actuate_stream_response":
                 answer = request.batch_actuate_stream_response
@@ -318,7 +322,36 @@ class KuksaV2(val_pb2_grpc.VALServicer):
                         provide_signal_response=val_pb2.ProvideSignalResponse()
                     )
                 )
+            elif action == "provider_error_indication":
+                code = request.provider_error_indication.provider_error
+                self._provider_failed(who, provided, convert.provider_failure(code))
             # Filter and provider-value answers: nothing asks for them here.
+
+    def _provider_failed(self, who: Caller, provided: set[int], failure: bytes) -> None:
+        """A provider's ``ProviderErrorIndication``: every key its stream published
+        or provides, that it may still write, gets ``failure`` in one write (a
+        datapoint without a value to KUKSA readers); keys removed or claimed by
+        another since are left as they are, as the databroker leaves those it
+        cannot update. Nothing to fail (nothing published yet): nothing written."""
+        store = self._store
+        checks = self._claims.checks_writes(who)
+        failing: list[int] = []
+        for key_id in sorted(provided):
+            name = store.name_of(key_id) if key_id > 0 else None
+            if name is None:
+                continue
+            if checks:
+                try:
+                    self._claims.check_write(who, name)
+                except PermissionError:
+                    continue
+            failing.append(key_id)
+        if not failing:
+            return
+        with self._writes.writing(who.app):  # one request: one journal record
+            for key_id in failing:  # one by one: a key's refusal leaves the others failed
+                with contextlib.suppress(VStoreError):
+                    store.set(key_id, failure)
 
     async def _publish(
         self,
