@@ -13,7 +13,7 @@ from pathlib import Path
 import grpc
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
-from vehicle_middleware.contract.values import decode, encode
+from vehicle_middleware.contract.values import Failure, FailureCode, decode, encode
 from vehicle_middleware.proto.kuksa.val.v1 import types_pb2 as t1
 from vehicle_middleware.proto.kuksa.val.v1 import val_pb2 as v1
 from vehicle_middleware.proto.kuksa.val.v1 import val_pb2_grpc as v1_grpc
@@ -627,3 +627,81 @@ async def test_a_provider_request_that_does_not_decode_is_invalid_argument(
         grpc.StatusCode.INVALID_ARGUMENT,
         "not a valid message for /kuksa.val.v2.VAL/OpenProviderStream",
     )
+
+
+@pytest.mark.usefixtures("publish_reader")
+async def test_a_provider_error_fails_what_the_stream_published_read_as_datapoints_without_value(
+    server: RunningServer, channel: grpc.aio.Channel
+) -> None:
+    """As the databroker: ``ProviderErrorIndication`` turns every signal the provider
+    speaks for into a datapoint without a value (stored: a failure with the code
+    mapped); a subscriber gets it with its time; keys it never wrote stay as they are."""
+    stub = v2_grpc.VALStub(channel)
+    md = await stub.ListMetadata(v2.ListMetadataRequest(root="Vehicle.Speed"))
+    speed = md.metadata[0].id
+    call = stub.Subscribe(v2.SubscribeRequest(signal_paths=["Vehicle.Speed"]))
+    assert not (await asyncio.wait_for(call.read(), 5)).entries["Vehicle.Speed"].HasField("value")
+    provider = Provider(stub)
+    await _publish_floats(provider, 1, {speed: 50.0})
+    assert (await asyncio.wait_for(call.read(), 5)).entries["Vehicle.Speed"].value.float == 50.0
+    await provider.requests.put(
+        v2.OpenProviderStreamRequest(
+            provider_error_indication=v2.ProviderErrorIndication(provider_error=t2.CODE_OVERLOAD)
+        )
+    )
+    point = (await asyncio.wait_for(call.read(), 5)).entries["Vehicle.Speed"]
+    assert point.HasField("timestamp")
+    assert not point.HasField("value")
+    read = (await stub.GetValue(v2.GetValueRequest(signal_id=path("Vehicle.Speed")))).data_point
+    assert read.HasField("timestamp")
+    assert not read.HasField("value")
+    stored = server.runtime.store.get("Vehicle.Speed").data
+    assert stored is not None
+    assert decode(stored) == Failure(FailureCode.OVERLOAD)
+    assert server.runtime.store.get("Vehicle.CurrentLocation.Latitude").data is None
+    await _publish_floats(provider, 2, {speed: 51.0})  # back: a value again
+    assert (await asyncio.wait_for(call.read(), 5)).entries["Vehicle.Speed"].value.float == 51.0
+    await provider.requests.put(None)
+    provider.call.cancel()
+    call.cancel()
+
+
+async def test_a_datapoint_published_without_a_value_is_not_available_on_v1_and_v2(
+    server: RunningServer, channel: grpc.aio.Channel
+) -> None:
+    """A KUKSA datapoint without a value is the databroker's "not available": stored
+    as that failure, read back without a value and with its timestamp."""
+    stub, old = v2_grpc.VALStub(channel), v1_grpc.VALStub(channel)
+    await stub.PublishValue(
+        v2.PublishValueRequest(
+            signal_id=path("Vehicle.Speed"),
+            data_point=t2.Datapoint(timestamp=Timestamp(seconds=1_764_000_001)),
+        )
+    )
+    stored = server.runtime.store.get("Vehicle.Speed").data
+    assert stored is not None
+    assert decode(stored) == Failure(FailureCode.NOT_AVAILABLE)
+    await old.Set(
+        v1.SetRequest(
+            updates=[
+                v1.EntryUpdate(
+                    entry=t1.DataEntry(
+                        path="Vehicle.CurrentLocation.Latitude",
+                        value=t1.Datapoint(timestamp=Timestamp(seconds=1_764_000_002)),
+                    ),
+                    fields=[t1.FIELD_VALUE],
+                )
+            ]
+        )
+    )
+    got = await old.Get(
+        v1.GetRequest(
+            entries=[
+                v1.EntryRequest(path=p, view=t1.VIEW_CURRENT_VALUE)
+                for p in ("Vehicle.Speed", "Vehicle.CurrentLocation.Latitude")
+            ]
+        )
+    )
+    for entry, seconds in zip(got.entries, (1_764_000_001, 1_764_000_002), strict=True):
+        assert entry.value.timestamp.seconds == seconds
+        assert entry.value.WhichOneof("value") is None
