@@ -51,6 +51,7 @@ from vehicle_middleware.vss.rules import element_type, is_array
 __all__ = [
     "DOUBLE_TAG",
     "FAILURE_DETAIL_MAX",
+    "FAILURE_TAG",
     "FLOAT32_TAG",
     "KINDS",
     "Data",
@@ -87,7 +88,9 @@ KINDS: Final = frozenset({"bool", "int", "uint", "float", "float32", "string", *
 is the one that holds none)."""
 FAILURE_DETAIL_MAX: Final = 256
 """The most characters a failure's ``detail`` holds."""
-_FAILURE_TAG: Final = 0x6A  # field 13 (failure), length-delimited: a failure's first byte
+FAILURE_TAG: Final = 0x6A
+"""The first byte of a failure (field 13, length-delimited); no value begins so,
+though opaque bytes may (:func:`is_failure` makes sure)."""
 
 
 class FailureCode(enum.IntEnum):
@@ -242,7 +245,7 @@ def is_failure(data: bytes | None) -> bool:
     Its first byte tells most bytes apart at once (no value begins as a failure
     does); only bytes that begin so (opaque text starting ``j``) are parsed.
     """
-    if not data or data[0] != _FAILURE_TAG:
+    if not data or data[0] != FAILURE_TAG:
         return False
     message = Value()
     try:
