@@ -13,7 +13,11 @@ ended; the next boot reports both (``journal_dropped`` with
 ``lost_boot_id``). With ``tamper``, one record of the first vehicle is
 edited after writing, which breaks its hash chain; with ``trim``, the
 journal's retention removes the first segment of the second vehicle's first
-boot, and a ``journal_trimmed`` record says so.
+boot, and a ``journal_trimmed`` record says so. At the ``full`` level the
+window level's provider says it failed for five ticks in each boot (a
+``sensor_fault``, then values again), and in a boot that stops cleanly the
+latitude fails for its last three ticks (a ``network_error`` still open at
+the end): the failure intervals.
 
 The lines are made by the middleware's own chain code, so they verify exactly
 like a real journal. Returns the facts a test can check the analysis against.
@@ -33,7 +37,15 @@ from vehicle_middleware.contract.journal.chain import OFFSET_MOD, Chain, OffsetC
 from vehicle_middleware.contract.journal.records import Cause, Kind
 from vehicle_middleware.contract.journal.segments import segment_name
 
-__all__ = ["KEYS", "STALE_KEY", "TICK_NS", "landing_files", "write_fleet"]
+__all__ = [
+    "FAILED_KEY",
+    "KEYS",
+    "OPEN_FAILED_KEY",
+    "STALE_KEY",
+    "TICK_NS",
+    "landing_files",
+    "write_fleet",
+]
 
 KEYS = [
     "Vehicle.Speed",
@@ -46,6 +58,11 @@ KEYS = [
     "Vehicle.CurrentLocation.Longitude",
 ]
 STALE_KEY = "Vehicle.Cabin.HVAC.AmbientAirTemperature"
+FAILED_KEY = "Vehicle.Body.Windows.Row2.Right.Level"
+"""Fails (``sensor_fault``) for :data:`FAILED_TICKS` ticks in each boot at ``full``."""
+OPEN_FAILED_KEY = "Vehicle.CurrentLocation.Latitude"
+"""Fails (``network_error``) for the last 3 ticks of each boot that stops cleanly."""
+FAILED_TICKS = 5
 TICK_NS = 1_000_000_000
 """Each key is written once per tick: 1 Hz signals by default."""
 T0 = 1_790_000_000 * 10**9  # a fixed start: reproducible dates
@@ -159,6 +176,8 @@ def write_fleet(
         "stale_intervals": 0,
         "stale_deliveries": 0,
         "stale_gap_min_s": 1e9,
+        "failure_intervals": 0,
+        "open_failure_intervals": 0,
         "tampered": None,
         "trimmed": None,
         "lost_reported_later": [],
@@ -243,6 +262,16 @@ def _run_boot(
         facts["stale_deliveries"] += 2  # to both apps
     facts["stale_gap_min_s"] = min(facts["stale_gap_min_s"], (quiet + 1) * tick_ns / 1e9)
     lost_once, trim_at, failed_at = ticks // 2, ticks // 4, 2 * ticks // 3
+    # The providers' failures (at full only: the level that records writes).
+    middle = ticks // 2 + 2  # after retention's trim (a quarter in): all on disk
+    fails = {FAILED_KEY: ("sensor_fault", range(middle, middle + FAILED_TICKS))}
+    if not crash:
+        fails[OPEN_FAILED_KEY] = ("network_error", range(ticks - 3, ticks))
+    if full and ticks >= 4 * FAILED_TICKS:
+        facts["failure_intervals"] += len(fails)
+        facts["open_failure_intervals"] += 0 if crash else 1
+    else:
+        fails = {}
     for tick in range(ticks):
         boot.t += tick_ns
         if trim and tick == trim_at:
@@ -261,6 +290,7 @@ def _run_boot(
                 continue
             version[i] += 1
             if full:
+                code, failing = fails.get(key, ("", range(0)))
                 boot.write(
                     Kind.PUBLISH,
                     key=key,
@@ -269,6 +299,7 @@ def _run_boot(
                     changed=True,
                     size=8,
                     writer="vehicle-sim",
+                    **({"failure": code} if tick in failing else {}),
                 )
             for app in ("dashboard", "slow"):
                 seq[(app, i)] += 1
