@@ -20,8 +20,9 @@ from vehicle_middleware.proto.kuksa.val.v1 import val_pb2_grpc as v1_grpc
 from vehicle_middleware.proto.kuksa.val.v2 import types_pb2 as t2
 from vehicle_middleware.proto.kuksa.val.v2 import val_pb2 as v2
 from vehicle_middleware.proto.kuksa.val.v2 import val_pb2_grpc as v2_grpc
+from vehicle_middleware.proto.vehicle.value.v1.value_pb2 import Value
 from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
-from vehicle_middleware.sdk import ProviderClient
+from vehicle_middleware.sdk import AppClient, DataEvent, ProviderClient, Sub
 from vehicle_middleware.server.server import RunningServer
 
 from tests.conftest import fails
@@ -705,3 +706,37 @@ async def test_a_datapoint_published_without_a_value_is_not_available_on_v1_and_
     for entry, seconds in zip(got.entries, (1_764_000_001, 1_764_000_002), strict=True):
         assert entry.value.timestamp.seconds == seconds
         assert entry.value.WhichOneof("value") is None
+
+
+async def test_the_projects_provider_fails_a_typed_key_and_its_app_reads_the_failure(
+    server: RunningServer, channel: grpc.aio.Channel
+) -> None:
+    """A failure through the own API: any datatype takes it, the subscriber's event
+    carries it (with its seq), Get returns it, KUKSA reads no value; a detail over
+    the limit is refused naming the field and the limit, and changes nothing."""
+    app = AppClient(server.address, "dash")
+    async with app, ProviderClient(server.address, "sim") as provider:
+        await app.subscribe([Sub("Vehicle.Speed")])
+        await provider.add_keys(["Vehicle.Speed"])
+        await provider.fail("Vehicle.Speed", FailureCode.OUT_OF_RANGE, "above 300 km/h")
+        event = await anext(e async for e in app.events() if isinstance(e, DataEvent))
+        assert event.seq == 1
+        assert event.failure == Failure(FailureCode.OUT_OF_RANGE, "above 300 km/h")
+        got = await provider.get(["Vehicle.Speed"])
+        assert decode(got["Vehicle.Speed"].data) == event.failure
+        long = Value()
+        long.failure.detail = "x" * 257
+        await fails(
+            provider.set("Vehicle.Speed", long.SerializeToString()),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "Vehicle.Speed",
+            "failure.detail has 257 characters; at most 256",
+        )
+    stored = server.runtime.store.get("Vehicle.Speed").data
+    assert stored is not None
+    assert decode(stored) == Failure(FailureCode.OUT_OF_RANGE, "above 300 km/h")
+    point = (
+        await v2_grpc.VALStub(channel).GetValue(v2.GetValueRequest(signal_id=path("Vehicle.Speed")))
+    ).data_point
+    assert point.HasField("timestamp")
+    assert not point.HasField("value")
