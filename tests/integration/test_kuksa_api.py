@@ -662,6 +662,18 @@ async def test_a_provider_error_fails_what_the_stream_published_read_as_datapoin
     assert server.runtime.store.get("Vehicle.CurrentLocation.Latitude").data is None
     await _publish_floats(provider, 2, {speed: 51.0})  # back: a value again
     assert (await asyncio.wait_for(call.read(), 5)).entries["Vehicle.Speed"].value.float == 51.0
+    # A datapoint without a value, among floats: "not available", the others written.
+    await provider.requests.put(
+        v2.OpenProviderStreamRequest(
+            publish_values_request=v2.PublishValuesRequest(
+                request_id=3, data_points={speed: t2.Datapoint()}
+            )
+        )
+    )
+    assert not (await asyncio.wait_for(call.read(), 5)).entries["Vehicle.Speed"].HasField("value")
+    stored = server.runtime.store.get("Vehicle.Speed").data
+    assert stored is not None
+    assert decode(stored) == Failure(FailureCode.NOT_AVAILABLE)
     await provider.requests.put(None)
     provider.call.cancel()
     call.cancel()
