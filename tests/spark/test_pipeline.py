@@ -21,6 +21,7 @@ from vehicle_middleware.telemetry_export import job
 from vehicle_middleware.telemetry_export.__main__ import analyze_options, parser, synth_options
 from vehicle_middleware.telemetry_export.synth import (
     FAILED_KEY,
+    FILTERED_KEY,
     OPEN_FAILED_KEY,
     STALE_KEY,
     write_fleet,
@@ -253,6 +254,10 @@ def test_the_readme_example_finds_what_the_generator_planted(
     assert summary["open_failure_intervals"] == facts["open_failure_intervals"] > 0
     failures = spark.read.parquet(str(report / "failures"))
     assert {r.key for r in failures.collect()} == {FAILED_KEY, OPEN_FAILED_KEY}
+    # The dashboard's filtered subscription: writes held back, told apart from drops.
+    assert summary["filtered_writes"] == facts["filtered_writes"] > 0
+    assert summary["apps"]["dashboard"]["filtered_writes"] == facts["filtered_writes"]
+    assert summary["apps"]["dashboard"]["dropped"] == 0
     # Drops over several of the README's windows, not one.
     windows = spark.read.parquet(str(report / "drop_rates")).select("window_start_ns").distinct()
     assert windows.count() > 3
@@ -265,6 +270,7 @@ def test_the_readme_example_finds_what_the_generator_planted(
     assert "per 60 s window" in md
     assert f"`{STALE_KEY}` | its writes | 30 s |" in md
     assert f"`{FAILED_KEY}` | sensor_fault |" in md
+    assert f'| dashboard | `{FILTERED_KEY}` | `{{"min_interval_ms":2000' in md
     assert (report / "drops.png").stat().st_size > 0
     assert (report / "staleness.png").stat().st_size > 0
 

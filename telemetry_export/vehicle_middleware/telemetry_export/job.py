@@ -32,6 +32,7 @@ __all__ = [
     "queue_lengths",
     "stale_keys",
     "vehicle_apps",
+    "with_filters",
 ]
 
 
@@ -162,6 +163,27 @@ def _filtered_per_app_key(filtered: DataFrame) -> list[Row]:
         )
         .collect()
     )
+
+
+def _filters(spark: SparkSession, ds: Dataset) -> list[Row]:
+    """Per app and key, the filters its subscriptions had (``register`` records'
+    ``filter``, as JSON text); none for a dataset ingested before records had it."""
+    records = spark.read.parquet(ds.table(RECORDS))
+    if "filter" not in records.columns:
+        return []
+    return (
+        records.where((F.col("kind") == Kind.REGISTER) & F.col("filter").isNotNull())
+        .groupBy("app", "key")
+        .agg(F.sort_array(F.collect_set("filter")).alias("filters"))
+        .collect()
+    )
+
+
+def with_filters(filtered_keys: Iterable[Any], filters: Iterable[Any]) -> list[dict[str, Any]]:
+    """The rows of :func:`_filtered_per_app_key` as dicts, each with the ``filters``
+    its app's subscriptions to its key had (from :func:`_filters`' rows)."""
+    by_key = {(f["app"], f["key"]): list(f["filters"]) for f in filters}
+    return [{**r.asDict(), "filters": by_key.get((r["app"], r["key"]), [])} for r in filtered_keys]
 
 
 def failure_rows(failures: DataFrame, limit: int) -> list[dict[str, Any]]:
@@ -549,6 +571,7 @@ def analyze(
                 "failure_rows": partial(failure_rows, failures, REPORT_ROWS),
                 "filtered": partial(write, "filtered", filtered),
                 "filtered_keys": partial(_filtered_per_app_key, filtered),
+                "filters": partial(_filters, spark, ds),
                 "drop_rates": partial(write, "drop_rates", drop_rates),
                 "drops_png": plot_drops,
                 "boot_integrity": partial(write, "boot_integrity", integrity),
@@ -628,7 +651,7 @@ def analyze(
                     gap_keys=[r.asDict() for r in found["gap_keys"]],
                     stale_keys=[r.asDict() for r in found["stale_keys"]],
                     failures=found["failure_rows"],
-                    filtered_keys=[r.asDict() for r in found["filtered_keys"]],
+                    filtered_keys=with_filters(found["filtered_keys"], found["filters"]),
                     not_collected=not_collected_rows(found["notes"]),
                 ),
                 report.Settings(

@@ -56,7 +56,7 @@ class ReportTables:
     filtered_keys: list[dict[str, Any]] = field(default_factory=list)
     """Per app and key name over the fleet where a filter held writes back:
     ``delivered``, ``delivered_writes``, ``dropped``, ``dropped_writes``,
-    ``filtered`` and ``vehicles``."""
+    ``filtered``, ``vehicles`` and the ``filters`` (JSON text) its subscriptions had."""
     not_collected: list[dict[str, Any]] = field(default_factory=list)
     """Per vehicle and boot the collector lost records of or followed a restart
     into: ``gaps``, ``records`` not collected, ``reasons`` and
@@ -630,6 +630,7 @@ def _filtered(rows_in: list[Any]) -> list[str]:
         [
             "app",
             "key",
+            "filter",
             "events delivered",
             "writes they stood for",
             "filtered",
@@ -640,6 +641,7 @@ def _filtered(rows_in: list[Any]) -> list[str]:
             [
                 r["app"],
                 f"`{r['key']}`",
+                "; ".join(f"`{f}`" for f in r.get("filters") or []) or "-",
                 f"{r['delivered']:,}",
                 f"{r['delivered_writes']:,}",
                 f"{r['filtered']:,}",
