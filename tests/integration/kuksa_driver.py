@@ -66,7 +66,10 @@ def subscribe(client: VSSClient, path: str, count: str) -> None:
     n = int(count)
     for updates in client.subscribe_current_values([path]):
         for p, dp in updates.items():
-            out({"path": p, "value": dp.value if dp is not None else None})
+            line = {"path": p, "value": dp.value if dp is not None else None}
+            if dp is not None and dp.value is None and dp.timestamp is not None:
+                line["timestamp"] = dp.timestamp.timestamp()  # a datapoint without a value
+            out(line)
             n -= 1
         if n <= 0:
             return

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from vehicle_middleware.contract.journal.records import expand
+from vehicle_middleware.contract.values import Failure, FailureCode, encode
 from vehicle_middleware.sdk import ProviderClient
 from vehicle_middleware.server.config import replace_settings
 from vehicle_middleware.server.journal import JournalReport, read_journal, verify
@@ -74,6 +75,9 @@ async def test_the_full_journal_records_each_write_of_a_request_with_its_own_ver
             await provider.publish([("Vehicle.A", b"2")])
             await provider.flush()
             assert await provider.set("Vehicle.B", b"xyz") == 2
+            await provider.fail("Vehicle.A", FailureCode.SENSOR_FAULT, "stuck")
+            await provider.publish([("Vehicle.A", b"3"), ("Vehicle.B", b"json")])
+            await provider.flush()
     finally:
         await server.stop(0)
     report = JournalReport()
@@ -86,6 +90,7 @@ async def test_the_full_journal_records_each_write_of_a_request_with_its_own_ver
         for r in expand(records)
         if r["kind"] == "publish"
     ]
+    failed = len(encode(Failure(FailureCode.SENSOR_FAULT, "stuck")))
     a, b = ids["Vehicle.A"], ids["Vehicle.B"]
     assert writes == [
         ("prov", "Vehicle.A", a, 1, True, 1),
@@ -93,6 +98,16 @@ async def test_the_full_journal_records_each_write_of_a_request_with_its_own_ver
         ("prov", "Vehicle.B", b, 1, True, 2),
         ("prov", "Vehicle.A", a, 3, True, 1),
         ("prov", "Vehicle.B", b, 2, True, 3),  # the unary Set
+        ("prov", "Vehicle.A", a, 4, True, failed),  # a failure in place of a value
+        ("prov", "Vehicle.A", a, 5, True, 1),
+        ("prov", "Vehicle.B", b, 3, True, 4),
     ]
     batches = [len(r["key_ids"]) for r in records if r["kind"] == "publish_batch"]
-    assert batches == [3, 1, 1]
+    assert batches == [3, 1, 1, 1, 2]
+    # Only the record with a failure says so: the code of each write, null for values.
+    failures = [r.get("failures") for r in records if r["kind"] == "publish_batch"]
+    assert failures == [None, None, None, ["sensor_fault"], None]
+    assert [r.get("failure") for r in expand(records) if r["kind"] == "publish"][4:6] == [
+        None,
+        "sensor_fault",
+    ]

@@ -13,15 +13,16 @@ from pathlib import Path
 import grpc
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
-from vehicle_middleware.contract.values import decode, encode
+from vehicle_middleware.contract.values import Failure, FailureCode, decode, encode
 from vehicle_middleware.proto.kuksa.val.v1 import types_pb2 as t1
 from vehicle_middleware.proto.kuksa.val.v1 import val_pb2 as v1
 from vehicle_middleware.proto.kuksa.val.v1 import val_pb2_grpc as v1_grpc
 from vehicle_middleware.proto.kuksa.val.v2 import types_pb2 as t2
 from vehicle_middleware.proto.kuksa.val.v2 import val_pb2 as v2
 from vehicle_middleware.proto.kuksa.val.v2 import val_pb2_grpc as v2_grpc
+from vehicle_middleware.proto.vehicle.value.v1.value_pb2 import Value
 from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
-from vehicle_middleware.sdk import ProviderClient
+from vehicle_middleware.sdk import AppClient, DataEvent, ProviderClient, Sub
 from vehicle_middleware.server.server import RunningServer
 
 from tests.conftest import fails
@@ -627,3 +628,127 @@ async def test_a_provider_request_that_does_not_decode_is_invalid_argument(
         grpc.StatusCode.INVALID_ARGUMENT,
         "not a valid message for /kuksa.val.v2.VAL/OpenProviderStream",
     )
+
+
+@pytest.mark.usefixtures("publish_reader")
+async def test_a_provider_error_fails_what_the_stream_published_read_as_datapoints_without_value(
+    server: RunningServer, channel: grpc.aio.Channel
+) -> None:
+    """As the databroker: ``ProviderErrorIndication`` turns every signal the provider
+    speaks for into a datapoint without a value (stored: a failure with the code
+    mapped); a subscriber gets it with its time; keys it never wrote stay as they are."""
+    stub = v2_grpc.VALStub(channel)
+    md = await stub.ListMetadata(v2.ListMetadataRequest(root="Vehicle.Speed"))
+    speed = md.metadata[0].id
+    call = stub.Subscribe(v2.SubscribeRequest(signal_paths=["Vehicle.Speed"]))
+    assert not (await asyncio.wait_for(call.read(), 5)).entries["Vehicle.Speed"].HasField("value")
+    provider = Provider(stub)
+    await _publish_floats(provider, 1, {speed: 50.0})
+    assert (await asyncio.wait_for(call.read(), 5)).entries["Vehicle.Speed"].value.float == 50.0
+    await provider.requests.put(
+        v2.OpenProviderStreamRequest(
+            provider_error_indication=v2.ProviderErrorIndication(provider_error=t2.CODE_OVERLOAD)
+        )
+    )
+    point = (await asyncio.wait_for(call.read(), 5)).entries["Vehicle.Speed"]
+    assert point.HasField("timestamp")
+    assert not point.HasField("value")
+    read = (await stub.GetValue(v2.GetValueRequest(signal_id=path("Vehicle.Speed")))).data_point
+    assert read.HasField("timestamp")
+    assert not read.HasField("value")
+    stored = server.runtime.store.get("Vehicle.Speed").data
+    assert stored is not None
+    assert decode(stored) == Failure(FailureCode.OVERLOAD)
+    assert server.runtime.store.get("Vehicle.CurrentLocation.Latitude").data is None
+    await _publish_floats(provider, 2, {speed: 51.0})  # back: a value again
+    assert (await asyncio.wait_for(call.read(), 5)).entries["Vehicle.Speed"].value.float == 51.0
+    # A datapoint without a value, among floats: "not available", the others written.
+    await provider.requests.put(
+        v2.OpenProviderStreamRequest(
+            publish_values_request=v2.PublishValuesRequest(
+                request_id=3, data_points={speed: t2.Datapoint()}
+            )
+        )
+    )
+    assert not (await asyncio.wait_for(call.read(), 5)).entries["Vehicle.Speed"].HasField("value")
+    stored = server.runtime.store.get("Vehicle.Speed").data
+    assert stored is not None
+    assert decode(stored) == Failure(FailureCode.NOT_AVAILABLE)
+    await provider.requests.put(None)
+    provider.call.cancel()
+    call.cancel()
+
+
+async def test_a_datapoint_published_without_a_value_is_not_available_on_v1_and_v2(
+    server: RunningServer, channel: grpc.aio.Channel
+) -> None:
+    """A KUKSA datapoint without a value is the databroker's "not available": stored
+    as that failure, read back without a value and with its timestamp."""
+    stub, old = v2_grpc.VALStub(channel), v1_grpc.VALStub(channel)
+    await stub.PublishValue(
+        v2.PublishValueRequest(
+            signal_id=path("Vehicle.Speed"),
+            data_point=t2.Datapoint(timestamp=Timestamp(seconds=1_764_000_001)),
+        )
+    )
+    stored = server.runtime.store.get("Vehicle.Speed").data
+    assert stored is not None
+    assert decode(stored) == Failure(FailureCode.NOT_AVAILABLE)
+    await old.Set(
+        v1.SetRequest(
+            updates=[
+                v1.EntryUpdate(
+                    entry=t1.DataEntry(
+                        path="Vehicle.CurrentLocation.Latitude",
+                        value=t1.Datapoint(timestamp=Timestamp(seconds=1_764_000_002)),
+                    ),
+                    fields=[t1.FIELD_VALUE],
+                )
+            ]
+        )
+    )
+    got = await old.Get(
+        v1.GetRequest(
+            entries=[
+                v1.EntryRequest(path=p, view=t1.VIEW_CURRENT_VALUE)
+                for p in ("Vehicle.Speed", "Vehicle.CurrentLocation.Latitude")
+            ]
+        )
+    )
+    for entry, seconds in zip(got.entries, (1_764_000_001, 1_764_000_002), strict=True):
+        assert entry.value.timestamp.seconds == seconds
+        assert entry.value.WhichOneof("value") is None
+
+
+async def test_the_projects_provider_fails_a_typed_key_and_its_app_reads_the_failure(
+    server: RunningServer, channel: grpc.aio.Channel
+) -> None:
+    """A failure through the own API: any datatype takes it, the subscriber's event
+    carries it (with its seq), Get returns it, KUKSA reads no value; a detail over
+    the limit is refused naming the field and the limit, and changes nothing."""
+    app = AppClient(server.address, "dash")
+    async with app, ProviderClient(server.address, "sim") as provider:
+        await app.subscribe([Sub("Vehicle.Speed")])
+        await provider.add_keys(["Vehicle.Speed"])
+        await provider.fail("Vehicle.Speed", FailureCode.OUT_OF_RANGE, "above 300 km/h")
+        event = await anext(e async for e in app.events() if isinstance(e, DataEvent))
+        assert event.seq == 1
+        assert event.failure == Failure(FailureCode.OUT_OF_RANGE, "above 300 km/h")
+        got = await provider.get(["Vehicle.Speed"])
+        assert decode(got["Vehicle.Speed"].data) == event.failure
+        long = Value()
+        long.failure.detail = "x" * 257
+        await fails(
+            provider.set("Vehicle.Speed", long.SerializeToString()),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "Vehicle.Speed",
+            "failure.detail has 257 characters; at most 256",
+        )
+    stored = server.runtime.store.get("Vehicle.Speed").data
+    assert stored is not None
+    assert decode(stored) == Failure(FailureCode.OUT_OF_RANGE, "above 300 km/h")
+    point = (
+        await v2_grpc.VALStub(channel).GetValue(v2.GetValueRequest(signal_id=path("Vehicle.Speed")))
+    ).data_point
+    assert point.HasField("timestamp")
+    assert not point.HasField("value")

@@ -20,7 +20,7 @@ from typing import Any
 
 import grpc
 import pytest
-from vehicle_middleware.contract.values import decode_value, encode
+from vehicle_middleware.contract.values import FailureCode, decode_value, encode
 from vehicle_middleware.proto.kuksa.val.v2 import types_pb2 as t2
 from vehicle_middleware.proto.kuksa.val.v2 import val_pb2 as v2
 from vehicle_middleware.proto.kuksa.val.v2 import val_pb2_grpc as v2_grpc
@@ -147,7 +147,7 @@ async def test_a_subscription_receives_what_the_projects_provider_publishes(
         await provider.add_keys(["Vehicle.Speed"])
         await provider.publish({"Vehicle.Speed": encode(10.0, datatype="float")})
         await provider.flush()
-        proc = await kuksa_subscriber(server, "Vehicle.Speed", 4)
+        proc = await kuksa_subscriber(server, "Vehicle.Speed", 5)
         assert proc.stdout is not None
         seen: list[Any] = []
         try:
@@ -157,12 +157,21 @@ async def test_a_subscription_receives_what_the_projects_provider_publishes(
                 await provider.publish({"Vehicle.Speed": encode(speed)})
                 await provider.flush()
                 seen.append(json.loads(await asyncio.wait_for(proc.stdout.readline(), DEADLINE_S)))
+            # A failure: to a KUKSA client, a datapoint with its time and no value.
+            await provider.fail(
+                "Vehicle.Speed", FailureCode.SENSOR_FAULT, time_ns=1_764_000_000 * 10**9
+            )
+            await provider.flush()
+            seen.append(json.loads(await asyncio.wait_for(proc.stdout.readline(), DEADLINE_S)))
             assert await asyncio.wait_for(proc.wait(), DEADLINE_S) == 0
         finally:
             if proc.returncode is None:
                 proc.kill()
                 await proc.wait()
-    assert seen == [{"path": "Vehicle.Speed", "value": v} for v in (10.0, 20.0, 30.5, 40.0)]
+    assert seen == [
+        *({"path": "Vehicle.Speed", "value": v} for v in (10.0, 20.0, 30.5, 40.0)),
+        {"path": "Vehicle.Speed", "value": None, "timestamp": 1_764_000_000.0},
+    ]
 
 
 async def test_set_target_values_reaches_the_kuksa_client_providing_the_actuator(

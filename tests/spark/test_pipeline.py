@@ -12,13 +12,20 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 from vehicle_middleware.contract.journal.chain import Chain, OffsetCounter
+from vehicle_middleware.contract.values import FailureCode, encode
 from vehicle_middleware.ess import DropCounts
 from vehicle_middleware.sdk import AppClient, DataEvent, ProviderClient, QueueSpec, Sub
 from vehicle_middleware.server.config import Settings, replace_settings
 from vehicle_middleware.server.server import RunningServer, start_server
 from vehicle_middleware.telemetry_export import job
 from vehicle_middleware.telemetry_export.__main__ import analyze_options, parser, synth_options
-from vehicle_middleware.telemetry_export.synth import STALE_KEY, write_fleet
+from vehicle_middleware.telemetry_export.synth import (
+    FAILED_KEY,
+    FILTERED_KEY,
+    OPEN_FAILED_KEY,
+    STALE_KEY,
+    write_fleet,
+)
 
 from tests.integration.scenarios import slow_app
 
@@ -62,9 +69,26 @@ def server_drops(address: str, app: str) -> dict[tuple[int, int], DropCounts]:
     return _SERVERS[address].runtime.ess.drop_counts(app)
 
 
+FAILING = "Vehicle.Failing"
+
+
+async def failing_provider(address: str) -> None:
+    """A provider that says its key failed (twice: one interval), writes a value
+    (the end of it), then fails again and stops there (an open interval)."""
+    async with ProviderClient(address, "sim-fail") as provider:
+        await provider.add_keys([FAILING])
+        await provider.publish({FAILING: encode(1.0)})
+        await provider.fail(FAILING, FailureCode.SENSOR_FAULT, "stuck at zero")
+        await provider.fail(FAILING, FailureCode.SENSOR_FAULT, "stuck at zero")
+        await provider.publish({FAILING: encode(2.0)})
+        await provider.fail(FAILING, FailureCode.OVERLOAD)
+        await provider.flush()
+
+
 async def slow_app_journal(journal_dir: Path, n: int) -> dict[str, Any]:
-    """Run a real middleware with a full journal, a deliberately slow app, and
-    a crowded one (:func:`crowded_app`)."""
+    """Run a real middleware with a full journal, a deliberately slow app, a
+    crowded one (:func:`crowded_app`) and a provider whose key fails
+    (:func:`failing_provider`)."""
     settings = replace_settings(
         Settings(),
         listen="127.0.0.1:0",
@@ -77,6 +101,7 @@ async def slow_app_journal(journal_dir: Path, n: int) -> dict[str, Any]:
     try:
         received = await slow_app(server.address, n)
         crowded = await crowded_app(server.address, 200)
+        await failing_provider(server.address)
     finally:
         del _SERVERS[server.address]
         await server.stop(0)
@@ -137,6 +162,24 @@ def test_the_analysis_finds_exactly_the_drops_a_slow_app_saw(
     assert "q0 0..5" in row
     assert re.search(r"\| [\d.e+]+ batch(es)?/s \|", row), row
     assert (tmp_path / "report" / "drops.png").stat().st_size > 0
+    # The provider's failures: one interval ended by a value, one still open;
+    # apart from staleness, and no filter held anything back.
+    assert summary["failure_intervals"] == 2
+    assert summary["open_failure_intervals"] == 1
+    assert summary["failure_intervals_per_code"] == {"overload": 1, "sensor_fault": 1}
+    assert summary["filtered_writes"] == 0
+    failures = spark.read.parquet(str(tmp_path / "report" / "failures")).orderBy("from_ns")
+    [ended, still] = failures.collect()
+    assert (ended.key, ended.code, still.code, still.to_ns) == (
+        FAILING,
+        "sensor_fault",
+        "overload",
+        None,
+    )
+    assert ended.to_ns > ended.from_ns
+    assert "## Failures" in report
+    [row] = [ln for ln in report.splitlines() if ln.startswith(f"| car-real | `{FAILING}` | over")]
+    assert "**open**" in row
 
 
 README = Path(__file__).parents[2] / "docs" / "fleet.md"
@@ -206,6 +249,15 @@ def test_the_readme_example_finds_what_the_generator_planted(
     assert stale.where("what = 'write'").count() == facts["stale_intervals"]
     assert stale.where("what = 'delivery'").count() == facts["stale_deliveries"]
     assert {r.key for r in stale.collect()} == {STALE_KEY}
+    # The planted failures: one per boot ended by a value, one open per clean stop.
+    assert summary["failure_intervals"] == facts["failure_intervals"] > 0
+    assert summary["open_failure_intervals"] == facts["open_failure_intervals"] > 0
+    failures = spark.read.parquet(str(report / "failures"))
+    assert {r.key for r in failures.collect()} == {FAILED_KEY, OPEN_FAILED_KEY}
+    # The dashboard's filtered subscription: writes held back, told apart from drops.
+    assert summary["filtered_writes"] == facts["filtered_writes"] > 0
+    assert summary["apps"]["dashboard"]["filtered_writes"] == facts["filtered_writes"]
+    assert summary["apps"]["dashboard"]["dropped"] == 0
     # Drops over several of the README's windows, not one.
     windows = spark.read.parquet(str(report / "drop_rates")).select("window_start_ns").distinct()
     assert windows.count() > 3
@@ -217,6 +269,8 @@ def test_the_readme_example_finds_what_the_generator_planted(
     assert "30 s for keys under `Vehicle.Cabin`" in md
     assert "per 60 s window" in md
     assert f"`{STALE_KEY}` | its writes | 30 s |" in md
+    assert f"`{FAILED_KEY}` | sensor_fault |" in md
+    assert f'| dashboard | `{FILTERED_KEY}` | `{{"min_interval_ms":2000' in md
     assert (report / "drops.png").stat().st_size > 0
     assert (report / "staleness.png").stat().st_size > 0
 

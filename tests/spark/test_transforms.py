@@ -204,6 +204,44 @@ def test_seq_gaps_are_those_between_consecutive_deliveries(spark: SparkSession) 
     assert got == expect
 
 
+def test_failure_intervals_and_filtered_writes_stay_apart_from_drops(spark: SparkSession) -> None:
+    """A key's failures as intervals (a code kept is one interval; another code
+    or a value ends it; the last one open), and a filtered subscription's writes
+    held back: counted beside the drops, leaving no seq gap."""
+    p = {"kind": "publish", "key": "Vehicle.Speed", "key_id": 1}
+    d = {"kind": "delivered", "app": "dash", "key_id": 1, "queue": 0}
+    df = linked(
+        spark,
+        [
+            {**p, "time_ns": 10, "offset": 1},
+            {**p, "time_ns": 20, "offset": 2, "failure": "sensor_fault"},
+            {**p, "time_ns": 30, "offset": 3, "failure": "sensor_fault"},  # the same interval
+            {**p, "time_ns": 40, "offset": 4, "failure": "overload"},  # another code: another
+            {**p, "time_ns": 50, "offset": 5},  # a value ends it
+            {**p, "time_ns": 60, "offset": 6, "failure": "not_available"},
+            {"kind": "publish", "key": "Vehicle.Other", "key_id": 2, "time_ns": 60, "offset": 6},
+            {**d, "seq": 1, "offset": 7, "write_count": 3},  # stood for 3 writes: 2 filtered
+            {**d, "seq": 2, "offset": 8},
+            {"kind": "evicted", "app": "dash", "key_id": 1, "queue": 0, "seq": 3, "offset": 9},
+            {**d, "seq": 4, "offset": 10, "write_count": 2},
+            {**d, "app": "plain", "seq": 1, "offset": 11},
+        ],
+    )
+    failures = transforms.failure_intervals(df).orderBy("from_ns")
+    assert [(f.key, f.code, f.from_ns, f.to_ns, f.duration_ns) for f in failures.collect()] == [
+        ("Vehicle.Speed", "sensor_fault", 20, 40, 20),
+        ("Vehicle.Speed", "overload", 40, 50, 10),
+        ("Vehicle.Speed", "not_available", 60, None, None),  # open
+    ]
+    filtered = transforms.filtered_writes(activity(df)).collect()
+    assert [
+        (r.app, r.delivered, r.delivered_writes, r.dropped, r.dropped_writes, r.filtered)
+        for r in filtered
+    ] == [("dash", 3, 6, 1, 1, 3)]
+    [rec] = transforms.seq_reconciliation(activity(df)).collect()
+    assert (rec.missing, rec.explained, rec.unexplained) == (1, 1, 0)  # the drop, no more
+
+
 def test_stale_intervals_use_the_longest_matching_prefix(spark: SparkSession) -> None:
     p = {"kind": "publish", "key_id": 1, "offset": 0}
     df = linked(

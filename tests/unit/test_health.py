@@ -7,6 +7,7 @@ same time. No gRPC, no event loop.
 from __future__ import annotations
 
 import pytest
+from vehicle_middleware.contract.values import Failure, FailureCode, decode, encode, is_failure
 from vehicle_middleware.ess import (
     DataUpdated,
     EventSubSystem,
@@ -142,6 +143,31 @@ def test_a_watched_key_silent_beyond_its_period_is_stale_once_then_fresh_when_wr
     car.tick(5.2)  # ...the next tick does: up to one tick late
     assert car.health("a") == [KeyFresh(car.zone, at(5.1))]
     assert car.ess.stale_keys() == []
+
+
+def test_a_key_its_provider_keeps_failing_is_not_stale_and_a_stale_key_is_not_failed() -> None:
+    """A failure is the provider's word, a write like a value; staleness is the
+    middleware's word that nobody wrote. Neither stands for the other."""
+    car = Car()
+    car.app("a", ZONE)
+    failed = encode(Failure(FailureCode.SENSOR_FAULT, "open circuit"))
+    for t in (0.1, 1.5, 2.9, 4.3):  # failed again and again, within the 2 s each time
+        car.now = at(t)
+        car.store.set(car.zone, failed)
+        car.tick(t + 0.1)
+    events = car.ess.drain("a", 10_000)
+    assert [e.seq for e in events if isinstance(e, DataUpdated)] == [1, 2, 3, 4]
+    assert [e.data for e in events if isinstance(e, DataUpdated)] == [failed, None, None, None]
+    assert [e for e in events if not isinstance(e, DataUpdated)] == []
+    assert car.ess.stale_keys() == []
+    car.now = at(4.5)
+    car.store.set(car.zone, encode(21.5))  # a value again, then silence
+    car.tick(6.6)
+    assert car.health("a") == [KeyStale(car.zone, at(4.5), 2 * S)]
+    data = car.store.get(ZONE).data
+    assert data is not None
+    assert not is_failure(data)
+    assert decode(data) == 21.5
 
 
 def test_keys_nobody_watches_and_keys_without_an_expectation_cost_nothing() -> None:

@@ -16,7 +16,13 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from vehicle_middleware.contract.values import DOUBLE_TAG, FLOAT32_TAG, encode
+from vehicle_middleware.contract.values import (
+    DOUBLE_TAG,
+    FLOAT32_TAG,
+    Failure,
+    FailureCode,
+    encode,
+)
 from vehicle_middleware.proto.kuksa.val.v2 import val_pb2
 from vehicle_middleware.server.codecs import EntryEncoderFactory
 from vehicle_middleware.server.kuksa import convert
@@ -40,8 +46,15 @@ def _signal(datatype: str | None) -> Signal | None:
 
 @st.composite
 def _stored(draw: st.DrawFn) -> bytes | None:
-    """Bytes a key may hold: floats of both widths most, other kinds, none, junk."""
-    kind = draw(st.sampled_from(["float32", "float", "float32", "float", "int", "string", "other"]))
+    """Bytes a key may hold: floats of both widths most, other kinds, a failure,
+    none, junk."""
+    kind = draw(
+        st.sampled_from(
+            ["float32", "float", "float32", "float", "int", "string", "failure", "other"]
+        )
+    )
+    if kind == "failure":
+        return encode(Failure(draw(st.sampled_from(FailureCode)), draw(st.text(max_size=5))))
     if kind == "float32":
         return encode(draw(st.floats(width=32)), kind="float32")
     if kind == "float":
@@ -227,3 +240,27 @@ def test_an_entry_is_protobufs_own_bytes_on_either_side_of_one_byte_lengths(
             ).encode(_updates(batch))
             expected = _expected(val_pb2.SubscribeResponse, batch, keys).SerializeToString()
             assert raw == expected, (size, datatype)
+
+
+@both
+@pytest.mark.parametrize("datatype", ["float", "double", "int32", None])
+def test_a_failed_key_is_an_entry_with_its_time_and_no_value(
+    encoder: EntryEncoderFactory, datatype: str | None
+) -> None:
+    names = {1: "Vehicle.Speed", 2: "Vehicle.Cabin.Temperature"}
+    signals = {n: _signal(datatype) for n in names.values()}
+    entries = encoder(
+        val_pb2.SubscribeResponse, by_name=True, name_of=names.get, signal_of=signals.get
+    )
+    failed = encode(Failure(FailureCode.SENSOR_FAULT, "open circuit"))
+    value = encode(21 if datatype == "int32" else 21.5, datatype=datatype or "double")
+
+    got = val_pb2.SubscribeResponse.FromString(
+        entries.encode(_updates([(1, failed, 1_500_000_000), (2, value, 7)]))
+    )
+
+    point = got.entries["Vehicle.Speed"]
+    assert point.HasField("timestamp")
+    assert not point.HasField("value")
+    assert (point.timestamp.seconds, point.timestamp.nanos) == (1, 500_000_000)
+    assert got.entries["Vehicle.Cabin.Temperature"].value.WhichOneof("typed_value") is not None

@@ -32,7 +32,7 @@ implementation: their packages import it.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Sequence, Sized
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Protocol, TypeVar
 
 from google.protobuf.message import Message
@@ -121,8 +121,8 @@ class Publish(Protocol):
         ...
 
     @property
-    def points(self) -> Sized:
-        """Its datapoints, one per signal id."""
+    def points(self) -> Collection[int]:
+        """Its datapoints, one per signal id (a mapping by signal id: iterated, its ids)."""
         ...
 
 

@@ -5,7 +5,9 @@ signal becomes a key at start (with no value until one is written) and gets a
 value check in the V-Store, so every write path (the project's ``Set`` and
 ``Publish``, KUKSA's ``PublishValue``, ``Set`` and provider streams) refuses a
 value of the wrong type, outside ``[min, max]`` or not among the allowed
-values, with INVALID_ARGUMENT naming the key, the value and the rule. A typed
+values, with INVALID_ARGUMENT naming the key, the value and the rule; a
+failure (:class:`vehicle_middleware.contract.values.Failure`) fits every
+datatype, its detail bounded. A typed
 key's values are ``vehicle.value.v1`` bytes (:mod:`vehicle_middleware.contract.values`).
 Keys no catalog describes stay opaque bytes, as before.
 """
@@ -21,8 +23,10 @@ from typing import Final
 from vehicle_middleware.contract.values import (
     DOUBLE_TAG,
     FLOAT32_TAG,
+    Failure,
     ValueEncodingError,
     decode_kind,
+    failure_problem,
     kind_of_datatype,
 )
 from vehicle_middleware.vss import Signal, check_value, float_bounds, load_catalog
@@ -59,6 +63,8 @@ def value_check(signal: Signal) -> ValueCheck | None:
             value, _ = decode_kind(data)
         except ValueEncodingError as e:
             return f"{e}; the key is typed ({signal.datatype}): write a vehicle.value.v1 value"
+        if isinstance(value, Failure):  # any key may fail, whatever its datatype
+            return failure_problem(value)
         return check_value(signal, value)
 
     bounds = float_bounds(signal)

@@ -17,15 +17,26 @@ Which field a value takes (its *kind*): ``bool``, ``int`` (int64; uint64 up to
 above that), ``float`` (double), ``float32`` (a VSS ``float`` written typed),
 ``string``, and the arrays ``bools``, ``ints``, ``uints``, ``floats32``,
 ``floats``, ``strings``.
+
+Instead of a value, a provider may write a :class:`Failure` (the kind
+``failure``): the signal has no valid value now, and why. Any key takes one,
+whatever its datatype; :func:`decode` returns it as it returns a value, and
+:func:`is_failure` tells one from a value without decoding the rest.
+
+    >>> decode(encode(Failure(FailureCode.SENSOR_FAULT, "open circuit")))
+    Failure(code=<FailureCode.SENSOR_FAULT: 1>, detail='open circuit')
 """
 
 from __future__ import annotations
 
+import enum
 import functools
 import struct
+from dataclasses import dataclass
 from typing import Final
 
 from google.protobuf.message import DecodeError
+from vehicle_middleware.proto.vehicle.value.v1 import value_pb2
 from vehicle_middleware.proto.vehicle.value.v1.value_pb2 import (
     BoolArray,
     DoubleArray,
@@ -39,15 +50,21 @@ from vehicle_middleware.vss.rules import element_type, is_array
 
 __all__ = [
     "DOUBLE_TAG",
+    "FAILURE_DETAIL_MAX",
+    "FAILURE_TAG",
     "FLOAT32_TAG",
     "KINDS",
     "Data",
+    "Failure",
+    "FailureCode",
     "Scalar",
     "ValueEncodingError",
     "decode",
     "decode_kind",
     "decode_value",
     "encode",
+    "failure_problem",
+    "is_failure",
     "kind_of_datatype",
 ]
 
@@ -67,7 +84,40 @@ _ARRAYS: Final = {
     "strings": StringArray,
 }
 KINDS: Final = frozenset({"bool", "int", "uint", "float", "float32", "string", *_ARRAYS})
-"""The fields of ``vehicle.value.v1.Value``, by name."""
+"""The fields of ``vehicle.value.v1.Value`` that hold a value, by name (``failure``
+is the one that holds none)."""
+FAILURE_DETAIL_MAX: Final = 256
+"""The most characters a failure's ``detail`` holds."""
+FAILURE_TAG: Final = 0x6A
+"""The first byte of a failure (field 13, length-delimited); no value begins so,
+though opaque bytes may (:func:`is_failure` makes sure)."""
+
+
+class FailureCode(enum.IntEnum):
+    """Why a signal has no valid value (``vehicle.value.v1.FailureCode``)."""
+
+    UNSPECIFIED = 0
+    SENSOR_FAULT = 1
+    OUT_OF_RANGE = 2
+    NOT_AVAILABLE = 3
+    NETWORK_ERROR = 4
+    OVERLOAD = 5
+
+    @property
+    def label(self) -> str:
+        """The code as records and reports spell it: ``sensor_fault``, ``overload``."""
+        return self.name.lower()
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A provider's word that a signal has no valid value now: a ``code`` and a
+    ``detail`` for people (at most :data:`FAILURE_DETAIL_MAX` characters)."""
+
+    code: FailureCode = FailureCode.UNSPECIFIED
+    detail: str = ""
+
+
 _SCALAR_KIND: Final = {
     "boolean": "bool",
     "string": "string",
@@ -119,7 +169,7 @@ def kind_of_datatype(datatype: str) -> str | None:
     return scalar
 
 
-def encode(value: Data, *, datatype: str | None = None, kind: str | None = None) -> bytes:
+def encode(value: Data | Failure, *, datatype: str | None = None, kind: str | None = None) -> bytes:
     """The bytes of ``value`` (bool before int: ``True`` is a bool, not 1).
 
     Args:
@@ -127,10 +177,14 @@ def encode(value: Data, *, datatype: str | None = None, kind: str | None = None)
         datatype: a VSS datatype (``float``, ``uint8[]``): chooses the kind, so
             a VSS float is single precision and an empty array has a type.
         kind: the field to write (see :data:`KINDS`); wins over ``datatype``.
+        A :class:`Failure` is encoded as one whatever ``datatype`` and ``kind`` say.
     Raises:
         ValueEncodingError: no encoding (a dict, mixed or empty untyped list,
-            an int outside int64/uint64, a value that does not fit ``kind``).
+            an int outside int64/uint64, a value that does not fit ``kind``, a
+            failure's detail longer than :data:`FAILURE_DETAIL_MAX`).
     """
+    if type(value) is Failure:
+        return _encode_failure(value)
     if kind is None and datatype is not None:
         kind = kind_of_datatype(datatype)
     if type(value) is float:
@@ -165,6 +219,48 @@ def encode(value: Data, *, datatype: str | None = None, kind: str | None = None)
             raise
         raise ValueEncodingError(f"{_show(value)} does not fit a {kind} value: {e}") from e
     return message.SerializeToString()
+
+
+def _encode_failure(failure: Failure) -> bytes:
+    problem = failure_problem(failure)
+    if problem is not None:
+        raise ValueEncodingError(problem)
+    message = Value()
+    message.failure.code = int(failure.code)  # type: ignore[assignment]
+    message.failure.detail = failure.detail
+    return message.SerializeToString()
+
+
+def failure_problem(failure: Failure) -> str | None:
+    """Why ``failure`` may not be written (None: it may): a ``detail`` longer than
+    :data:`FAILURE_DETAIL_MAX`, named with the limit."""
+    if len(failure.detail) > FAILURE_DETAIL_MAX:
+        return f"failure.detail has {len(failure.detail)} characters; at most {FAILURE_DETAIL_MAX}"
+    return None
+
+
+def is_failure(data: bytes | None) -> bool:
+    """Whether ``data`` holds a :class:`Failure` rather than a value.
+
+    Its first byte tells most bytes apart at once (no value begins as a failure
+    does); only bytes that begin so (opaque text starting ``j``) are parsed.
+    """
+    if not data or data[0] != FAILURE_TAG:
+        return False
+    message = Value()
+    try:
+        message.ParseFromString(data)
+    except DecodeError:
+        return False
+    return bool(message.WhichOneof("value") == "failure")
+
+
+def _failure_of(message: value_pb2.Failure) -> Failure:
+    try:
+        code = FailureCode(message.code)
+    except ValueError:  # a code added after this reader: it says what it knows
+        code = FailureCode.UNSPECIFIED
+    return Failure(code, message.detail)
 
 
 def _check_scalar(kind: str, value: object) -> None:
@@ -213,8 +309,9 @@ def _infer_kind(value: object) -> str:
     )
 
 
-def decode_kind(data: bytes) -> tuple[Data, str]:
-    """The value in ``data`` and its kind (the field it was written in).
+def decode_kind(data: bytes) -> tuple[Data | Failure, str]:
+    """The value in ``data`` and its kind (the field it was written in): a
+    :class:`Failure` and ``failure`` for a failure.
 
     Raises:
         ValueEncodingError: not a v1 value (not protobuf, or no value set, e.g.
@@ -235,12 +332,15 @@ def decode_kind(data: bytes) -> tuple[Data, str]:
         raise ValueEncodingError(f"no value set in {len(data)} bytes (not a v1 value?)")
     if field in _ARRAYS:
         return list(getattr(message, field).values), field
+    if field == "failure":
+        return _failure_of(message.failure), field
     out: Data = getattr(message, field)
     return out, field
 
 
-def decode(data: bytes) -> Scalar:
-    """The scalar in ``data`` (what every value was before arrays were added).
+def decode(data: bytes) -> Scalar | Failure:
+    """The scalar in ``data`` (what every value was before arrays were added), or
+    the :class:`Failure` written instead of one.
 
     Raises:
         ValueEncodingError: as :func:`decode_kind`, and for an array (read
@@ -252,8 +352,8 @@ def decode(data: bytes) -> Scalar:
     return value
 
 
-def decode_value(data: bytes) -> Data:
-    """The value in ``data``: a scalar, or a list for an array.
+def decode_value(data: bytes) -> Data | Failure:
+    """The value in ``data``: a scalar, or a list for an array; or a :class:`Failure`.
 
     Raises:
         ValueEncodingError: as :func:`decode_kind`.

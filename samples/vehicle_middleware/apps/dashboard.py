@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from vehicle_middleware.contract.values import ValueEncodingError, decode
+from vehicle_middleware.contract.values import Failure, ValueEncodingError, decode
 from vehicle_middleware.sdk import (
     ClientEvent,
     DataEvent,
@@ -32,11 +32,14 @@ __all__ = ["DashboardView", "format_value"]
 
 
 def format_value(data: bytes) -> str:
-    """A value for a narrow column: floats with 2 decimals, strings as they are."""
+    """A value for a narrow column: floats with 2 decimals, strings as they are, a
+    failure as ``FAILED(code)``."""
     try:
         v = decode(data)
     except ValueEncodingError:
         return f"<{len(data)} bytes>"
+    if isinstance(v, Failure):
+        return f"FAILED({v.code.label})"
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, float):

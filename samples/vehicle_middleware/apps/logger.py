@@ -2,10 +2,13 @@
 
 One line per data event: ``time_ns`` (the write's time), ``key``, ``value``
 (decoded from the ``vehicle.value.v1`` encoding), ``seq``, ``missed`` (events
-of that key lost just before this one), ``queue`` and ``changed``. An event
+of that key lost just before this one), ``queue`` and ``changed``; a key its
+provider set to a failure has ``failure`` (the code: ``sensor_fault``, ...) and
+``detail`` in place of ``value``. An event
 of an unchanged write carries no bytes: its value is the key's last one. The
 file is a recording the replay provider reads as it is
-(``python -m vehicle_middleware.providers replay FILE``).
+(``python -m vehicle_middleware.providers replay FILE``), failure lines aside:
+a recording holds values.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import logging
 from collections.abc import Sequence
 from typing import IO, Any
 
-from vehicle_middleware.contract.values import Scalar, ValueEncodingError, decode
+from vehicle_middleware.contract.values import Failure, Scalar, ValueEncodingError, decode
 from vehicle_middleware.sdk import ClientEvent, DataEvent, ReconnectedEvent
 
 __all__ = ["EventLogger"]
@@ -28,7 +31,7 @@ class EventLogger:
 
     def __init__(self, out: IO[str]) -> None:
         self._out = out
-        self._latest: dict[str, Scalar] = {}
+        self._latest: dict[str, Scalar | Failure] = {}
         self.lines = 0
         self.undecodable = 0
 
@@ -70,6 +73,11 @@ class EventLogger:
         if "raw" not in line:
             if name not in self._latest:
                 return None
-            line["value"] = self._latest[name]
+            latest = self._latest[name]
+            if isinstance(latest, Failure):  # the provider's word: no value, and why
+                line["failure"] = latest.code.label
+                line["detail"] = latest.detail
+            else:
+                line["value"] = latest
         line.update(seq=e.seq, missed=e.missed, queue=e.queue, changed=e.data is not None)
         return line

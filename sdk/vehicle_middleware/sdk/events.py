@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from vehicle_middleware.contract.values import Failure, decode, is_failure
+
 __all__ = [
     "ClientEvent",
     "DataEvent",
@@ -51,6 +53,17 @@ class DataEvent:
     data: bytes | None
     queue: int
     missed: int = 0
+
+    @property
+    def failure(self) -> Failure | None:
+        """The :class:`~vehicle_middleware.contract.values.Failure` its provider wrote
+        in place of a value (None: a value, or ``data`` is None). ``decode(data)``
+        returns it too."""
+        if not is_failure(self.data):
+            return None
+        assert self.data is not None  # is_failure says so
+        found = decode(self.data)
+        return found if isinstance(found, Failure) else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,7 @@ from vehicle_middleware.contract.channel import (
     open_channel,
     retry_unary,
 )
+from vehicle_middleware.contract.values import Failure, FailureCode, encode
 from vehicle_middleware.contract.wire import KEYS_VERSION_HEADER
 from vehicle_middleware.proto.vehicle.actuation.v1 import actuation_pb2_grpc
 from vehicle_middleware.proto.vehicle.vstore.v1 import vstore_pb2, vstore_pb2_grpc
@@ -296,6 +297,30 @@ class ProviderClient:
                 return
             await self._recover()
             await self._resend()
+
+    async def fail(
+        self,
+        name: str,
+        code: FailureCode,
+        detail: str = "",
+        *,
+        time_ns: int | None = None,
+    ) -> None:
+        """Say that key ``name`` has no valid value now, and why: publish a
+        :class:`~vehicle_middleware.contract.values.Failure` in place of a value.
+
+        A failure is a write like any other (a version, an event for every
+        subscriber, the key is not stale); the next value published ends it. A
+        batch of :meth:`publish` may carry failures too, as
+        ``encode(Failure(code, detail))``.
+
+        Raises:
+            KeyError: a name this client did not add.
+            ValueEncodingError: ``detail`` longer than
+                :data:`~vehicle_middleware.contract.values.FAILURE_DETAIL_MAX` characters.
+            grpc.aio.AioRpcError: the middleware refused the batch.
+        """
+        await self.publish({name: encode(Failure(code, detail))}, time_ns=time_ns)
 
     def _batch(
         self, named: Sequence[tuple[str, bytes]], time_ns: int | None

@@ -24,12 +24,15 @@ __all__ = [
     "STALE_KEYS_SHOWN",
     "analyze",
     "apps_summary",
+    "failure_rows",
+    "failures_summary",
     "ingest",
     "ingest_stream",
     "not_collected_rows",
     "queue_lengths",
     "stale_keys",
     "vehicle_apps",
+    "with_filters",
 ]
 
 
@@ -141,6 +144,75 @@ def _stale_per_key(stale: DataFrame) -> list[Row]:
             F.count(F.lit(1)).alias("intervals"),
             F.count_distinct("vehicle_id").alias("vehicles"),
             F.max("interval_ns").alias("longest_ns"),
+        )
+        .collect()
+    )
+
+
+def _filtered_per_app_key(filtered: DataFrame) -> list[Row]:
+    """Per app and key (by name), over the fleet: events delivered and dropped,
+    the writes they stood for, and the writes filters held back."""
+    return (
+        filtered.groupBy("app", "key")
+        .agg(
+            *(
+                F.sum(c).alias(c)
+                for c in ("delivered", "delivered_writes", "dropped", "dropped_writes", "filtered")
+            ),
+            F.count_distinct("vehicle_id").alias("vehicles"),
+        )
+        .collect()
+    )
+
+
+def _filters(spark: SparkSession, ds: Dataset) -> list[Row]:
+    """Per app and key, the filters its subscriptions had (``register`` records'
+    ``filter``, as JSON text); none for a dataset ingested before records had it."""
+    records = spark.read.parquet(ds.table(RECORDS))
+    if "filter" not in records.columns:
+        return []
+    return (
+        records.where((F.col("kind") == Kind.REGISTER) & F.col("filter").isNotNull())
+        .groupBy("app", "key")
+        .agg(F.sort_array(F.collect_set("filter")).alias("filters"))
+        .collect()
+    )
+
+
+def with_filters(filtered_keys: Iterable[Any], filters: Iterable[Any]) -> list[dict[str, Any]]:
+    """The rows of :func:`_filtered_per_app_key` as dicts, each with the ``filters``
+    its app's subscriptions to its key had (from :func:`_filters`' rows)."""
+    by_key = {(f["app"], f["key"]): list(f["filters"]) for f in filters}
+    return [{**r.asDict(), "filters": by_key.get((r["app"], r["key"]), [])} for r in filtered_keys]
+
+
+def failure_rows(failures: DataFrame, limit: int) -> list[dict[str, Any]]:
+    """The first ``limit`` failure intervals, by vehicle, key and start, for the report."""
+    ordered = failures.orderBy("vehicle_id", "key", "from_ns", "boot_id")
+    return [r.asDict() for r in ordered.limit(limit).collect()]
+
+
+def failures_summary(rows: Iterable[Any]) -> dict[str, Any]:
+    """``summary.json``'s failure figures from per-code counts (``code``,
+    ``intervals``, ``open``): the intervals, those still open, and both by code."""
+    by_code: dict[str, int] = {}
+    still_open = 0
+    for r in rows:
+        by_code[str(r["code"])] = by_code.get(str(r["code"]), 0) + int(r["intervals"])
+        still_open += int(r["open"])
+    return {
+        "failure_intervals": sum(by_code.values()),
+        "open_failure_intervals": still_open,
+        "failure_intervals_per_code": dict(sorted(by_code.items())),
+    }
+
+
+def _failure_codes(failures: DataFrame) -> list[Row]:
+    return (
+        failures.groupBy("code")
+        .agg(
+            F.count(F.lit(1)).alias("intervals"),
+            F.count(F.when(F.col("to_ns").isNull(), 1)).alias("open"),
         )
         .collect()
     )
@@ -347,6 +419,10 @@ _NEEDS_FULL: Final = (
     "missing_seqs",
     "unexplained_seqs",
     "stale_intervals",
+    "failure_intervals",
+    "open_failure_intervals",
+    "failure_intervals_per_code",
+    "filtered_writes",
 )
 """What only a journal at level ``full`` records (deliveries, writes): unknown below it."""
 _NEEDS_FULL_PER_APP: Final = (
@@ -440,7 +516,11 @@ def analyze(
                 active, thresholds=thresholds, default_ns=default_stale_ns
             ).cache()
             drop_rates = transforms.drop_rates(active).cache()
-            kept += [reconciliation, stale, drop_rates]
+            # The provider's word (failures) beside the middleware's (staleness);
+            # filters' held-back writes beside the drops.
+            failures = transforms.failure_intervals(records).cache()
+            filtered = transforms.with_key_names(transforms.filtered_writes(active), names).cache()
+            kept += [reconciliation, stale, drop_rates, failures, filtered]
             materialized.result()
         local = "://" not in output or output.startswith("file://")
 
@@ -486,6 +566,12 @@ def analyze(
                 "stale": partial(write, "stale", stale),
                 "stale_keys": partial(_stale_per_key, stale),
                 "stale_png": partial(plot, plots.plot_staleness, stale),
+                "failures": partial(write, "failures", failures),
+                "failure_codes": partial(_failure_codes, failures),
+                "failure_rows": partial(failure_rows, failures, REPORT_ROWS),
+                "filtered": partial(write, "filtered", filtered),
+                "filtered_keys": partial(_filtered_per_app_key, filtered),
+                "filters": partial(_filters, spark, ds),
                 "drop_rates": partial(write, "drop_rates", drop_rates),
                 "drops_png": plot_drops,
                 "boot_integrity": partial(write, "boot_integrity", integrity),
@@ -503,6 +589,10 @@ def analyze(
         apps = apps_summary(
             found["queues"], found["gaps"], found["reading"], queue_lengths(found["streams"])
         )
+        for r in found["filtered_keys"]:
+            a = apps.get(r["app"])
+            if a is not None:
+                a["filtered_writes"] = a.get("filtered_writes", 0) + int(r["filtered"])
         missing = sum(a.get("missing_seqs", 0) for a in apps.values())
         summary: dict[str, Any] = {
             "records": int(per_boot["records"]),
@@ -521,6 +611,8 @@ def analyze(
             "missing_seqs": missing,
             "unexplained_seqs": sum(a.get("unexplained_seqs", 0) for a in apps.values()),
             "stale_intervals": found["stale"],
+            **failures_summary(found["failure_codes"]),
+            "filtered_writes": sum(int(r["filtered"]) for r in found["filtered_keys"]),
             "broken_chains": int(per_boot["broken"]),
             "trimmed_boots": int(per_boot["trimmed"]),
             "missing_journal_records": int(per_boot["missing_records"]),
@@ -545,7 +637,7 @@ def analyze(
             for a in apps.values():
                 for name in ("delivered", *_NEEDS_FULL_PER_APP):
                     a[name] = None
-                for name in ("batches_read", "reading_s", "batches_read_per_s"):
+                for name in ("batches_read", "reading_s", "batches_read_per_s", "filtered_writes"):
                     if name in a:
                         a[name] = None
         if local:
@@ -558,6 +650,8 @@ def analyze(
                     queue_lengths=queue_lengths(found["streams"]),
                     gap_keys=[r.asDict() for r in found["gap_keys"]],
                     stale_keys=[r.asDict() for r in found["stale_keys"]],
+                    failures=found["failure_rows"],
+                    filtered_keys=with_filters(found["filtered_keys"], found["filters"]),
                     not_collected=not_collected_rows(found["notes"]),
                 ),
                 report.Settings(

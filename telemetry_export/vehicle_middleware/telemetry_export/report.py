@@ -1,6 +1,7 @@
 """The analysis' report: ``summary.json`` and ``report.md``, a Markdown account of
 what the job found (findings, the journals' integrity, what the collector could
-not collect, vehicles, boots, drops and gaps, staleness), with the settings it
+not collect, vehicles, boots, drops and gaps, filtered writes, staleness and,
+apart from it, failures), with the settings it
 ran under and the plots of :mod:`vehicle_middleware.telemetry_export.plots`.
 
 Plain Python over rows the job already collected: no Spark.
@@ -48,6 +49,14 @@ class ReportTables:
     stale_keys: list[dict[str, Any]] = field(default_factory=list)
     """Per key name, ``what``, ``app`` and ``threshold_ns``: ``intervals``,
     ``vehicles`` and ``longest_ns``."""
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    """Failure intervals, per vehicle and key: ``vehicle_id``, ``key``, ``code``,
+    ``from_ns``, ``to_ns`` (None: still failed at the journal's end) and
+    ``duration_ns``."""
+    filtered_keys: list[dict[str, Any]] = field(default_factory=list)
+    """Per app and key name over the fleet where a filter held writes back:
+    ``delivered``, ``delivered_writes``, ``dropped``, ``dropped_writes``,
+    ``filtered``, ``vehicles`` and the ``filters`` (JSON text) its subscriptions had."""
     not_collected: list[dict[str, Any]] = field(default_factory=list)
     """Per vehicle and boot the collector lost records of or followed a restart
     into: ``gaps``, ``records`` not collected, ``reasons`` and
@@ -58,6 +67,9 @@ _FINDINGS: Final = {
     "dropped": "dropped (evicted + lost)",
     "evicted": "evicted: a newer event of the same key replaced it in a full queue",
     "lost": "lost: it met a full queue holding no event of its key",
+    "failure_intervals": "failure intervals (the providers said a key failed)",
+    "open_failure_intervals": "failure intervals still open at the journal's end",
+    "filtered_writes": "writes a subscription's filter held back (not drops)",
 }
 """Findings whose name alone does not say what they count."""
 
@@ -204,6 +216,9 @@ def write_report(
         "missing_seqs",
         "unexplained_seqs",
         "stale_intervals",
+        "failure_intervals",
+        "open_failure_intervals",
+        "filtered_writes",
         "unclean_stops",
         "broken_chains",
         "trimmed_boots",
@@ -237,6 +252,7 @@ def write_report(
     lines += _boots(boots)
     lines += _vehicle_apps(tables.vehicle_apps, window, tables.queue_lengths, recorded=recorded)
     lines += _gap_keys(tables.gap_keys)
+    lines += _filtered(tables.filtered_keys)
     lines += ["## Staleness", ""]
     if tables.stale_keys:
         rows = sorted(
@@ -264,6 +280,7 @@ def write_report(
         lines += ["No key was quiet longer than its threshold.", ""]
     if stale_png:
         lines += [f"![staleness]({stale_png})", ""]
+    lines += _failures(tables.failures, recorded=recorded)
     if drops_png:
         lines += [
             "## Drops over time",
@@ -594,3 +611,79 @@ def _gap_keys(rows_in: list[Any]) -> list[str]:
         ),
         *note,
     ]
+
+
+def _filtered(rows_in: list[Any]) -> list[str]:
+    """Per app and key, the writes filters held back, beside the drops."""
+    if not rows_in:
+        return []
+    rows = sorted(rows_in, key=lambda r: (r["app"], r["key"] or ""))
+    shown, note = _cut(rows, "filtered")
+    lines = [
+        "## Filtered writes",
+        "",
+        "Writes a subscription's filter held back: its events stand for more writes "
+        "than one. They are not drops and leave no seq gap.",
+        "",
+    ]
+    lines += _table(
+        [
+            "app",
+            "key",
+            "filter",
+            "events delivered",
+            "writes they stood for",
+            "filtered",
+            "dropped",
+            "vehicles",
+        ],
+        [
+            [
+                r["app"],
+                f"`{r['key']}`",
+                "; ".join(f"`{f}`" for f in r.get("filters") or []) or "-",
+                f"{r['delivered']:,}",
+                f"{r['delivered_writes']:,}",
+                f"{r['filtered']:,}",
+                f"{r['dropped']:,}",
+                r["vehicles"],
+            ]
+            for r in shown
+        ],
+        right=5,
+    )
+    return lines + note
+
+
+def _failures(rows: list[Any], *, recorded: bool) -> list[str]:
+    """The failure intervals per vehicle and key: when a key's provider said it
+    failed, until a value (or another failure) came; apart from staleness."""
+    lines = [
+        "## Failures",
+        "",
+        "When a key's provider said it failed (sensor fault, out of range, ...) "
+        "instead of writing a value, until it wrote one again. A failed key is "
+        "written, not quiet: this is not staleness.",
+        "",
+    ]
+    if not recorded:
+        return [*lines, "Not recorded (the journals' level does not record writes).", ""]
+    if not rows:
+        return [*lines, "No provider said a key failed.", ""]
+    shown, note = _cut(rows, "failures")
+    lines += _table(
+        ["vehicle", "key", "code", "from", "to", "lasted"],
+        [
+            [
+                r["vehicle_id"],
+                f"`{r['key']}`",
+                r["code"],
+                _time(r["from_ns"]),
+                "**open**" if r["to_ns"] is None else _time(r["to_ns"]),
+                "-" if r["duration_ns"] is None else duration(r["duration_ns"]),
+            ]
+            for r in shown
+        ],
+        right=1,
+    )
+    return lines + note

@@ -13,7 +13,13 @@ ended; the next boot reports both (``journal_dropped`` with
 ``lost_boot_id``). With ``tamper``, one record of the first vehicle is
 edited after writing, which breaks its hash chain; with ``trim``, the
 journal's retention removes the first segment of the second vehicle's first
-boot, and a ``journal_trimmed`` record says so.
+boot, and a ``journal_trimmed`` record says so. At the ``full`` level the
+window level's provider says it failed for five ticks in each boot (a
+``sensor_fault``, then values again), and in a boot that stops cleanly the
+latitude fails for its last three ticks (a ``network_error`` still open at
+the end): the failure intervals. ``dashboard`` subscribes to the speed with a
+filter (at most one event per 2 s): each event it gets stands for two
+writes, and the writes held back have no seq (no gap).
 
 The lines are made by the middleware's own chain code, so they verify exactly
 like a real journal. Returns the facts a test can check the analysis against.
@@ -33,7 +39,16 @@ from vehicle_middleware.contract.journal.chain import OFFSET_MOD, Chain, OffsetC
 from vehicle_middleware.contract.journal.records import Cause, Kind
 from vehicle_middleware.contract.journal.segments import segment_name
 
-__all__ = ["KEYS", "STALE_KEY", "TICK_NS", "landing_files", "write_fleet"]
+__all__ = [
+    "FAILED_KEY",
+    "FILTERED_KEY",
+    "KEYS",
+    "OPEN_FAILED_KEY",
+    "STALE_KEY",
+    "TICK_NS",
+    "landing_files",
+    "write_fleet",
+]
 
 KEYS = [
     "Vehicle.Speed",
@@ -46,6 +61,14 @@ KEYS = [
     "Vehicle.CurrentLocation.Longitude",
 ]
 STALE_KEY = "Vehicle.Cabin.HVAC.AmbientAirTemperature"
+FAILED_KEY = "Vehicle.Body.Windows.Row2.Right.Level"
+"""Fails (``sensor_fault``) for :data:`FAILED_TICKS` ticks in each boot at ``full``."""
+OPEN_FAILED_KEY = "Vehicle.CurrentLocation.Latitude"
+"""Fails (``network_error``) for the last 3 ticks of each boot that stops cleanly."""
+FAILED_TICKS = 5
+FILTERED_KEY = "Vehicle.Speed"
+"""``dashboard``'s subscription to it has a filter: one event per two ticks."""
+_FILTER = {"min_interval_ms": 2000, "threshold": None, "range": None}
 TICK_NS = 1_000_000_000
 """Each key is written once per tick: 1 Hz signals by default."""
 T0 = 1_790_000_000 * 10**9  # a fixed start: reproducible dates
@@ -159,6 +182,9 @@ def write_fleet(
         "stale_intervals": 0,
         "stale_deliveries": 0,
         "stale_gap_min_s": 1e9,
+        "failure_intervals": 0,
+        "open_failure_intervals": 0,
+        "filtered_writes": 0,
         "tampered": None,
         "trimmed": None,
         "lost_reported_later": [],
@@ -231,7 +257,14 @@ def _run_boot(
         boot.write(Kind.CONNECT, app=app, stream="events", details="{}")
         for i, key in enumerate(KEYS, 1):
             boot.write(
-                Kind.REGISTER, app=app, key=key, key_id=i, queue=0, trigger="on_update", status="ok"
+                Kind.REGISTER,
+                app=app,
+                key=key,
+                key_id=i,
+                queue=0,
+                trigger="on_update",
+                status="ok",
+                filter=_FILTER if (app, key) == ("dashboard", FILTERED_KEY) else None,
             )
     seq = {(app, k): 0 for app in ("dashboard", "slow") for k in range(1, len(KEYS) + 1)}
     in_a_row = dict.fromkeys(range(1, len(KEYS) + 1), 0)
@@ -243,10 +276,22 @@ def _run_boot(
         facts["stale_deliveries"] += 2  # to both apps
     facts["stale_gap_min_s"] = min(facts["stale_gap_min_s"], (quiet + 1) * tick_ns / 1e9)
     lost_once, trim_at, failed_at = ticks // 2, ticks // 4, 2 * ticks // 3
+    filtered = 0  # writes the dashboard's filter held back, in the boot so far
+    # The providers' failures (at full only: the level that records writes).
+    middle = ticks // 2 + 2  # after retention's trim (a quarter in): all on disk
+    fails = {FAILED_KEY: ("sensor_fault", range(middle, middle + FAILED_TICKS))}
+    if not crash:
+        fails[OPEN_FAILED_KEY] = ("network_error", range(ticks - 3, ticks))
+    if full and ticks >= 4 * FAILED_TICKS:
+        facts["failure_intervals"] += len(fails)
+        facts["open_failure_intervals"] += 0 if crash else 1
+    else:
+        fails = {}
     for tick in range(ticks):
         boot.t += tick_ns
         if trim and tick == trim_at:
             facts["trimmed"] = boot.trim_first_segment()
+            facts["filtered_writes"] -= filtered  # their deliveries went with the segment
         if tick == lost_once:
             boot.skip(7)
             boot.write(Kind.JOURNAL_DROPPED, count=7, cause=Cause.BUFFER.value)
@@ -261,6 +306,7 @@ def _run_boot(
                 continue
             version[i] += 1
             if full:
+                code, failing = fails.get(key, ("", range(0)))
                 boot.write(
                     Kind.PUBLISH,
                     key=key,
@@ -269,8 +315,11 @@ def _run_boot(
                     changed=True,
                     size=8,
                     writer="vehicle-sim",
+                    **({"failure": code} if tick in failing else {}),
                 )
             for app in ("dashboard", "slow"):
+                if (app, key) == ("dashboard", FILTERED_KEY) and tick % 2 == 0:
+                    continue  # held back by the filter: no event, no seq
                 seq[(app, i)] += 1
                 s = seq[(app, i)]
                 if app == "slow" and in_a_row[i] < MAX_DROPS_IN_A_ROW and rng.random() < 0.3:
@@ -290,6 +339,9 @@ def _run_boot(
                 if not full:
                     continue  # delivered: what the drops level does not record
                 boot.write(Kind.QUEUED, app=app, key_id=i, queue=0, seq=s)
+                stood_for = 2 if (app, key) == ("dashboard", FILTERED_KEY) else 1
+                facts["filtered_writes"] += stood_for - 1
+                filtered += stood_for - 1
                 boot.write(
                     Kind.DELIVERED,
                     app=app,
@@ -298,6 +350,7 @@ def _run_boot(
                     queue=0,
                     write_time_ns=boot.t,
                     sent_ns=boot.t + 200_000,
+                    **({"write_count": stood_for} if stood_for > 1 else {}),
                 )
     if not crash:
         boot.write(Kind.STOP, reason="shutdown")

@@ -40,6 +40,8 @@ __all__ = [
     "drop_rates",
     "drops_over_time",
     "expand_batches",
+    "failure_intervals",
+    "filtered_writes",
     "good_records",
     "key_names",
     "parse_lines",
@@ -62,6 +64,8 @@ OPTIONAL = (
     "kept_prev_hash",
     "lost_boot_id",
     "batch_index",
+    "failure",
+    "write_count",
 )
 """Columns of :data:`ANALYSED` a dataset ingested before they existed lacks:
 read as nulls (no trimmed chains, every loss the writer's own)."""
@@ -308,7 +312,9 @@ def activity(records: DataFrame, *, bucket_ns: int, window_ns: int) -> DataFrame
     :func:`stale_intervals`; it must not exceed the shortest threshold) and the
     drop-rate window ``window_start_ns`` (deliveries and drops), and the
     ``seq_block`` of 64 seqs (deliveries and drops). Each row holds ``n``
-    records, ``lines`` (journal lines: a batch record's events count once),
+    records, ``writes`` (deliveries and drops: the writes their events stood
+    for, ``write_count``, 1 where absent; a filtered subscription's event may
+    stand for more), ``lines`` (journal lines: a batch record's events count once),
     ``first_ns`` and ``last_ns``, ``seqs``: which seqs of its block it has (a
     64-bit set), the sum of the records' ``count`` (what ``journal_dropped``
     records ``reported``) and, for ``journal_trimmed`` and
@@ -324,6 +330,7 @@ def activity(records: DataFrame, *, bucket_ns: int, window_ns: int) -> DataFrame
     drop = kind.isin(DROP_KINDS)
     # Records not expanded (expand_batches) are one line each.
     batch_index = F.col("batch_index") if "batch_index" in records.columns else F.lit(None)
+    write_count = F.col("write_count") if "write_count" in records.columns else F.lit(None)
     return records.groupBy(
         *BOOT,
         "kind",
@@ -350,6 +357,7 @@ def activity(records: DataFrame, *, bucket_ns: int, window_ns: int) -> DataFrame
         F.when(kind == Kind.JOURNAL_TRIMMED, F.col("kept_prev_hash")).alias("kept_prev_hash"),
     ).agg(
         F.count(F.lit(1)).alias("n"),
+        F.sum(F.when(event, F.coalesce(write_count, F.lit(1)))).alias("writes"),
         # Journal lines: a batch record's events count once (expand_batches).
         F.sum(F.when(F.coalesce(batch_index, F.lit(0)) == 0, 1).otherwise(0)).alias("lines"),
         F.min("time_ns").alias("first_ns"),
@@ -819,6 +827,92 @@ def stale_intervals(
             "interval_ns",
             "threshold_ns",
         )
+    )
+
+
+def failure_intervals(records: DataFrame) -> DataFrame:
+    """Per vehicle, boot and key: the intervals its provider said it failed.
+
+    A write of a failure (a ``publish`` with a ``failure`` code) starts an
+    interval, unless the key's write before it failed with the same code; the
+    next write of a value or of another code ends it (``to_ns``); none after
+    it in the boot's journal leaves it open (``to_ns`` and ``duration_ns``
+    null). Times are the records'. Staleness is another finding
+    (:func:`stale_intervals`): a key whose provider keeps saying it failed is
+    written, not quiet.
+
+    Only keys that failed are ordered, from their first failure on: a window
+    per boot and key over those writes (few, in a fleet of working sensors).
+    """
+    key = [*BOOT, "key_id"]
+    # A write's place in its batch (records not expanded: one write each).
+    batch_index = F.col("batch_index") if "batch_index" in records.columns else F.lit(None)
+    writes = records.where(F.col("kind") == Kind.PUBLISH).select(
+        *key,
+        "key",
+        "time_ns",
+        "offset",
+        F.coalesce(batch_index, F.lit(0)).alias("_index"),
+        F.coalesce(F.col("failure"), F.lit("")).alias("_state"),
+    )
+    since = (
+        writes.where(F.col("_state") != "")
+        .groupBy(*key)
+        .agg(F.min("time_ns").alias("_since"), F.first("key", ignorenulls=True).alias("_key"))
+    )
+    order = Window.partitionBy(*key).orderBy("time_ns", "offset", "_index")
+    starts = (
+        writes.drop("key")
+        .join(F.broadcast(since), key)
+        .where(F.col("time_ns") >= F.col("_since"))
+        .withColumn("_before", F.lag("_state").over(order))
+        .where(F.col("_before").isNull() | (F.col("_before") != F.col("_state")))
+        .withColumn("to_ns", F.lead("time_ns").over(order))
+    )
+    return starts.where(F.col("_state") != "").select(
+        *BOOT,
+        F.col("_key").alias("key"),
+        "key_id",
+        F.col("_state").alias("code"),
+        F.col("time_ns").alias("from_ns"),
+        "to_ns",
+        (F.col("to_ns") - F.col("time_ns")).alias("duration_ns"),
+    )
+
+
+def filtered_writes(activity: DataFrame) -> DataFrame:
+    """Per vehicle, boot, app and key whose events stood for more writes than
+    one (a filtered subscription's): events ``delivered`` and the writes they
+    stood for (``delivered_writes``), events ``dropped`` (evicted, lost) and
+    theirs (``dropped_writes``), and the writes the filter held back:
+    ``filtered`` = writes - events, over both.
+
+    A filter's held-back writes never had a seq, so they leave no gap:
+    :func:`seq_reconciliation` explains gaps by the drops alone. From
+    :func:`activity`'s ``writes``; keys without a filter have no row.
+    """
+    delivered = F.col("kind") == Kind.DELIVERED
+    return (
+        activity.where(F.col("kind").isin([Kind.DELIVERED, *DROP_KINDS]))
+        .groupBy(*BOOT, "app", "key_id")
+        .agg(
+            F.coalesce(F.sum(F.when(delivered, F.col("n"))), F.lit(0)).alias("delivered"),
+            F.coalesce(F.sum(F.when(delivered, F.col("writes"))), F.lit(0)).alias(
+                "delivered_writes"
+            ),
+            F.coalesce(F.sum(F.when(~delivered, F.col("n"))), F.lit(0)).alias("dropped"),
+            F.coalesce(F.sum(F.when(~delivered, F.col("writes"))), F.lit(0)).alias(
+                "dropped_writes"
+            ),
+        )
+        .withColumn(
+            "filtered",
+            F.col("delivered_writes")
+            - F.col("delivered")
+            + F.col("dropped_writes")
+            - F.col("dropped"),
+        )
+        .where(F.col("filtered") > 0)
     )
 
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from vehicle_middleware.contract.journal.records import Kind
+from vehicle_middleware.contract.values import FAILURE_TAG, Failure, decode, is_failure
 from vehicle_middleware.ess import DropReason, Event, EventSubSystem, RawEvent, data_rows
 from vehicle_middleware.server.journal.writer import Journal
 from vehicle_middleware.vstore import VStore
@@ -52,7 +53,10 @@ class PublishTap:
 
     The writes of one request (between :meth:`begin` and :meth:`end`, see
     ``WritePath.writing``) make one ``publish_batch`` record; a write outside a
-    request makes one of its own.
+    request makes one of its own. A write of a failure in place of a value
+    (:class:`vehicle_middleware.contract.values.Failure`) gives the record its
+    ``failures``, each write's code (null for a value); a record of values only
+    has none. A value is told from a failure by its first byte.
     """
 
     def __init__(self, journal: Journal, store: VStore, ess: EventSubSystem) -> None:
@@ -63,6 +67,8 @@ class PublishTap:
         self._open = False
         # (key_id, name, version, changed, size) of each write not yet recorded.
         self._writes: list[tuple[int, str | None, int, bool, int]] = []
+        # (index in _writes, code) of each failure among them.
+        self._failures: list[tuple[int, str]] = []
 
     def begin(self, writer: str) -> None:
         self._writer, self._open = writer, True
@@ -85,6 +91,10 @@ class PublishTap:
         self._writes.append(
             (key_id, store.name_of(key_id), store.version_of(key_id), changed, len(data))
         )
+        if data and data[0] == FAILURE_TAG and is_failure(data):  # rare: parsed only then
+            failure = decode(data)
+            if isinstance(failure, Failure):
+                self._failures.append((len(self._writes) - 1, failure.code.label))
         if not self._open:
             self._flush()
 
@@ -92,7 +102,23 @@ class PublishTap:
         if not self._writes:
             return
         key_ids, keys, versions, changes, sizes = zip(*self._writes, strict=True)
+        count = len(self._writes)
         self._writes = []
+        if not self._failures:
+            self._journal.record(
+                _PUBLISH_BATCH,
+                writer=self._writer,
+                key_ids=key_ids,
+                keys=keys,
+                versions=versions,
+                changes=changes,
+                sizes=sizes,
+            )
+            return
+        failures: list[str | None] = [None] * count
+        for index, code in self._failures:
+            failures[index] = code
+        self._failures = []
         self._journal.record(
             _PUBLISH_BATCH,
             writer=self._writer,
@@ -101,6 +127,7 @@ class PublishTap:
             versions=versions,
             changes=changes,
             sizes=sizes,
+            failures=failures,
         )
 
 

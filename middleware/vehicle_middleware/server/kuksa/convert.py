@@ -11,6 +11,11 @@ implies (no value: unspecified).
 
 v1 and v2 share field names for values (``Datapoint`` / ``Value``), so the
 value functions take the message and the name of its oneof.
+
+A failure (:class:`vehicle_middleware.contract.values.Failure`) is what KUKSA
+calls a datapoint without a value: a provider that publishes one, or says
+its source failed (v2 ``ProviderErrorIndication``), stores a failure, and a
+key that holds one is read as a datapoint with its timestamp and no value.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 from vehicle_middleware.contract.values import (
     Data,
+    Failure,
+    FailureCode,
     ValueEncodingError,
     decode_kind,
     encode,
@@ -41,11 +48,13 @@ if TYPE_CHECKING:
 __all__ = [
     "DATATYPE_TO_PB",
     "ENTRY_TYPE_TO_PB",
+    "NOT_AVAILABLE",
     "actuation_request",
     "datatype_of",
     "from_wire",
     "metadata_v1",
     "metadata_v2",
+    "provider_failure",
     "refusal",
     "set_timestamp",
     "set_wire",
@@ -143,6 +152,19 @@ _KIND_OF_WIRE: Final[dict[str, str]] = {
 }
 _FLOAT_KIND: Final = {d: kind_of_datatype(d) for d in ("float", "double")}
 """The value kind of each floating-point VSS datatype (looked up once)."""
+NOT_AVAILABLE: Final = encode(Failure(FailureCode.NOT_AVAILABLE))
+"""The stored bytes of a datapoint published without a value (KUKSA's "not available")."""
+_PROVIDER_ERRORS: Final[dict[int, bytes]] = {
+    t2.CODE_NETWORK_ERROR: encode(Failure(FailureCode.NETWORK_ERROR)),
+    t2.CODE_OVERLOAD: encode(Failure(FailureCode.OVERLOAD)),
+}
+_PROVIDER_ERROR_OTHER: Final = encode(Failure(FailureCode.UNSPECIFIED))
+
+
+def provider_failure(error: int) -> bytes:
+    """The stored failure of a v2 ``ProviderErrorIndication``'s ``provider_error``:
+    network and overload as themselves, any other as unspecified."""
+    return _PROVIDER_ERRORS.get(error, _PROVIDER_ERROR_OTHER)
 
 
 def set_timestamp(ts: Timestamp, time_ns: int) -> None:
@@ -199,7 +221,8 @@ def datatype_of(signal: Signal | None, data: bytes | None) -> str | None:
         _, kind = decode_kind(data)
     except ValueEncodingError:
         return None
-    return _WIRE_OF_KIND[kind][1]
+    known = _WIRE_OF_KIND.get(kind)  # a failure implies no datatype
+    return None if known is None else known[1]
 
 
 def from_wire(message: Message, oneof: str) -> tuple[Data, str] | None:
@@ -222,12 +245,15 @@ def to_store(key: str, signal: Signal | None, message: Message, oneof: str) -> b
     arrays alike) and stores it in its datatype's kind; an opaque key stores
     the value in the kind of the wire field.
 
+    A message without a value stores :data:`NOT_AVAILABLE`, a failure, as the
+    KUKSA databroker takes a datapoint without a value to mean "not available".
+
     Raises:
-        InvalidValueError: no value, the wrong type, or outside the signal's rule.
+        InvalidValueError: the wrong type, or outside the signal's rule.
     """
     wire = message.WhichOneof(oneof)  # from_wire's, inlined: every written value runs this
     if wire is None:
-        raise InvalidValueError(key, "the request carries no value")
+        return NOT_AVAILABLE
     raw = getattr(message, wire)
     if type(raw) is float and signal is not None:  # most writes: float or double
         kind = _FLOAT_KIND.get(signal.datatype)
@@ -256,8 +282,11 @@ def to_store(key: str, signal: Signal | None, message: Message, oneof: str) -> b
 def set_wire(message: Message, data: bytes | None, signal: Signal | None) -> bool:
     """Put the stored ``data`` into a KUKSA Datapoint (v1) or Value (v2).
 
-    Returns False (``message`` untouched) for no value or bytes that are not
-    a ``vehicle.value.v1`` value (an opaque key written by another encoding).
+    Returns whether the datapoint gets the write's timestamp: True for a value
+    put, and for a failure (``message`` untouched: a datapoint with a
+    timestamp and no value is KUKSA's failed signal); False (``message``
+    untouched) for no value yet or bytes that are not a ``vehicle.value.v1``
+    value (an opaque key written by another encoding).
     """
     if data is None:
         return False
@@ -265,6 +294,8 @@ def set_wire(message: Message, data: bytes | None, signal: Signal | None) -> boo
         value, kind = decode_kind(data)
     except ValueEncodingError:
         return False
+    if isinstance(value, Failure):
+        return True
     field = value_field(None if signal is None else signal.datatype, kind)
     if type(value) is float and (field == "float" or field == "double"):
         setattr(message, field, value)  # most values: a number, where _put ends too

@@ -290,11 +290,13 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         store = self._store
         pace = self._rate_limits.publish_pace(who.app)
         published = 0
+        provided: set[int] = set()  # the key ids it published or provides: what it can fail
         async for request in requests:
             check_decoded(request)
             if not isinstance(request, val_pb2.OpenProviderStreamRequest):  # read by the reader
                 pace.take(published)
                 published += 1
+                provided.update(request.points)
                 if not self._publish_floats(who, request):  # protobuf's way judges it
                     decoded = _decoded(request.raw)
                     await self._publish(who, decoded.publish_values_request, stream)
@@ -305,6 +307,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
                 self._check_count("provide_actuation_request.actuator_identifiers", ids)
                 names = [visible_name(i, store, who) for i in ids]
                 self._actuation.claim(who, stream, names)
+                provided.update(store.id_of(name) or 0 for name in names)
                 await stream.outbox.put(
                     val_pb2.OpenProviderStreamResponse(
                         provide_actuation_response=val_pb2.ProvideActuationResponse()
@@ -313,6 +316,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
             elif action == "publish_values_request":
                 pace.take(published)  # the own Publish stream's limits, the same here
                 published += 1
+                provided.update(request.publish_values_request.data_points)
                 await self._publish(who, request.publish_values_request, stream)
             elif action == "batch_actuate_stream_response":
                 answer = request.batch_actuate_stream_response
@@ -325,15 +329,19 @@ class KuksaV2(val_pb2_grpc.VALServicer):
                 self._actuation.answered_key(stream, key_id, convert.refusal(error))
             elif action == "provide_signal_request":
                 intervals = request.provide_signal_request.signals_sample_intervals
-                provided = self._provided_signals(who, intervals)
+                declared = self._provided_signals(who, intervals)
+                provided.update(declared)
                 await stream.outbox.put(
                     val_pb2.OpenProviderStreamResponse(
                         provide_signal_response=val_pb2.ProvideSignalResponse()
                     )
                 )
-                filters.provide({i: s.interval_ms for i, s in intervals.items()}, provided)
+                filters.provide({i: s.interval_ms for i, s in intervals.items()}, declared)
             elif action == "update_filter_response":
                 filters.answered(request.update_filter_response)
+            elif action == "provider_error_indication":
+                code = request.provider_error_indication.provider_error
+                self._provider_failed(who, provided, convert.provider_failure(code))
             # Provider-value answers: nothing asks for them here.
 
     def _provided_signals(
@@ -362,6 +370,32 @@ class KuksaV2(val_pb2_grpc.VALServicer):
             require(who, "provide", name, field=f"{field}[{key_id}]")
             names[key_id] = name
         return names
+
+    def _provider_failed(self, who: Caller, provided: set[int], failure: bytes) -> None:
+        """A provider's ``ProviderErrorIndication``: every key its stream published
+        or provides, that it may still write, gets ``failure`` in one write (a
+        datapoint without a value to KUKSA readers); keys removed or claimed by
+        another since are left as they are, as the databroker leaves those it
+        cannot update. Nothing to fail (nothing published yet): nothing written."""
+        store = self._store
+        checks = self._claims.checks_writes(who)
+        failing: list[int] = []
+        for key_id in sorted(provided):
+            name = store.name_of(key_id) if key_id > 0 else None
+            if name is None:
+                continue
+            if checks:
+                try:
+                    self._claims.check_write(who, name)
+                except PermissionError:
+                    continue
+            failing.append(key_id)
+        if not failing:
+            return
+        with self._writes.writing(who.app):  # one request: one journal record
+            for key_id in failing:  # one by one: a key's refusal leaves the others failed
+                with contextlib.suppress(VStoreError):
+                    store.set(key_id, failure)
 
     async def _publish(
         self,

@@ -32,6 +32,7 @@ __all__ = [
     "KINDS",
     "KIND_FIELDS",
     "LEVEL_OF",
+    "OPTIONAL_BATCH_ARRAYS",
     "Cause",
     "Kind",
     "Level",
@@ -98,7 +99,9 @@ class Kind(enum.StrEnum):
     token expired, shutdown, failed); a publish stream's has ``details`` instead
     (``{}``), as an events stream's had before the end reasons."""
     REGISTER = "register"
-    """``app``, ``key``, ``key_id``, ``queue``, ``trigger``, ``status``."""
+    """``app``, ``key``, ``key_id``, ``queue``, ``trigger``, ``status``, and the
+    subscription's ``filter``: null for none, else ``{"min_interval_ms": int|null,
+    "threshold": float|null, "range": [lo, hi]|null}``."""
     DEREGISTER = "deregister"
     """``app``, ``key``, ``key_id``, ``status``."""
     JOURNAL_DROPPED = "journal_dropped"
@@ -145,7 +148,9 @@ class Kind(enum.StrEnum):
     ``seq``, ``event_hash`` and ``detail``."""
     # -- drops
     EVICTED = "evicted"
-    """``app``, ``key``, ``key_id``, ``queue``, ``seq``, ``reason``."""
+    """``app``, ``key``, ``key_id``, ``queue``, ``seq``, ``reason``; ``write_count``
+    where the event stood for more than one write (a filtered subscription's:
+    absent means 1)."""
     LOST = "lost"
     """As ``evicted``."""
     DISCARDED = "discarded"
@@ -153,17 +158,27 @@ class Kind(enum.StrEnum):
     # -- full, one record per batch
     PUBLISH_BATCH = "publish_batch"
     """A request's writes, recorded at their time: ``writer``, and one entry per
-    write in ``key_ids``, ``keys`` (names), ``versions``, ``changes``, ``sizes``."""
+    write in ``key_ids``, ``keys`` (names), ``versions``, ``changes``, ``sizes``;
+    ``failures`` where a write of the request is a failure in place of a value
+    (:class:`vehicle_middleware.contract.values.Failure`): per write its code
+    (``sensor_fault``, ``out_of_range``, ``not_available``, ``network_error``,
+    ``overload``, ``unspecified``), null for a value. Absent when none is: an
+    ordinary write adds nothing."""
     DELIVERED_BATCH = "delivered_batch"
     """One batch handed to the app's stream: ``app``, ``sent_ns``, and one entry per
-    event in ``key_ids``, ``seqs``, ``queues``, ``write_times_ns``."""
+    event in ``key_ids``, ``seqs``, ``queues``, ``write_times_ns``; ``writes``: how
+    many writes each event stood for, only where one stood for more than one (a
+    filtered subscription's); absent means 1 each. The writes a filter held back
+    are ``writes`` minus the events: they have no seq, so they leave no gap."""
     # -- full, one record per event (journals written before the batch records; still read)
     PUBLISH = "publish"
-    """``key``, ``key_id``, ``version``, ``changed``, ``size``, ``writer``."""
+    """``key``, ``key_id``, ``version``, ``changed``, ``size``, ``writer``, ``failure``
+    (its code, or absent for a value)."""
     QUEUED = "queued"
     """``app``, ``key_id``, ``queue``, ``seq``."""
     DELIVERED = "delivered"
-    """``app``, ``key_id``, ``seq``, ``queue``, ``write_time_ns``, ``sent_ns``."""
+    """``app``, ``key_id``, ``seq``, ``queue``, ``write_time_ns``, ``sent_ns``,
+    ``write_count`` (absent: 1)."""
 
 
 class Cause(enum.StrEnum):
@@ -180,7 +195,7 @@ class Cause(enum.StrEnum):
     (``rm -rf``); reported by the same boot, first in the directory it made again."""
 
 
-_DROP: Final = "app key key_id queue seq reason"
+_DROP: Final = "app key key_id queue seq reason write_count"
 _SPECS: Final[dict[Kind, tuple[Level, str]]] = {
     Kind.START: (
         Level.LIFECYCLE,
@@ -192,7 +207,7 @@ _SPECS: Final[dict[Kind, tuple[Level, str]]] = {
     Kind.KEY_REMOVED: (Level.LIFECYCLE, "app key key_id"),
     Kind.CONNECT: (Level.LIFECYCLE, "app stream details"),
     Kind.DISCONNECT: (Level.LIFECYCLE, "app stream reason details"),
-    Kind.REGISTER: (Level.LIFECYCLE, "app key key_id queue trigger status"),
+    Kind.REGISTER: (Level.LIFECYCLE, "app key key_id queue trigger status filter"),
     Kind.DEREGISTER: (Level.LIFECYCLE, "app key key_id status"),
     Kind.JOURNAL_DROPPED: (Level.LIFECYCLE, "count cause lost_boot_id"),
     Kind.JOURNAL_TRIMMED: (
@@ -216,11 +231,14 @@ _SPECS: Final[dict[Kind, tuple[Level, str]]] = {
     Kind.EVICTED: (Level.DROPS, _DROP),
     Kind.LOST: (Level.DROPS, _DROP),
     Kind.DISCARDED: (Level.DROPS, _DROP),
-    Kind.PUBLISH_BATCH: (Level.FULL, "writer key_ids keys versions changes sizes"),
-    Kind.DELIVERED_BATCH: (Level.FULL, "app sent_ns key_ids seqs queues write_times_ns"),
-    Kind.PUBLISH: (Level.FULL, "key key_id version changed size writer"),
+    Kind.PUBLISH_BATCH: (Level.FULL, "writer key_ids keys versions changes sizes failures"),
+    Kind.DELIVERED_BATCH: (
+        Level.FULL,
+        "app sent_ns key_ids seqs queues write_times_ns writes",
+    ),
+    Kind.PUBLISH: (Level.FULL, "key key_id version changed size writer failure"),
     Kind.QUEUED: (Level.FULL, "app key_id queue seq"),
-    Kind.DELIVERED: (Level.FULL, "app key_id seq queue write_time_ns sent_ns"),
+    Kind.DELIVERED: (Level.FULL, "app key_id seq queue write_time_ns sent_ns write_count"),
 }
 
 # Keyed by the kinds, looked up by any string (a Kind is its string).
@@ -300,6 +318,11 @@ FIELDS: Final[dict[str, str]] = {
     "prev_boot_offset": "long",
     "prev_boot_hash": "string",
     "prev_boot_stopped": "boolean",
+    "failures": "array<string>",
+    "failure": "string",
+    "filter": "json",
+    "writes": "array<long>",
+    "write_count": "long",
 }
 """Every field a record may carry, with its type: the one definition of the
 journal's fields (``vehicle_middleware.telemetry_export.schema`` reads journals by it; the
@@ -352,22 +375,34 @@ BATCH_FIELDS: Final[Mapping[str, tuple[Kind, dict[str, str]]]] = {
             "versions": "version",
             "changes": "changed",
             "sizes": "size",
+            "failures": "failure",
         },
     ),
     Kind.DELIVERED_BATCH: (
         Kind.DELIVERED,
-        {"key_ids": "key_id", "seqs": "seq", "queues": "queue", "write_times_ns": "write_time_ns"},
+        {
+            "key_ids": "key_id",
+            "seqs": "seq",
+            "queues": "queue",
+            "write_times_ns": "write_time_ns",
+            "writes": "write_count",
+        },
     ),
 }
 """Per batch kind: the per-event kind it stands for, and its array fields -> that
 kind's scalar fields (the one definition readers expand batches by)."""
+OPTIONAL_BATCH_ARRAYS: Final[Mapping[str, object]] = {"failures": None, "writes": 1}
+"""The batch arrays a record may leave out, and what each entry then holds: no
+failure (a value), one write per event."""
 
 
 def expand(records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     """Records with each batch record replaced by its per-event records.
 
     An expanded record keeps the batch's other fields (``app``, ``writer``,
-    ``sent_ns``, ``time_ns``, ``offset``, ...) and gets ``batch_index``.
+    ``sent_ns``, ``time_ns``, ``offset``, ...) and gets ``batch_index``; an
+    optional array the batch left out (:data:`OPTIONAL_BATCH_ARRAYS`) is left
+    out of its events.
     """
     for rec in records:
         spec = BATCH_FIELDS.get(rec.get("kind", ""))
@@ -376,6 +411,8 @@ def expand(records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
             continue
         kind, columns = spec
         common = {k: v for k, v in rec.items() if k not in columns}
+        # An optional array left out stays out of the events: absent there too.
+        columns = {a: f for a, f in columns.items() if a in rec or a not in OPTIONAL_BATCH_ARRAYS}
         arrays = [rec.get(name) or [] for name in columns]
         for index, values in enumerate(zip(*arrays, strict=True)):
             yield (

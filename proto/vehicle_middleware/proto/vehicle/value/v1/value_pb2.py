@@ -24,25 +24,29 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cvehicle/value/v1/value.proto\x12\x10vehicle.value.v1\"\x94\x03\n\x05Value\x12\x0e\n\x04\x62ool\x18\x01 \x01(\x08H\x00\x12\r\n\x03int\x18\x02 \x01(\x12H\x00\x12\x0f\n\x05\x66loat\x18\x03 \x01(\x01H\x00\x12\x10\n\x06string\x18\x04 \x01(\tH\x00\x12\x0e\n\x04uint\x18\x05 \x01(\x04H\x00\x12\x11\n\x07\x66loat32\x18\x06 \x01(\x02H\x00\x12,\n\x05\x62ools\x18\x07 \x01(\x0b\x32\x1b.vehicle.value.v1.BoolArrayH\x00\x12*\n\x04ints\x18\x08 \x01(\x0b\x32\x1a.vehicle.value.v1.IntArrayH\x00\x12,\n\x05uints\x18\t \x01(\x0b\x32\x1b.vehicle.value.v1.UintArrayH\x00\x12\x32\n\x08\x66loats32\x18\n \x01(\x0b\x32\x1e.vehicle.value.v1.Float32ArrayH\x00\x12/\n\x06\x66loats\x18\x0b \x01(\x0b\x32\x1d.vehicle.value.v1.DoubleArrayH\x00\x12\x30\n\x07strings\x18\x0c \x01(\x0b\x32\x1d.vehicle.value.v1.StringArrayH\x00\x42\x07\n\x05value\"\x1b\n\tBoolArray\x12\x0e\n\x06values\x18\x01 \x03(\x08\"\x1a\n\x08IntArray\x12\x0e\n\x06values\x18\x01 \x03(\x12\"\x1b\n\tUintArray\x12\x0e\n\x06values\x18\x01 \x03(\x04\"\x1e\n\x0c\x46loat32Array\x12\x0e\n\x06values\x18\x01 \x03(\x02\"\x1d\n\x0b\x44oubleArray\x12\x0e\n\x06values\x18\x01 \x03(\x01\"\x1d\n\x0bStringArray\x12\x0e\n\x06values\x18\x01 \x03(\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cvehicle/value/v1/value.proto\x12\x10vehicle.value.v1\"\xc2\x03\n\x05Value\x12\x0e\n\x04\x62ool\x18\x01 \x01(\x08H\x00\x12\r\n\x03int\x18\x02 \x01(\x12H\x00\x12\x0f\n\x05\x66loat\x18\x03 \x01(\x01H\x00\x12\x10\n\x06string\x18\x04 \x01(\tH\x00\x12\x0e\n\x04uint\x18\x05 \x01(\x04H\x00\x12\x11\n\x07\x66loat32\x18\x06 \x01(\x02H\x00\x12,\n\x05\x62ools\x18\x07 \x01(\x0b\x32\x1b.vehicle.value.v1.BoolArrayH\x00\x12*\n\x04ints\x18\x08 \x01(\x0b\x32\x1a.vehicle.value.v1.IntArrayH\x00\x12,\n\x05uints\x18\t \x01(\x0b\x32\x1b.vehicle.value.v1.UintArrayH\x00\x12\x32\n\x08\x66loats32\x18\n \x01(\x0b\x32\x1e.vehicle.value.v1.Float32ArrayH\x00\x12/\n\x06\x66loats\x18\x0b \x01(\x0b\x32\x1d.vehicle.value.v1.DoubleArrayH\x00\x12\x30\n\x07strings\x18\x0c \x01(\x0b\x32\x1d.vehicle.value.v1.StringArrayH\x00\x12,\n\x07\x66\x61ilure\x18\r \x01(\x0b\x32\x19.vehicle.value.v1.FailureH\x00\x42\x07\n\x05value\"F\n\x07\x46\x61ilure\x12+\n\x04\x63ode\x18\x01 \x01(\x0e\x32\x1d.vehicle.value.v1.FailureCode\x12\x0e\n\x06\x64\x65tail\x18\x02 \x01(\t\"\x1b\n\tBoolArray\x12\x0e\n\x06values\x18\x01 \x03(\x08\"\x1a\n\x08IntArray\x12\x0e\n\x06values\x18\x01 \x03(\x12\"\x1b\n\tUintArray\x12\x0e\n\x06values\x18\x01 \x03(\x04\"\x1e\n\x0c\x46loat32Array\x12\x0e\n\x06values\x18\x01 \x03(\x02\"\x1d\n\x0b\x44oubleArray\x12\x0e\n\x06values\x18\x01 \x03(\x01\"\x1d\n\x0bStringArray\x12\x0e\n\x06values\x18\x01 \x03(\t*\xc4\x01\n\x0b\x46\x61ilureCode\x12\x1c\n\x18\x46\x41ILURE_CODE_UNSPECIFIED\x10\x00\x12\x1d\n\x19\x46\x41ILURE_CODE_SENSOR_FAULT\x10\x01\x12\x1d\n\x19\x46\x41ILURE_CODE_OUT_OF_RANGE\x10\x02\x12\x1e\n\x1a\x46\x41ILURE_CODE_NOT_AVAILABLE\x10\x03\x12\x1e\n\x1a\x46\x41ILURE_CODE_NETWORK_ERROR\x10\x04\x12\x19\n\x15\x46\x41ILURE_CODE_OVERLOAD\x10\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'vehicle.value.v1.value_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_FAILURECODE']._serialized_start=756
+  _globals['_FAILURECODE']._serialized_end=952
   _globals['_VALUE']._serialized_start=51
-  _globals['_VALUE']._serialized_end=455
-  _globals['_BOOLARRAY']._serialized_start=457
-  _globals['_BOOLARRAY']._serialized_end=484
-  _globals['_INTARRAY']._serialized_start=486
-  _globals['_INTARRAY']._serialized_end=512
-  _globals['_UINTARRAY']._serialized_start=514
-  _globals['_UINTARRAY']._serialized_end=541
-  _globals['_FLOAT32ARRAY']._serialized_start=543
-  _globals['_FLOAT32ARRAY']._serialized_end=573
-  _globals['_DOUBLEARRAY']._serialized_start=575
-  _globals['_DOUBLEARRAY']._serialized_end=604
-  _globals['_STRINGARRAY']._serialized_start=606
-  _globals['_STRINGARRAY']._serialized_end=635
+  _globals['_VALUE']._serialized_end=501
+  _globals['_FAILURE']._serialized_start=503
+  _globals['_FAILURE']._serialized_end=573
+  _globals['_BOOLARRAY']._serialized_start=575
+  _globals['_BOOLARRAY']._serialized_end=602
+  _globals['_INTARRAY']._serialized_start=604
+  _globals['_INTARRAY']._serialized_end=630
+  _globals['_UINTARRAY']._serialized_start=632
+  _globals['_UINTARRAY']._serialized_end=659
+  _globals['_FLOAT32ARRAY']._serialized_start=661
+  _globals['_FLOAT32ARRAY']._serialized_end=691
+  _globals['_DOUBLEARRAY']._serialized_start=693
+  _globals['_DOUBLEARRAY']._serialized_end=722
+  _globals['_STRINGARRAY']._serialized_start=724
+  _globals['_STRINGARRAY']._serialized_end=753
 # @@protoc_insertion_point(module_scope)
