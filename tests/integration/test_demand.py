@@ -273,11 +273,17 @@ async def test_a_kuksa_provider_is_told_the_shortest_interval_or_its_own(
             ess.open_stream("every-write")
             ess.register("every-write", [SubscriptionRequest(SPEED)])
             await eventually(lambda: provider.interval(speed) == 50, what="its own 50 ms")
+            # Beside one that wants every write (its own 50 ms), a shorter interval asked wins.
+            ess.open_stream("fast-app")
+            ess.register("fast-app", [SubscriptionRequest(SPEED, filter=Filter(20_000_000))])
+            await eventually(lambda: provider.interval(speed) == 20, what="20 ms asked")
+            ess.remove_app("fast-app")
+            await eventually(lambda: provider.interval(speed) == 50, what="its own 50 ms again")
             ess.remove_app("every-write")
             await eventually(lambda: provider.interval(speed) == 200, what="200 ms again")
             ess.remove_app("slow-app")
             await eventually(
-                lambda: len(provider.filters) == 4 and provider.interval(speed) is None,
+                lambda: len(provider.filters) == 6 and provider.interval(speed) is None,
                 what=lambda: f"a filter without interval; told {provider.filters}",
             )
             assert provider.filters[-1].filters_update[speed] == t2.Filter()

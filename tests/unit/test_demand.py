@@ -47,7 +47,8 @@ class DemandModel:
         intervals = [_interval(f) for (_, k), f in self.subs.items() if k == name]
         if not intervals:
             return UNWATCHED
-        return KeyDemand(True, 0 if 0 in intervals else min(intervals))
+        asked = [i for i in intervals if i]
+        return KeyDemand(True, 0 if 0 in intervals else min(intervals), min(asked, default=0))
 
 
 def _system() -> tuple[VStore, EventSubSystem]:
@@ -148,12 +149,12 @@ def test_the_shortest_interval_wins_and_no_interval_means_every_write() -> None:
         "slow", [SubscriptionRequest("Vehicle.A", filter=Filter(min_interval_ns=100 * MS))]
     )
     ess.register("fast", [SubscriptionRequest("Vehicle.A", filter=Filter(min_interval_ns=20 * MS))])
-    assert ess.demand.demand(key) == KeyDemand(True, 20 * MS)
+    assert ess.demand.demand(key) == KeyDemand(True, 20 * MS, 20 * MS)
     ess.register("all", [SubscriptionRequest("Vehicle.A", filter=Filter(threshold=1.0))])
-    assert ess.demand.demand(key) == KeyDemand(True, 0)
+    assert ess.demand.demand(key) == KeyDemand(True, 0, 20 * MS)
     ess.remove_app("all")
     ess.remove_app("fast")
-    assert ess.demand.take_changes() == {key: KeyDemand(True, 100 * MS)}
+    assert ess.demand.take_changes() == {key: KeyDemand(True, 100 * MS, 100 * MS)}
     ess.remove_app("slow")
     assert ess.demand.take_changes() == {key: UNWATCHED}
     ess.check()

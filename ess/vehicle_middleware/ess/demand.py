@@ -7,7 +7,10 @@ key's :class:`KeyDemand` from the subscription table:
 * ``watched``: the key has at least one subscriber;
 * ``min_interval_ns``: the shortest interval any subscriber's filter asks; 0
   when some subscriber wants every write (no filter, or a filter without an
-  interval), and 0 for an unwatched key.
+  interval), and 0 for an unwatched key;
+* ``shortest_asked_ns``: the shortest interval any subscriber's filter asks,
+  whether or not another wants every write (0: none asks one). A KUKSA provider
+  is told it beside the interval it declared (the databroker's rule).
 
 The table tells the tracker which key's subscribers changed
 (:meth:`DemandTracker.changed`); the tracker recomputes that key's demand and
@@ -36,32 +39,36 @@ class KeyDemand:
         watched: some app subscribes to the key.
         min_interval_ns: the shortest interval a subscriber asks, in ns; 0: some
             subscriber wants every write (always 0 when not watched).
+        shortest_asked_ns: the shortest interval a subscriber's filter asks, in
+            ns, even where another subscriber wants every write; 0: none asks one.
     """
 
     watched: bool
     min_interval_ns: int = 0
+    shortest_asked_ns: int = 0
 
 
-UNWATCHED: Final = KeyDemand(False, 0)
+UNWATCHED: Final = KeyDemand(False, 0, 0)
 """The demand of a key nobody subscribes to."""
 
 
 def demand_of(subscribers: Mapping[str, Subscription] | None) -> KeyDemand:
     """The demand of a key with these subscribers (None or empty: unwatched).
 
-    O(subscribers); stops early at the first subscriber that wants every write.
+    O(subscribers).
     """
     if not subscribers:
         return UNWATCHED
-    lowest = -1
+    every_write = False
+    lowest = 0
     for sub in subscribers.values():
         f = sub.filter
         interval = f.min_interval_ns if f is not None else 0
         if interval == 0:
-            return KeyDemand(True, 0)
-        if lowest < 0 or interval < lowest:
+            every_write = True
+        elif lowest == 0 or interval < lowest:
             lowest = interval
-    return KeyDemand(True, lowest)
+    return KeyDemand(True, 0 if every_write else lowest, lowest)
 
 
 class DemandTracker:

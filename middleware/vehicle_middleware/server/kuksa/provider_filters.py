@@ -7,7 +7,8 @@ sends it an ``UpdateFilterRequest`` when a signal's demand changes
 ``Filter`` whose ``min_sample_interval`` is the shortest interval its
 subscribers ask, and a ``Filter`` without one once nobody watches it. A
 subscriber that asks no interval wants every write; as the databroker does,
-it is then told the interval the provider declared for the signal. Right after
+it counts as asking the interval the provider declared for the signal, so the
+provider is told the shorter of that and the shortest any filter asks. Right after
 the declaration, the provider is told the filters of its signals that are
 watched (if any).
 
@@ -102,7 +103,7 @@ class ProviderFilters:
         filters: dict[int, types_pb2.Filter] = {}
         for key, demand in changes.items():
             if demand.watched:
-                interval = demand.min_interval_ns // 1_000_000 or self._declared.get(key, 0)
+                interval = self._interval_ms(key, demand)
                 filters[key] = types_pb2.Filter(
                     min_sample_interval=types_pb2.SampleInterval(interval_ms=interval)
                 )
@@ -111,3 +112,14 @@ class ProviderFilters:
                 filters[key] = types_pb2.Filter()
                 self._filtered.discard(key)
         return filters
+
+    def _interval_ms(self, key: int, demand: KeyDemand) -> int:
+        """The interval a watched signal is told: the shortest its subscribers ask,
+        where one that asks none asks the interval the provider declared."""
+        if demand.min_interval_ns:  # every subscriber asks one
+            return demand.min_interval_ns // 1_000_000
+        asked = [demand.shortest_asked_ns // 1_000_000] if demand.shortest_asked_ns else []
+        declared = self._declared.get(key)
+        if declared is not None:
+            asked.append(declared)
+        return min(asked, default=0)
