@@ -44,9 +44,13 @@ from vehicle_middleware.ess.events import (
     ResyncRequired,
     Status,
     Trigger,
+    as_row,
     data_rows,
+    pack_queue,
+    unpack_queue,
 )
 from vehicle_middleware.ess.filters import MAX_INTERVAL_NS, MIN_INTERVAL_NS, Filter
+from vehicle_middleware.ess.gates import NO_NUMBERS, Numbers
 from vehicle_middleware.ess.health import (
     ExpectedPeriods,
     StaleNotice,
@@ -83,6 +87,7 @@ __all__ = [
     "MAX_QUEUE_LENGTH",
     "MAX_SEQ",
     "MIN_INTERVAL_NS",
+    "NO_NUMBERS",
     "QUEUE_COUNT",
     "AllowAll",
     "AppStats",
@@ -109,6 +114,7 @@ __all__ = [
     "KeyStale",
     "LifecycleEvent",
     "NotReadingEventsError",
+    "Numbers",
     "ProviderBack",
     "ProviderGone",
     "ProviderPresence",
@@ -124,7 +130,10 @@ __all__ = [
     "SubscriptionInfo",
     "SubscriptionRequest",
     "Trigger",
+    "as_row",
     "data_rows",
     "effective_queue_configs",
+    "pack_queue",
     "parse_expect_rule",
+    "unpack_queue",
 ]

@@ -7,7 +7,14 @@ from collections.abc import Sequence
 from typing import Final
 
 from vehicle_middleware.contract.journal.records import Kind
-from vehicle_middleware.ess import DropReason, Event, EventSubSystem, RawEvent, data_rows
+from vehicle_middleware.ess import (
+    DropReason,
+    Event,
+    EventSubSystem,
+    RawEvent,
+    data_rows,
+    unpack_queue,
+)
 from vehicle_middleware.server.journal.writer import Journal
 from vehicle_middleware.vstore import VStore
 
@@ -25,6 +32,8 @@ _DROPS: Final = {
 # Bound once: an enum member's lookup on its class is an attribute lookup per use.
 _PUBLISH_BATCH: Final = Kind.PUBLISH_BATCH
 _DELIVERED_BATCH: Final = Kind.DELIVERED_BATCH
+_QUEUE_MASK: Final = 3
+"""A row's packed queue field above this stands for more than one write."""
 
 
 class DropJournal:
@@ -34,8 +43,11 @@ class DropJournal:
         self._journal = journal
         self._store = store
 
-    def event_dropped(self, app: str, key: int, queue: int, seq: int, reason: DropReason) -> None:
+    def event_dropped(
+        self, app: str, key: int, queue: int, seq: int, reason: DropReason, writes: int = 1
+    ) -> None:
         kind, why = _DROPS[reason]
+        more = {"writes": writes} if writes > 1 else {}  # a filtered subscription's event
         self._journal.record(
             kind,
             app=app,
@@ -44,6 +56,7 @@ class DropJournal:
             queue=queue,
             seq=seq,
             reason=why,
+            **more,
         )
 
 
@@ -117,6 +130,11 @@ def record_delivered(journal: Journal, app: str, events: Sequence[Event | RawEve
         return
     # strict=False: every data event has the same five fields, so the check would find nothing.
     key_ids, seqs, times, _, queues = zip(*data, strict=False)
+    more: dict[str, Sequence[int]] = {}
+    if max(queues) > _QUEUE_MASK:  # some event stands for several writes (a filter's)
+        unpacked = [unpack_queue(q) for q in queues]
+        queues = tuple(q for q, _ in unpacked)
+        more["writes"] = [w for _, w in unpacked]
     journal.record(
         _DELIVERED_BATCH,
         app=app,
@@ -125,4 +143,5 @@ def record_delivered(journal: Journal, app: str, events: Sequence[Event | RawEve
         seqs=seqs,
         queues=queues,
         write_times_ns=times,
+        **more,
     )
