@@ -278,17 +278,20 @@ class DueTimes:
     """When held events go out: a heap of (due, gate), earliest first. Entries of a
     gate that sent or discarded its held event are skipped when they surface."""
 
-    __slots__ = ("_heap", "_order")
+    __slots__ = ("_heap", "_order", "on_earliest")
 
-    def __init__(self) -> None:
+    def __init__(self, on_earliest: Callable[[int], None] | None = None) -> None:
         self._heap: list[tuple[int, int, FilterGate]] = []
         self._order = itertools.count()
+        self.on_earliest = on_earliest
+        """Told a due time when it becomes the earliest (the transport's timer)."""
 
-    def add(self, due: int, gate: FilterGate) -> bool:
-        """Note ``gate``'s held event due at ``due``; returns whether it is now the
-        earliest. O(log n)."""
+    def add(self, due: int, gate: FilterGate) -> None:
+        """Note ``gate``'s held event due at ``due``, telling ``on_earliest`` if it is
+        the earliest now. O(log n)."""
         heapq.heappush(self._heap, (due, next(self._order), gate))
-        return self._heap[0][2] is gate
+        if self._heap[0][2] is gate and self.on_earliest is not None:
+            self.on_earliest(due)
 
     def next_due(self) -> int | None:
         """The earliest due time of a held event; None if nothing is held."""

@@ -194,8 +194,7 @@ class EventSubSystem:
         self._table.on_watch = self._watch_changed
         self._numbers = numbers
         self._clock = clock
-        self._due = DueTimes()
-        self.on_due = on_due
+        self._due = DueTimes(on_due)
 
     # -- V-Store listener ---------------------------------------------------
 
@@ -643,6 +642,11 @@ class EventSubSystem:
             numbers=self._numbers,
             due_times=self._due,
         )
+
+    def on_due(self, hook: Callable[[int], None] | None) -> None:
+        """Set the hook told the due time of a held event when it becomes the earliest
+        (the constructor's ``on_due``)."""
+        self._due.on_earliest = hook
 
     def next_due(self) -> int | None:
         """When the earliest held event goes out (on the filters' clock); None if
