@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
 from vehicle_middleware.contract.journal.records import Kind
 from vehicle_middleware.ess import (
     DropReason,
     Event,
     EventSubSystem,
+    Filter,
     RawEvent,
     data_rows,
     unpack_queue,
@@ -18,7 +19,7 @@ from vehicle_middleware.ess import (
 from vehicle_middleware.server.journal.writer import Journal
 from vehicle_middleware.vstore import VStore
 
-__all__ = ["DropJournal", "PublishTap", "record_delivered"]
+__all__ = ["DropJournal", "PublishTap", "filter_record", "record_delivered"]
 
 _DROPS: Final = {
     DropReason.EVICTED: (Kind.EVICTED, "queue full: a newer event of the key replaced it"),
@@ -34,6 +35,18 @@ _PUBLISH_BATCH: Final = Kind.PUBLISH_BATCH
 _DELIVERED_BATCH: Final = Kind.DELIVERED_BATCH
 _QUEUE_MASK: Final = 3
 """A row's packed queue field above this stands for more than one write."""
+
+
+def filter_record(flt: Filter | None) -> dict[str, Any] | None:
+    """A ``register`` record's ``filter`` field (records.Kind.REGISTER): None for no
+    filter."""
+    if flt is None or flt.empty:
+        return None
+    return {
+        "min_interval_ms": flt.min_interval_ms,
+        "threshold": flt.threshold,
+        "range": list(flt.range) if flt.range is not None else None,
+    }
 
 
 class DropJournal:
@@ -134,7 +147,7 @@ def record_delivered(journal: Journal, app: str, events: Sequence[Event | RawEve
     if max(queues) > _QUEUE_MASK:  # some event stands for several writes (a filter's)
         unpacked = [unpack_queue(q) for q in queues]
         queues = tuple(q for q, _ in unpacked)
-        more["writes"] = [w for _, w in unpacked]
+        more["write_counts"] = [w for _, w in unpacked]
     journal.record(
         _DELIVERED_BATCH,
         app=app,

@@ -32,6 +32,7 @@ __all__ = [
     "KINDS",
     "KIND_FIELDS",
     "LEVEL_OF",
+    "OPTIONAL_BATCH_FIELDS",
     "Cause",
     "Kind",
     "Level",
@@ -98,7 +99,10 @@ class Kind(enum.StrEnum):
     token expired, shutdown, failed); a publish stream's has ``details`` instead
     (``{}``), as an events stream's had before the end reasons."""
     REGISTER = "register"
-    """``app``, ``key``, ``key_id``, ``queue``, ``trigger``, ``status``."""
+    """``app``, ``key``, ``key_id``, ``queue``, ``trigger``, ``status``, ``filter``:
+    null, or the subscription's filter as ``{"min_interval_ms": int | null,
+    "threshold": float | null, "range": [lo, hi] | null}`` (absent in journals
+    written before filters: none)."""
     DEREGISTER = "deregister"
     """``app``, ``key``, ``key_id``, ``status``."""
     JOURNAL_DROPPED = "journal_dropped"
@@ -145,7 +149,9 @@ class Kind(enum.StrEnum):
     ``seq``, ``event_hash`` and ``detail``."""
     # -- drops
     EVICTED = "evicted"
-    """``app``, ``key``, ``key_id``, ``queue``, ``seq``, ``reason``."""
+    """``app``, ``key``, ``key_id``, ``queue``, ``seq``, ``reason``, and ``writes``
+    where the event stood for more than one write (a filtered subscription's;
+    absent: 1)."""
     LOST = "lost"
     """As ``evicted``."""
     DISCARDED = "discarded"
@@ -156,14 +162,18 @@ class Kind(enum.StrEnum):
     write in ``key_ids``, ``keys`` (names), ``versions``, ``changes``, ``sizes``."""
     DELIVERED_BATCH = "delivered_batch"
     """One batch handed to the app's stream: ``app``, ``sent_ns``, and one entry per
-    event in ``key_ids``, ``seqs``, ``queues``, ``write_times_ns``."""
+    event in ``key_ids``, ``seqs``, ``queues``, ``write_times_ns``, and
+    ``write_counts`` (how many writes each event stood for) only where some event
+    stood for more than one (a filtered subscription's; absent: 1 each). Expanded,
+    an event's count is its ``writes``, as in a drop record."""
     # -- full, one record per event (journals written before the batch records; still read)
     PUBLISH = "publish"
     """``key``, ``key_id``, ``version``, ``changed``, ``size``, ``writer``."""
     QUEUED = "queued"
     """``app``, ``key_id``, ``queue``, ``seq``."""
     DELIVERED = "delivered"
-    """``app``, ``key_id``, ``seq``, ``queue``, ``write_time_ns``, ``sent_ns``."""
+    """``app``, ``key_id``, ``seq``, ``queue``, ``write_time_ns``, ``sent_ns``; expanded
+    from a ``delivered_batch`` with ``write_counts``, also ``writes``."""
 
 
 class Cause(enum.StrEnum):
@@ -180,7 +190,7 @@ class Cause(enum.StrEnum):
     (``rm -rf``); reported by the same boot, first in the directory it made again."""
 
 
-_DROP: Final = "app key key_id queue seq reason"
+_DROP: Final = "app key key_id queue seq reason writes"
 _SPECS: Final[dict[Kind, tuple[Level, str]]] = {
     Kind.START: (
         Level.LIFECYCLE,
@@ -192,7 +202,7 @@ _SPECS: Final[dict[Kind, tuple[Level, str]]] = {
     Kind.KEY_REMOVED: (Level.LIFECYCLE, "app key key_id"),
     Kind.CONNECT: (Level.LIFECYCLE, "app stream details"),
     Kind.DISCONNECT: (Level.LIFECYCLE, "app stream reason details"),
-    Kind.REGISTER: (Level.LIFECYCLE, "app key key_id queue trigger status"),
+    Kind.REGISTER: (Level.LIFECYCLE, "app key key_id queue trigger status filter"),
     Kind.DEREGISTER: (Level.LIFECYCLE, "app key key_id status"),
     Kind.JOURNAL_DROPPED: (Level.LIFECYCLE, "count cause lost_boot_id"),
     Kind.JOURNAL_TRIMMED: (
@@ -217,10 +227,13 @@ _SPECS: Final[dict[Kind, tuple[Level, str]]] = {
     Kind.LOST: (Level.DROPS, _DROP),
     Kind.DISCARDED: (Level.DROPS, _DROP),
     Kind.PUBLISH_BATCH: (Level.FULL, "writer key_ids keys versions changes sizes"),
-    Kind.DELIVERED_BATCH: (Level.FULL, "app sent_ns key_ids seqs queues write_times_ns"),
+    Kind.DELIVERED_BATCH: (
+        Level.FULL,
+        "app sent_ns key_ids seqs queues write_times_ns write_counts",
+    ),
     Kind.PUBLISH: (Level.FULL, "key key_id version changed size writer"),
     Kind.QUEUED: (Level.FULL, "app key_id queue seq"),
-    Kind.DELIVERED: (Level.FULL, "app key_id seq queue write_time_ns sent_ns"),
+    Kind.DELIVERED: (Level.FULL, "app key_id seq queue write_time_ns sent_ns writes"),
 }
 
 # Keyed by the kinds, looked up by any string (a Kind is its string).
@@ -300,6 +313,9 @@ FIELDS: Final[dict[str, str]] = {
     "prev_boot_offset": "long",
     "prev_boot_hash": "string",
     "prev_boot_stopped": "boolean",
+    "filter": "json",
+    "writes": "long",
+    "write_counts": "array<long>",
 }
 """Every field a record may carry, with its type: the one definition of the
 journal's fields (``vehicle_middleware.telemetry_export.schema`` reads journals by it; the
@@ -356,11 +372,20 @@ BATCH_FIELDS: Final[Mapping[str, tuple[Kind, dict[str, str]]]] = {
     ),
     Kind.DELIVERED_BATCH: (
         Kind.DELIVERED,
-        {"key_ids": "key_id", "seqs": "seq", "queues": "queue", "write_times_ns": "write_time_ns"},
+        {
+            "key_ids": "key_id",
+            "seqs": "seq",
+            "queues": "queue",
+            "write_times_ns": "write_time_ns",
+            "write_counts": "writes",
+        },
     ),
 }
 """Per batch kind: the per-event kind it stands for, and its array fields -> that
 kind's scalar fields (the one definition readers expand batches by)."""
+OPTIONAL_BATCH_FIELDS: Final = frozenset({"write_counts"})
+"""Array fields a batch record carries only where they say something (an absent one
+leaves its scalar out of the expanded records)."""
 
 
 def expand(records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -375,6 +400,7 @@ def expand(records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
             yield rec
             continue
         kind, columns = spec
+        columns = {a: f for a, f in columns.items() if a in rec or a not in OPTIONAL_BATCH_FIELDS}
         common = {k: v for k, v in rec.items() if k not in columns}
         arrays = [rec.get(name) or [] for name in columns]
         for index, values in enumerate(zip(*arrays, strict=True)):
