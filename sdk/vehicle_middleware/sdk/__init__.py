@@ -16,7 +16,7 @@ from vehicle_middleware.sdk.actuators import (
     ActuationRequest,
     ActuatorStream,
 )
-from vehicle_middleware.sdk.app import AppClient, QueueSpec, StreamReplacedError, Sub
+from vehicle_middleware.sdk.app import AppClient, Filter, QueueSpec, StreamReplacedError, Sub
 from vehicle_middleware.sdk.errors import MiddlewareUnreachableError
 from vehicle_middleware.sdk.events import (
     ClientEvent,
@@ -48,6 +48,7 @@ __all__ = [
     "ClientEvent",
     "ConflictError",
     "DataEvent",
+    "Filter",
     "HeadConflictError",
     "HealthEvent",
     "KeyAddedEvent",
