@@ -33,6 +33,8 @@ from collections.abc import Callable
 
 from vehicle_middleware.contract.values import encode
 from vehicle_middleware.ess import EventSubSystem, Filter, QueueConfig, SubscriptionRequest
+from vehicle_middleware.sdk import AppClient, DataEvent, ProviderClient, Sub
+from vehicle_middleware.sdk import Filter as SdkFilter
 from vehicle_middleware.server.config import Settings, replace_settings
 from vehicle_middleware.server.filter_numbers import ValueNumbers
 from vehicle_middleware.server.server import start_server
@@ -92,9 +94,6 @@ def core(repeats: int, rounds: int) -> dict[str, float]:
 
 async def served(seconds: float) -> tuple[int, int, int, int]:
     """(b): writes, filtered events and their writes, unfiltered events."""
-    from vehicle_middleware.sdk import AppClient, DataEvent, ProviderClient, Sub  # noqa: PLC0415
-    from vehicle_middleware.sdk import Filter as SdkFilter  # noqa: PLC0415
-
     running = await start_server(replace_settings(Settings(), listen="127.0.0.1:0"))
     filtered: list[DataEvent] = []
     plain: list[DataEvent] = []
