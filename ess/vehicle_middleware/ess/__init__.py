@@ -28,6 +28,7 @@ from vehicle_middleware.ess.errors import (
     NotReadingEventsError,
 )
 from vehicle_middleware.ess.events import (
+    ONE_WRITE_MAX,
     DataRow,
     DataUpdated,
     DropReason,
@@ -88,6 +89,7 @@ __all__ = [
     "MAX_SEQ",
     "MIN_INTERVAL_NS",
     "NO_NUMBERS",
+    "ONE_WRITE_MAX",
     "QUEUE_COUNT",
     "AllowAll",
     "AppStats",

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Final, NamedTuple, cast
 
 __all__ = [
+    "ONE_WRITE_MAX",
     "DataRow",
     "DataUpdated",
     "DropReason",
@@ -213,6 +214,9 @@ data events are still the queues' plain tuples (``type(e) is tuple``)."""
 _QUEUE_BITS: Final = 2
 """Bits of a row's packed field that hold the queue (0, 1, 2); the rest hold writes - 1."""
 _QUEUE_MASK: Final = (1 << _QUEUE_BITS) - 1
+ONE_WRITE_MAX: Final = _QUEUE_MASK
+"""The largest packed field of a row standing for one write: one above it stands
+for more (a test of a whole batch at once: ``max(fields) > ONE_WRITE_MAX``)."""
 
 
 def pack_queue(queue: int, writes: int) -> int:

@@ -8,6 +8,7 @@ from typing import Any, Final
 
 from vehicle_middleware.contract.journal.records import Kind
 from vehicle_middleware.ess import (
+    ONE_WRITE_MAX,
     DropReason,
     Event,
     EventSubSystem,
@@ -33,8 +34,6 @@ _DROPS: Final = {
 # Bound once: an enum member's lookup on its class is an attribute lookup per use.
 _PUBLISH_BATCH: Final = Kind.PUBLISH_BATCH
 _DELIVERED_BATCH: Final = Kind.DELIVERED_BATCH
-_QUEUE_MASK: Final = 3
-"""A row's packed queue field above this stands for more than one write."""
 
 
 def filter_record(flt: Filter | None) -> dict[str, Any] | None:
@@ -144,7 +143,7 @@ def record_delivered(journal: Journal, app: str, events: Sequence[Event | RawEve
     # strict=False: every data event has the same five fields, so the check would find nothing.
     key_ids, seqs, times, _, queues = zip(*data, strict=False)
     more: dict[str, Sequence[int]] = {}
-    if max(queues) > _QUEUE_MASK:  # some event stands for several writes (a filter's)
+    if max(queues) > ONE_WRITE_MAX:  # some event stands for several writes (a filter's)
         unpacked = [unpack_queue(q) for q in queues]
         queues = tuple(q for q, _ in unpacked)
         more["write_counts"] = [w for _, w in unpacked]
