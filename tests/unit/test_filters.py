@@ -7,9 +7,11 @@ model; these are the rules one by one, as docs/design.md states them.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 from vehicle_middleware.ess import (
+    ALLOW_ALL,
     DataUpdated,
     DropReason,
     EventSubSystem,
@@ -46,6 +48,13 @@ class Numbers:
         return None
 
 
+class NoName:
+    """A read policy: every key but Vehicle.Name."""
+
+    def may_read(self, app: str, key: str) -> bool:
+        return key != TEXT
+
+
 class Drops:
     def __init__(self) -> None:
         self.seen: list[tuple[int, DropReason, int]] = []
@@ -59,7 +68,7 @@ class Drops:
 class Car:
     """A store and an ESS on a fake clock, one app ``a`` with a stream."""
 
-    def __init__(self, *, max_length: int = 100) -> None:
+    def __init__(self, *, max_length: int = 100, read_policy: Any = ALLOW_ALL) -> None:
         self.now = 0
         self.store = VStore()
         self.drops = Drops()
@@ -70,6 +79,7 @@ class Car:
             clock=lambda: self.now,
             observer=self.drops,
             on_due=self.due.append,
+            read_policy=read_policy,
         )
         self.store.set_listener(self.ess)
         for name in (KEY, TEXT, "Vehicle.Other"):
@@ -214,15 +224,17 @@ def test_threshold_and_range_need_a_numeric_key() -> None:
 def test_a_bad_filter_is_the_keys_invalid_argument_after_its_permission() -> None:
     with pytest.raises(InvalidFilterError) as bad:
         Filter.of_ms(min_interval_ms=0)
-    car = Car()
-    [missing, ok] = car.ess.register(
+    car = Car(read_policy=NoName())
+    [missing, denied, ok] = car.ess.register(
         "a",
         [
             SubscriptionRequest("Vehicle.Nope", filter_error=bad.value),
+            SubscriptionRequest(TEXT, filter_error=bad.value),
             SubscriptionRequest(KEY, filter_error=bad.value),
         ],
     )
     assert missing.status is Status.NOT_FOUND
+    assert denied.status is Status.PERMISSION_DENIED  # as for any key: nothing told
     assert ok.status is Status.INVALID_ARGUMENT
     assert ok.detail == "filter.min_interval_ms: 0 ms is outside the allowed 1 to 3600000 ms"
 
