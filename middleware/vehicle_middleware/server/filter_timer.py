@@ -49,8 +49,12 @@ class FilterTimer:
         self._arm(due_ns)
 
     def _arm(self, due_ns: int) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # a write outside the server's loop: nothing to arm
+            return
         self._armed = due_ns
-        self._handle = asyncio.get_running_loop().call_at(due_ns / _NS_PER_S, self._fire)
+        self._handle = loop.call_at(due_ns / _NS_PER_S, self._fire)
 
     def _fire(self) -> None:
         self._handle = None
