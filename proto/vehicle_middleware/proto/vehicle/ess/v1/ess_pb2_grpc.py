@@ -157,7 +157,8 @@ class EventServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetSubscriptions(self, request, context):
-        """The calling app's subscriptions, in registration order.
+        """The calling app's subscriptions, in registration order, each with its
+        filter.
 
         Errors: UNAUTHENTICATED.
         """
