@@ -59,17 +59,22 @@ class DropJournal:
         self, app: str, key: int, queue: int, seq: int, reason: DropReason, writes: int = 1
     ) -> None:
         kind, why = _DROPS[reason]
-        more = {"writes": writes} if writes > 1 else {}  # a filtered subscription's event
-        self._journal.record(
-            kind,
-            app=app,
-            key=self._store.name_of(key),
-            key_id=key,
-            queue=queue,
-            seq=seq,
-            reason=why,
-            **more,
-        )
+        name = self._store.name_of(key)
+        if writes == 1:
+            self._journal.record(
+                kind, app=app, key=name, key_id=key, queue=queue, seq=seq, reason=why
+            )
+        else:  # a filtered subscription's event
+            self._journal.record(
+                kind,
+                app=app,
+                key=name,
+                key_id=key,
+                queue=queue,
+                seq=seq,
+                reason=why,
+                writes=writes,
+            )
 
 
 class PublishTap:
@@ -142,18 +147,25 @@ def record_delivered(journal: Journal, app: str, events: Sequence[Event | RawEve
         return
     # strict=False: every data event has the same five fields, so the check would find nothing.
     key_ids, seqs, times, _, queues = zip(*data, strict=False)
-    more: dict[str, Sequence[int]] = {}
-    if max(queues) > ONE_WRITE_MAX:  # some event stands for several writes (a filter's)
-        unpacked = [unpack_queue(q) for q in queues]
-        queues = tuple(q for q, _ in unpacked)
-        more["write_counts"] = [w for _, w in unpacked]
+    if max(queues) <= ONE_WRITE_MAX:  # every event one write: nearly every batch
+        journal.record(
+            _DELIVERED_BATCH,
+            app=app,
+            sent_ns=time.time_ns(),
+            key_ids=key_ids,
+            seqs=seqs,
+            queues=queues,
+            write_times_ns=times,
+        )
+        return
+    unpacked = [unpack_queue(q) for q in queues]  # some event stands for several writes
     journal.record(
         _DELIVERED_BATCH,
         app=app,
         sent_ns=time.time_ns(),
         key_ids=key_ids,
         seqs=seqs,
-        queues=queues,
+        queues=tuple(q for q, _ in unpacked),
         write_times_ns=times,
-        **more,
+        write_counts=[w for _, w in unpacked],
     )
