@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
+from vehicle_middleware.contract.journal.records import expand
 from vehicle_middleware.contract.values import encode
 from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2
 from vehicle_middleware.sdk import AppClient, DataEvent, Filter, ProviderClient, Sub
+from vehicle_middleware.server.journal import read_journal
 from vehicle_middleware.server.server import RunningServer
 
 from tests.conftest import eventually
+from tests.integration.conftest import NewServer
 
 SPEED = "Vehicle.Speed"
 NAME = "Vehicle.Driver.Name"
@@ -174,3 +178,30 @@ async def test_a_keys_vss_datatype_says_whether_it_is_numeric(
         "its VSS datatype is string"
     )
     stream.cancel()
+
+
+async def test_the_full_journal_counts_every_write_of_a_filtered_subscription(
+    tmp_path: Path, new_server: NewServer
+) -> None:
+    """The register record carries the filter; the delivered batches' write_counts
+    add up to the writes published."""
+    server = await new_server(journal_dir=str(tmp_path), journal_level="full")
+    async with ProviderClient(server.address, "sim") as provider:
+        await provider.add_keys([SPEED])
+        await provider.flush()
+        async with AppClient(server.address, "dash") as app:
+            await app.subscribe([Sub(SPEED, filter=Filter(min_interval=0.05))])
+            got: list[DataEvent] = []
+            reader = asyncio.create_task(collect(app.events(), got))
+            for n in range(1, 201):
+                await provider.publish({SPEED: encode(float(n))})
+            await provider.flush()
+            await eventually(lambda: sum(e.writes for e in got) == 200)
+            reader.cancel()
+    await server.stop(0)
+    records = read_journal([tmp_path])
+    [register] = [r for r in records if r["kind"] == "register" and r["app"] == "dash"]
+    assert register["filter"] == {"min_interval_ms": 50, "threshold": None, "range": None}
+    delivered = [r for r in expand(records) if r["kind"] == "delivered" and r["app"] == "dash"]
+    assert sum(r.get("writes", 1) for r in delivered) == 200
+    assert len(delivered) == len(got)

@@ -136,6 +136,19 @@ def test_an_interval_sends_the_first_write_holds_the_rest_and_sends_the_latest_a
     assert car.events() == [(3, b"5", 1)]  # held to the end of the interval, alone
 
 
+def test_an_apps_queues_say_whether_they_took_an_event_of_several_writes() -> None:
+    """What the journal's tap asks before it looks into a batch's rows."""
+    car = Car()
+    car.subscribe(Filter(min_interval_ns=100 * MS))
+    car.write("1")
+    car.at(10)
+    assert car.ess.multi_write_pushes("a") == 0  # one write each so far
+    car.write("2", "3")
+    car.at(100)
+    assert car.ess.multi_write_pushes("a") == 1
+    assert car.ess.multi_write_pushes("nobody") == 0
+
+
 def test_a_write_after_the_interval_goes_out_at_once_with_the_writes_held_before() -> None:
     """A late timer: the write that finds the interval over replaces the held one."""
     car = Car()

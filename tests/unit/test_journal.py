@@ -504,8 +504,9 @@ def test_filtered_events_journal_their_writes_and_registrations_their_filter(
     key = store.add_key("Vehicle.Speed")
     j = Journal(tmp_path, vehicle_id="car-1", boot_id="b", level=Level.FULL)
     j.start(address="a", level="full", settings={})
-    record_delivered(j, "a", [(key, 1, 10, b"v", 0), (key, 2, 11, b"w", 1)])
-    record_delivered(j, "a", [(key, 3, 12, b"v", pack_queue(2, 7)), (key, 4, 13, None, 0)])
+    record_delivered(j, "a", [(key, 1, 10, b"v", 0), (key, 2, 11, b"w", 1)], several=True)
+    rows = [(key, 3, 12, b"v", pack_queue(2, 7)), (key, 4, 13, None, 0)]
+    record_delivered(j, "a", rows, several=True)
     drops = DropJournal(j, store)
     drops.event_dropped("a", key, 0, 5, DropReason.EVICTED)
     drops.event_dropped("a", key, 0, 6, DropReason.LOST, 3)
@@ -560,10 +561,12 @@ def test_a_delivered_batch_records_its_data_events_only_whatever_comes_first(
     j = make(tmp_path, level=Level.FULL)
     j.start()
     data = [(3, 7, 1_000, b"\x01", 0), DataUpdated(4, 9, 2_000, None, 2)]
-    record_delivered(j, "a", data)
-    record_delivered(j, "b", [KeyAdded(5, "Vehicle.New"), KeyRemoved(6, "Vehicle.Old"), *data])
-    record_delivered(j, "c", [KeyAdded(5, "Vehicle.New")])
-    record_delivered(j, "d", [])
+    record_delivered(j, "a", data, several=False)
+    record_delivered(
+        j, "b", [KeyAdded(5, "Vehicle.New"), KeyRemoved(6, "Vehicle.Old"), *data], several=False
+    )
+    record_delivered(j, "c", [KeyAdded(5, "Vehicle.New")], several=False)
+    record_delivered(j, "d", [], several=False)
     j.close()
     delivered = [r for r in read_journal([tmp_path]) if r["kind"] == "delivered_batch"]
     assert [r["app"] for r in delivered] == ["a", "b"]

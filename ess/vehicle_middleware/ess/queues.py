@@ -81,6 +81,7 @@ class EventQueue:
         "lost",
         "max_length",
         "min_length",
+        "multi_pushed",
         "number",
         "wake",
     )
@@ -119,6 +120,9 @@ class EventQueue:
         self.high_water = 0
         """Most events queued at once since the last ``reconfigure``, as last noted:
         see :meth:`peak` for the figure that includes the present length."""
+        self.multi_pushed = 0
+        """Events standing for several writes pushed so far (:meth:`push_writes`): while
+        0, no row of this queue packs writes, and a reader need not look."""
 
     def __len__(self) -> int:
         return len(self._calm) + len(self._events)
@@ -161,6 +165,7 @@ class EventQueue:
         :meth:`push` rather than an argument of it: the unfiltered push stays as it
         is. O(1)."""
         packed = pack_queue(self.number, writes)
+        self.multi_pushed += 1
         index = self._index
         n = len(self._calm) if index is None else len(self._events)
         if n >= self.min_length:

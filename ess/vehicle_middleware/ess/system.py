@@ -661,6 +661,15 @@ class EventSubSystem:
             gate.flush(now_ns)
         return len(gates)
 
+    def multi_write_pushes(self, app: str) -> int:
+        """Events standing for several writes pushed to the app's queues so far (0 for
+        an unknown app): while 0, none of its drained rows packs writes. O(1)."""
+        state = self._apps.get(app)
+        if state is None:
+            return 0
+        q0, q1, q2 = state.queues
+        return q0.multi_pushed + q1.multi_pushed + q2.multi_pushed
+
     def held_writes(self, app: str, key_id: int) -> int:
         """Writes of the app's subscription on ``key_id`` that no event stands for yet
         (held by its filter; 0 without a filter). O(1)."""

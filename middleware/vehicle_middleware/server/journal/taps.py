@@ -134,10 +134,15 @@ class PublishTap:
         )
 
 
-def record_delivered(journal: Journal, app: str, events: Sequence[Event | RawEvent]) -> None:
+def record_delivered(
+    journal: Journal, app: str, events: Sequence[Event | RawEvent], *, several: bool
+) -> None:
     """One ``delivered_batch`` record for the data events of a batch handed to ``app``
     (each a ``DataUpdated`` or the plain tuple of its fields), as drained: its
-    lifecycle events, if any, first.
+    lifecycle events, if any, first. ``several``: whether an event of the batch may
+    stand for several writes (the app's queues took one:
+    ``EventSubSystem.multi_write_pushes``); only then are its rows looked into, for
+    ``write_counts``.
 
     A batch that begins with a data event is all data (the common case: its
     fields are gathered as they are, without a filtered copy; this runs for
@@ -147,7 +152,7 @@ def record_delivered(journal: Journal, app: str, events: Sequence[Event | RawEve
         return
     # strict=False: every data event has the same five fields, so the check would find nothing.
     key_ids, seqs, times, _, queues = zip(*data, strict=False)
-    if max(queues) <= ONE_WRITE_MAX:  # every event one write: nearly every batch
+    if not several or max(queues) <= ONE_WRITE_MAX:  # every event one write
         journal.record(
             _DELIVERED_BATCH,
             app=app,
