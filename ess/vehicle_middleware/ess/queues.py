@@ -1,8 +1,9 @@
 """One bounded event queue of one app, with the drop-oldest-per-key rule of docs/design.md.
 
 The queue holds data events in arrival order, each as a plain tuple of a
-``DataUpdated``'s fields (``DataRow``). When an event meets
-a full queue, the oldest queued event *of the same key* is removed and the new
+``DataUpdated``'s fields (``DataRow``; an event of a filtered subscription that
+stands for several writes packs them with its queue: :meth:`EventQueue.push_writes`).
+When an event meets a full queue, the oldest queued event *of the same key* is removed and the new
 one appended; if the queue holds no event of that key, the new event is lost.
 Every removal is reported through the ``on_drop`` callback.
 
