@@ -166,7 +166,7 @@ def own(
             events = ess.drain_raw(app, 500)
             encoder.messages(events, 4_000_000)
             if full is not None:
-                record_delivered(full.journal, app, events)
+                record_delivered(full.journal, app, events, several=ess.multi_write_pushes(app) > 0)
         if full is not None:
             written = full.journal.written
             full.journal.write_buffered()

@@ -121,7 +121,33 @@ def denied(client: VSSClient) -> None:
             out(error(e))
 
 
+def subscribe_v2(host: str, port: str, path: str, interval_ms: str, duration_ms: str) -> None:
+    """KUKSA v2 Subscribe with a filter, through the generated stubs the client ships
+    (kuksa-client 0.6.0's API has no v2 subscription filter): a line per update, then
+    how the call ended."""
+    import grpc
+    from kuksa.val.v2 import val_pb2, val_pb2_grpc
+
+    request = val_pb2.SubscribeRequest(signal_paths=[path])
+    if interval_ms != "-":
+        request.filter.min_sample_interval.interval_ms = int(interval_ms)
+    request.filter.duration_ms = int(duration_ms)
+    with grpc.insecure_channel(f"{host}:{port}") as channel:
+        try:
+            for response in val_pb2_grpc.VALStub(channel).Subscribe(request):
+                for p, point in response.entries.items():
+                    which = point.value.WhichOneof("typed_value")
+                    value = getattr(point.value, which) if which else None
+                    out({"path": p, "value": value})
+            out({"end": "OK"})
+        except grpc.RpcError as e:
+            out({"end": e.code().name, "details": e.details()})
+
+
 def main() -> None:
+    if sys.argv[1] == "subscribe_v2":
+        subscribe_v2(*sys.argv[2:])
+        return
     scenario, host, port, *rest = sys.argv[1:]
     token = None
     if rest and rest[0].startswith("token="):

@@ -14,6 +14,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -416,3 +417,79 @@ async def test_a_kuksa_provider_declaring_an_unknown_signal_is_refused_naming_it
             )
         )
         await fails(provider.call.read(), grpc.StatusCode.NOT_FOUND, "99999")
+
+
+async def kuksa_v2_subscriber(
+    server: RunningServer, path: str, interval_ms: int | None, duration_ms: int
+) -> asyncio.subprocess.Process:
+    """A KUKSA v2 Subscribe with a filter, by the stubs kuksa-client ships (its API has
+    no v2 filter): a JSON line per update, then ``{"end": STATUS}``."""
+    return await asyncio.create_subprocess_exec(
+        str(KUKSA_PYTHON),
+        str(DRIVER),
+        "subscribe_v2",
+        "127.0.0.1",
+        str(server.port),
+        path,
+        "-" if interval_ms is None else str(interval_ms),
+        str(duration_ms),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def test_a_v2_subscription_with_an_interval_gets_the_latest_value_and_ends_after_its_duration(
+    server: RunningServer,
+) -> None:
+    """A provider writes about 1,000 times a second for half a second; the subscriber
+    asks at most one update per 100 ms for 3 s: a few updates however late the writes
+    are handled (at most one per 100 ms of the call), the last one the last value
+    written (held to the end of its interval), then the call ends with OK."""
+    async with ProviderClient(server.address, "sim") as provider:
+        await provider.add_keys(["Vehicle.Speed"])
+        await provider.publish({"Vehicle.Speed": encode(0.0, datatype="float")})
+        await provider.flush()
+        proc = await kuksa_v2_subscriber(server, "Vehicle.Speed", 100, 3000)
+        assert proc.stdout is not None
+        try:
+            first = json.loads(await asyncio.wait_for(proc.stdout.readline(), DEADLINE_S))
+            assert first == {"path": "Vehicle.Speed", "value": 0.0}  # the current value
+            began = time.monotonic()
+            n = 0
+            while time.monotonic() - began < 0.5:
+                n += 1
+                speed = float(n % 300)  # the catalog's range: 0 to 300
+                await provider.publish({"Vehicle.Speed": encode(speed, datatype="float")})
+                await asyncio.sleep(0.001)
+            await provider.flush()
+            out, err = await asyncio.wait_for(proc.communicate(), DEADLINE_S)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+    assert proc.returncode == 0, err.decode()
+    lines = [json.loads(line) for line in out.decode().splitlines()]
+    assert lines[-1] == {"end": "OK"}
+    values = [line["value"] for line in lines[:-1]]
+    assert values[-1] == float(n % 300)  # the latest value is never lost
+    assert 2 <= len(values) <= 3.0 / 0.1 + 1, (n, values)  # of about 500 writes
+
+
+async def test_a_v2_subscription_filter_outside_its_rules_is_invalid_argument(
+    server: RunningServer,
+) -> None:
+    async with ProviderClient(server.address, "sim") as provider:
+        await provider.add_keys(["Vehicle.Speed"])
+        await provider.flush()
+    for interval, duration, field, rule in (
+        (0, 0, "filter.min_sample_interval.interval_ms", "0 ms is outside the allowed 1 to"),
+        (3_600_001, 0, "filter.min_sample_interval.interval_ms", "3600000 ms"),
+        (None, 86_400_001, "filter.duration_ms", "above the allowed 86400000 ms"),
+    ):
+        proc = await kuksa_v2_subscriber(server, "Vehicle.Speed", interval, duration)
+        out, err = await asyncio.wait_for(proc.communicate(), DEADLINE_S)
+        assert proc.returncode == 0, err.decode()
+        [end] = [json.loads(line) for line in out.decode().splitlines()]
+        assert end["end"] == "INVALID_ARGUMENT"
+        assert field in end["details"], end
+        assert rule in end["details"], end

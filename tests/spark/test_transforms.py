@@ -220,10 +220,10 @@ def test_failure_intervals_and_filtered_writes_stay_apart_from_drops(spark: Spar
             {**p, "time_ns": 50, "offset": 5},  # a value ends it
             {**p, "time_ns": 60, "offset": 6, "failure": "not_available"},
             {"kind": "publish", "key": "Vehicle.Other", "key_id": 2, "time_ns": 60, "offset": 6},
-            {**d, "seq": 1, "offset": 7, "write_count": 3},  # stood for 3 writes: 2 filtered
+            {**d, "seq": 1, "offset": 7, "writes": 3},  # stood for 3 writes: 2 filtered
             {**d, "seq": 2, "offset": 8},
             {"kind": "evicted", "app": "dash", "key_id": 1, "queue": 0, "seq": 3, "offset": 9},
-            {**d, "seq": 4, "offset": 10, "write_count": 2},
+            {**d, "seq": 4, "offset": 10, "writes": 2},
             {**d, "app": "plain", "seq": 1, "offset": 11},
         ],
     )

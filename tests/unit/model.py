@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from vehicle_middleware.ess import (
     DataUpdated,
     Event,
+    Filter,
     KeyAdded,
     KeyRemoved,
     QueueConfig,
@@ -37,6 +38,24 @@ class MSub:
     name: str
     seq: int = 0
     owes: bool = False
+    filter: Filter | None = None
+    # The filter's state, reset when the filter changes.
+    cur: bytes | None = None  # the key's value as last seen
+    ref: float | None = None  # the number of the last event (threshold)
+    inside: bool | None = None  # whether the last event was in the range
+    sent: int | None = None  # when the last event went out
+    held: list[object] | None = None  # [due, order, data, writes] of the held event
+    since: int = 0  # writes selected since the last event that are in none
+    since_data: bool = False
+
+
+def number(data: bytes | None) -> float | None:
+    """The test's numbers: ASCII decimals (b"12.5"); anything else is not one."""
+    try:
+        value = float(data.decode()) if data else None
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return value if value == value else None  # NaN is not a number here
 
 
 @dataclass
@@ -63,6 +82,8 @@ class Model:
         self.apps: dict[str, MApp] = {}
         # key id -> app -> sub, in insertion order like the real table
         self.subs: dict[int, dict[str, MSub]] = {}
+        self.now = 0  # the filters' clock
+        self.holds = 0  # how many holds began (the order of due events of one time)
 
     # -- store --
     def add_key(self, name: str) -> int:
@@ -114,12 +135,91 @@ class Model:
             if not changed and sub.trigger is Trigger.ON_CHANGE:
                 continue
             data = value if (changed or sub.owes) else None
-            sub.seq = sub.seq + 1 if sub.seq != MAX_SEQ else 1
-            app = self.apps[app_name]
-            if self._push(app, sub.queue, [key_id, sub.seq, 0, data, sub.queue]):
-                sub.owes = False
-            elif data is not None:
-                sub.owes = True
+            if sub.filter is not None:
+                self._filtered(app_name, sub, key_id, data)
+                continue
+            self._send(app_name, sub, key_id, data, 1)
+
+    def _send(self, app_name: str, sub: MSub, key_id: int, data: bytes | None, writes: int) -> None:
+        sub.seq = sub.seq + 1 if sub.seq != MAX_SEQ else 1
+        if data is None and sub.owes:
+            data = sub.cur
+        app = self.apps[app_name]
+        if self._push(app, sub.queue, [key_id, sub.seq, 0, data, sub.queue, writes]):
+            sub.owes = False
+        elif data is not None:
+            sub.owes = True
+
+    def _filtered(self, app_name: str, sub: MSub, key_id: int, data: bytes | None) -> None:
+        """The filter rules of docs/design.md, plainly."""
+        f = sub.filter
+        assert f is not None
+        sub.since += 1
+        if data is not None:
+            sub.cur = data
+            sub.since_data = True
+        if f.numeric:
+            n = number(sub.cur)
+            if n is None:
+                sub.ref = sub.inside = None
+            else:
+                by_threshold = f.threshold is not None and (
+                    sub.ref is None or abs(n - sub.ref) >= f.threshold
+                )
+                inside = f.range[0] <= n <= f.range[1] if f.range is not None else None
+                by_range = f.range is not None and (sub.inside is None or inside != sub.inside)
+                if not (by_threshold or by_range):
+                    return  # counted in the next event
+                sub.ref, sub.inside = n, inside
+        held = sub.held
+        carries = sub.since_data or (held is not None and held[2] is not None)
+        if f.min_interval_ns and sub.sent is not None and self.now - sub.sent < f.min_interval_ns:
+            if held is None:
+                self.holds += 1
+                held = sub.held = [sub.sent + f.min_interval_ns, self.holds, None, 0]
+            held[2] = sub.cur if carries else None
+            held[3] += sub.since  # type: ignore[operator]
+            sub.since, sub.since_data = 0, False
+            return
+        if f.min_interval_ns:
+            sub.sent = self.now
+        writes = sub.since + (held[3] if held is not None else 0)  # type: ignore[operator]
+        sub.held, sub.since, sub.since_data = None, 0, False
+        self._send(app_name, sub, key_id, sub.cur if carries else None, writes)
+
+    def advance(self, ns: int) -> None:
+        """Time passes; the held events due go out, earliest first."""
+        self.now += ns
+        due = sorted(
+            (sub.held[0], sub.held[1], app, key, sub)  # type: ignore[index]
+            for key, subs in self.subs.items()
+            for app, sub in subs.items()
+            if sub.held is not None and sub.held[0] <= self.now  # type: ignore[operator]
+        )
+        for _, _, app, key, sub in due:
+            held = sub.held
+            assert held is not None
+            sub.held, sub.sent = None, self.now
+            self._send(app, sub, key, held[2], held[3])  # type: ignore[arg-type]
+
+    def held_writes(self, app: str, key_id: int) -> int:
+        sub = self.subs.get(key_id, {}).get(app)
+        if sub is None or sub.filter is None:
+            return 0
+        return sub.since + (sub.held[3] if sub.held is not None else 0)  # type: ignore[return-value]
+
+    def set_filter(
+        self, app_name: str, key_id: int, sub: MSub, f: Filter | None, current: bytes | None
+    ) -> None:
+        if f == sub.filter:
+            return
+        held = sub.held
+        if held is not None:  # a held event goes out now, before the new filter applies
+            sub.held = None
+            self._send(app_name, sub, key_id, held[2], held[3])  # type: ignore[arg-type]
+        sub.filter = f
+        sub.cur, sub.ref, sub.inside, sub.sent, sub.held = current, None, None, None, None
+        sub.since, sub.since_data = 0, False
 
     def _push(self, app: MApp, qn: int, ev: list[object]) -> bool:
         q = app.queues[qn]
@@ -194,12 +294,22 @@ class Model:
         return True
 
     def register(
-        self, app_name: str, name: str, queue: int, trigger: Trigger, want: bool
+        self,
+        app_name: str,
+        name: str,
+        queue: int,
+        trigger: Trigger,
+        want: bool,
+        f: Filter | None = None,
+        numeric_names: frozenset[str] = frozenset(),
     ) -> tuple[Status, int, bytes | None]:
         key = self.keys.get(name)
         if key is None:
             return Status.NOT_FOUND, 0, None
         if not 0 <= queue <= 2:
+            return Status.INVALID_ARGUMENT, key.id, None
+        f = None if f is None or f.empty else f
+        if f is not None and f.numeric and name not in numeric_names and number(key.value) is None:
             return Status.INVALID_ARGUMENT, key.id, None
         subs = self.subs.setdefault(key.id, {})
         if app_name in subs:
@@ -209,6 +319,7 @@ class Model:
             subs[app_name].trigger = trigger
         else:
             subs[app_name] = MSub(queue, trigger, name)
+        self.set_filter(app_name, key.id, subs[app_name], f, key.value)
         return Status.OK, key.id, (key.value if want else None)
 
     def deregister(self, app_name: str, name: str) -> tuple[Status, int]:
@@ -257,8 +368,8 @@ class Model:
             app.totals[qn][0] += len(taken[qn])
             for e in taken[qn]:
                 app.queues[qn].remove(e)
-                k, s, _t, d, q = e
-                out.append(DataUpdated(k, s, -1, d, q))  # type: ignore[arg-type]
+                k, s, _t, d, q, w = e
+                out.append(DataUpdated(k, s, -1, d, q, w))  # type: ignore[arg-type]
         return out
 
     def pending(self, name: str) -> int:

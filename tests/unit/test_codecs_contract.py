@@ -28,6 +28,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 from hypothesis import given
 from hypothesis import strategies as st
+from vehicle_middleware.ess import pack_queue
 from vehicle_middleware.proto.kuksa.val.v2 import types_pb2, val_pb2
 from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2
 from vehicle_middleware.server.codecs import BatchEncoder, EntryEncoderFactory, PublishReaderFactory
@@ -108,9 +109,22 @@ BATCH_ENCODERS = [pytest.param(EventBytes, id="fast"), pytest.param(EventMessage
 
 
 def _row(update: ess_pb2.DataUpdated) -> tuple[int, int, int, bytes | None, int]:
-    """The drained data event of a ``DataUpdated``: the fields the encoders write."""
+    """The drained data event of a ``DataUpdated``: the fields the encoders write, its
+    queue and writes packed in the last (``writes`` 0 on the wire is 1)."""
     data = update.data if update.HasField("data") else None
-    return (update.key, update.seq, update.time_ns, data, update.queue)
+    packed = pack_queue(update.queue, max(update.writes, 1))
+    return (update.key, update.seq, update.time_ns, data, packed)
+
+
+def _as_served(update: ess_pb2.DataUpdated) -> ess_pb2.DataUpdated:
+    """``update`` as the middleware can send it: a queue of the three (0, 1, 2), and
+    ``writes`` left out for one write (absent means 1)."""
+    served = ess_pb2.DataUpdated()
+    served.CopyFrom(update)
+    served.queue %= 3
+    if served.writes == 1:
+        served.ClearField("writes")
+    return served
 
 
 @pytest.mark.parametrize("encoder_type", BATCH_ENCODERS)
@@ -128,6 +142,7 @@ def test_a_batch_of_data_updated_parses_to_the_messages_it_came_from(
     """Every field of ``DataUpdated`` as the descriptor has it, in one batch and cut
     to a message limit."""
     encoder = encoder_type()
+    updates = [_as_served(u) for u in updates]
     expected = ess_pb2.EventBatch(events=[ess_pb2.Event(data_updated=u) for u in updates])
     rows = [_row(u) for u in updates]
     [whole] = encoder.messages(rows, 1 << 30)

@@ -54,9 +54,20 @@ class DemandModel:
 def _system() -> tuple[VStore, EventSubSystem]:
     ticks = itertools.count(1)
     store = VStore(clock=lambda: next(ticks))
-    ess = EventSubSystem(store)
+    ess = EventSubSystem(store, numbers=_EveryKeyNumeric())
     store.set_listener(ess)
     return store, ess
+
+
+class _EveryKeyNumeric:
+    """Every key takes threshold and range filters (what a key's values are does
+    not change its demand)."""
+
+    def number(self, data: bytes) -> float | None:
+        return None
+
+    def not_numeric(self, name: str, current: bytes | None) -> str | None:
+        return None
 
 
 class DemandMachine(RuleBasedStateMachine):

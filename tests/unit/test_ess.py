@@ -24,6 +24,7 @@ from vehicle_middleware.ess import (
     data_rows,
 )
 from vehicle_middleware.ess.budget import EventBudget
+from vehicle_middleware.ess.events import as_data_updated
 from vehicle_middleware.ess.queues import EventQueue
 from vehicle_middleware.vstore import VStore
 
@@ -60,7 +61,9 @@ class Drops:
     def __init__(self) -> None:
         self.seen: list[tuple[str, int, int, int, DropReason]] = []
 
-    def event_dropped(self, app: str, key: int, queue: int, seq: int, reason: DropReason) -> None:
+    def event_dropped(
+        self, app: str, key: int, queue: int, seq: int, reason: DropReason, writes: int = 1
+    ) -> None:
         self.seen.append((app, key, queue, seq, reason))
 
 
@@ -375,7 +378,7 @@ def test_the_drop_rule_holds_when_pressure_comes_after_events_were_queued_withou
         min_length=0,
         max_length=4,
         budget=EventBudget(100),
-        on_drop=lambda key, seq, _, why: drops.append((key, seq, why)),
+        on_drop=lambda key, seq, _, why, _w: drops.append((key, seq, why)),
     )
 
     def drain(count: int) -> list[tuple[int, int, bytes | None]]:
@@ -751,7 +754,7 @@ def test_drain_raw_hands_out_what_drain_does_with_each_data_event_a_plain_tuple(
     for _ in range(3):
         events = typed.ess.drain("a", 2)
         rows = raw.ess.drain_raw("a", 2)
-        assert rows == events
+        assert [as_data_updated(r) if type(r) is tuple else r for r in rows] == events
         assert [type(e) for e in events] == [
             DataUpdated if type(r) is tuple else type(r) for r in rows
         ]
@@ -787,7 +790,7 @@ def test_data_rows_are_a_drains_data_events_in_order_and_the_batch_itself_when_a
     assert data_rows(raw) is raw
     s.store.set(SPEED, b"5")
     typed = s.ess.drain("a", 10)
-    assert data_rows(typed) is typed
+    assert data_rows(typed) == [(s.speed, 3, 104, b"5", 0)]  # DataUpdated: as rows
     assert data_rows([]) == []
     s.store.remove_key("Vehicle.Later")
     assert data_rows(s.ess.drain_raw("a", 10)) == []

@@ -27,6 +27,7 @@ from vehicle_middleware.ess import (
     ProviderBack,
     ProviderGone,
     ResyncRequired,
+    as_row,
 )
 from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2
 from vehicle_middleware.server.codecs import BatchEncoder
@@ -51,6 +52,8 @@ _DATA = st.builds(
     time_ns=_U64,
     data=_VALUES,
     queue=st.integers(0, 2),
+    # Mostly one write; a filtered subscription's event stands for more.
+    writes=st.one_of(st.just(1), st.integers(2, 300), st.integers(1, 2**32 - 1)),
 )
 _NAMES = st.text(max_size=30)
 _KEYS = st.lists(st.integers(1, 1000), max_size=4).map(lambda k: tuple(sorted(k)))
@@ -94,7 +97,7 @@ def test_each_batch_is_protobufs_own_bytes(
         built = event_batch(events)
         assert message == built.SerializeToString()
         assert _parsed(message) == built
-        raw = [tuple(e) if isinstance(e, DataUpdated) else e for e in events]
+        raw = [as_row(e) if isinstance(e, DataUpdated) else e for e in events]
         assert all(type(e) is tuple for e in raw if isinstance(e, tuple))
         assert raw_encoder.messages(raw, 1 << 30) == [message]
         assert event_batch(raw) == built
@@ -146,6 +149,25 @@ def test_a_keys_seq_is_encoded_right_whatever_came_before_it(
     for key, seq in edges + writes:
         events = [DataUpdated(key, seq, 1_764_000_000_000_000_000, b"v", 0)]
         assert encoder.messages(events, 1 << 30) == [event_batch(events).SerializeToString()]
+
+
+@both
+def test_an_event_standing_for_several_writes_carries_them_and_one_write_sends_none(
+    encoder_type: Callable[[], BatchEncoder],
+) -> None:
+    """A filtered subscription's event (its row's queue field packs its writes) says
+    how many writes it stands for; an event of one write has no ``writes`` field,
+    so its bytes are those of an unfiltered event."""
+    encoder = encoder_type()
+    for queue in (0, 1, 2):
+        for writes in (1, 2, 100, 2**32 - 1):
+            for data in (b"v", None, b"w" * 200):
+                event = DataUpdated(5, 300, 1_764_000_000_000_000_000, data, queue, writes)
+                [message] = encoder.messages([as_row(event)], 1 << 30)
+                assert message == event_batch([event]).SerializeToString()
+                parsed = _parsed(message).events[0].data_updated
+                assert parsed.writes == (0 if writes == 1 else writes)
+                assert parsed.queue == queue
 
 
 @both

@@ -21,7 +21,7 @@ from vehicle_middleware.contract.journal.chain import (
     verify_line,
 )
 from vehicle_middleware.contract.journal.segments import segment_files
-from vehicle_middleware.ess import DataUpdated, KeyAdded, KeyRemoved
+from vehicle_middleware.ess import DataUpdated, DropReason, Filter, KeyAdded, KeyRemoved, pack_queue
 from vehicle_middleware.server.journal import (
     Journal,
     JournalReport,
@@ -32,7 +32,8 @@ from vehicle_middleware.server.journal import (
 )
 from vehicle_middleware.server.journal.directory_lock import DirectoryLock, JournalInUseError
 from vehicle_middleware.server.journal.reserve import LOCK_NAME
-from vehicle_middleware.server.journal.taps import record_delivered
+from vehicle_middleware.server.journal.taps import DropJournal, filter_record, record_delivered
+from vehicle_middleware.vstore import VStore
 
 from tests.conftest import wait_until
 
@@ -476,6 +477,62 @@ def test_batch_records_expand_into_the_per_event_records_they_stand_for() -> Non
     ]  # fmt: skip
 
 
+def test_a_batch_of_filtered_events_expands_to_each_events_writes() -> None:
+    from vehicle_middleware.contract.journal.records import expand
+
+    batch = {
+        "kind": "delivered_batch",
+        "offset": 9,
+        "app": "a",
+        "sent_ns": 5,
+        "key_ids": [1, 2],
+        "seqs": [3, 4],
+        "queues": [0, 1],
+        "write_times_ns": [10, 11],
+        "write_counts": [1, 40],
+    }
+    assert [(r["seq"], r["queue"], r["writes"]) for r in expand([batch])] == [(3, 0, 1), (4, 1, 40)]
+
+
+def test_filtered_events_journal_their_writes_and_registrations_their_filter(
+    tmp_path: Path,
+) -> None:
+    """At the full level: ``write_counts`` in a delivered batch only where some event
+    stood for several writes; ``writes`` in a drop record only above 1; ``filter``
+    in a register record."""
+    store = VStore()
+    key = store.add_key("Vehicle.Speed")
+    j = Journal(tmp_path, vehicle_id="car-1", boot_id="b", level=Level.FULL)
+    j.start(address="a", level="full", settings={})
+    record_delivered(j, "a", [(key, 1, 10, b"v", 0), (key, 2, 11, b"w", 1)], several=True)
+    rows = [(key, 3, 12, b"v", pack_queue(2, 7)), (key, 4, 13, None, 0)]
+    record_delivered(j, "a", rows, several=True)
+    drops = DropJournal(j, store)
+    drops.event_dropped("a", key, 0, 5, DropReason.EVICTED)
+    drops.event_dropped("a", key, 0, 6, DropReason.LOST, 3)
+    j.record(
+        "register",
+        app="a",
+        key="Vehicle.Speed",
+        key_id=key,
+        queue=0,
+        trigger="on_change",
+        status="ok",
+        filter=filter_record(Filter(min_interval_ns=100_000_000, range=(0.0, 1.5))),
+    )
+    j.close()
+    records = read_journal([tmp_path])
+    plain, filtered = [r for r in records if r["kind"] == "delivered_batch"]
+    assert "write_counts" not in plain
+    assert (filtered["queues"], filtered["write_counts"]) == ([2, 0], [7, 1])
+    evicted, lost = [r for r in records if r["kind"] in ("evicted", "lost")]
+    assert "writes" not in evicted
+    assert lost["writes"] == 3
+    [register] = [r for r in records if r["kind"] == "register"]
+    assert register["filter"] == {"min_interval_ms": 100, "threshold": None, "range": [0.0, 1.5]}
+    assert filter_record(None) is None
+
+
 def test_the_trim_record_is_on_disk_before_any_segment_goes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -504,10 +561,12 @@ def test_a_delivered_batch_records_its_data_events_only_whatever_comes_first(
     j = make(tmp_path, level=Level.FULL)
     j.start()
     data = [(3, 7, 1_000, b"\x01", 0), DataUpdated(4, 9, 2_000, None, 2)]
-    record_delivered(j, "a", data)
-    record_delivered(j, "b", [KeyAdded(5, "Vehicle.New"), KeyRemoved(6, "Vehicle.Old"), *data])
-    record_delivered(j, "c", [KeyAdded(5, "Vehicle.New")])
-    record_delivered(j, "d", [])
+    record_delivered(j, "a", data, several=False)
+    record_delivered(
+        j, "b", [KeyAdded(5, "Vehicle.New"), KeyRemoved(6, "Vehicle.Old"), *data], several=False
+    )
+    record_delivered(j, "c", [KeyAdded(5, "Vehicle.New")], several=False)
+    record_delivered(j, "d", [], several=False)
     j.close()
     delivered = [r for r in read_journal([tmp_path]) if r["kind"] == "delivered_batch"]
     assert [r["app"] for r in delivered] == ["a", "b"]

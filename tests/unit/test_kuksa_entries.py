@@ -23,6 +23,7 @@ from vehicle_middleware.contract.values import (
     FailureCode,
     encode,
 )
+from vehicle_middleware.ess import pack_queue
 from vehicle_middleware.proto.kuksa.val.v2 import val_pb2
 from vehicle_middleware.server.codecs import EntryEncoderFactory
 from vehicle_middleware.server.kuksa import convert
@@ -87,9 +88,12 @@ def _expected(
     return message
 
 
-def _updates(batch: list[tuple[int, bytes | None, int]]) -> list[Update]:
-    """``(key id, value, time)`` as the data events the encoder is handed (any seq)."""
-    return [(key_id, n + 1, time_ns, data, 0) for n, (key_id, data, time_ns) in enumerate(batch)]
+def _updates(batch: list[tuple[int, bytes | None, int]], packed: int = 0) -> list[Update]:
+    """``(key id, value, time)`` as the data events the encoder is handed (any seq;
+    ``packed``: the rows' queue field, which packs a filtered event's writes)."""
+    return [
+        (key_id, n + 1, time_ns, data, packed) for n, (key_id, data, time_ns) in enumerate(batch)
+    ]
 
 
 def _same(a: object, b: object) -> bool:
@@ -102,13 +106,17 @@ def _same(a: object, b: object) -> bool:
     st.lists(st.tuples(st.sampled_from(_DATATYPES), _stored(), _TIMES), min_size=0, max_size=6),
     st.booleans(),
     st.booleans(),
+    st.sampled_from([0, 2, pack_queue(0, 2), pack_queue(1, 1000)]),
 )
 def test_a_response_parses_to_the_message_built_field_by_field(
     encoder: EntryEncoderFactory,
     rows: list[tuple[str | None, bytes | None, int]],
     by_name: bool,
     shared_time: bool,
+    packed: int,
 ) -> None:
+    """Whatever the queue and the writes an event stands for (a filtered
+    subscription's): KUKSA has no field for them."""
     response = val_pb2.SubscribeResponse if by_name else val_pb2.SubscribeByIdResponse
     names = {i + 1: _NAMES[i % len(_NAMES)] + str(i) for i in range(len(rows))}
     signals = {names[i + 1]: _signal(d) for i, (d, _, _) in enumerate(rows)}
@@ -119,7 +127,7 @@ def test_a_response_parses_to_the_message_built_field_by_field(
     batch = [(i + 1, data, time0 if shared_time else t) for i, (_, data, t) in enumerate(rows)]
     entries = encoder(response, by_name=by_name, name_of=names.get, signal_of=signals.get)
 
-    got = response.FromString(entries.encode(_updates(batch)))
+    got = response.FromString(entries.encode(_updates(batch, packed)))
 
     assert _same(got, _expected(response, batch, keys))
     assert sorted(got.entries) == sorted(keys[k][0] for k, _, _ in batch)

@@ -10,7 +10,7 @@ import itertools
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from vehicle_middleware.ess import DataUpdated, Event, KeyAdded, ResyncRequired
+from vehicle_middleware.ess import DataUpdated, Event, KeyAdded, ResyncRequired, as_row
 from vehicle_middleware.server.codecs import Cut
 from vehicle_middleware.server.kuksa import entries_reference
 from vehicle_middleware.server.kuksa.response_cuts import cut
@@ -22,6 +22,7 @@ _DATA = st.builds(
     time_ns=st.integers(0, 9),
     data=st.sampled_from([b"a", b"b", b""]),
     queue=st.just(0),
+    writes=st.integers(1, 3),  # more than 1: a filtered subscription's event
 )
 _LIFECYCLE = st.one_of(
     st.builds(KeyAdded, key=st.integers(1, 4), name=st.just("K")),
@@ -39,9 +40,9 @@ CUTS = [pytest.param(cut, id="fast"), pytest.param(entries_reference.cut, id="re
 @given(_DRAIN)
 def test_a_batch_is_cut_where_a_key_repeats(cut: Cut, events: list[Event]) -> None:
     """In order, each key at most once a response, as few responses as that allows,
-    every update the data event as drained."""
+    every update the data event as its row (as drained: ``drain_raw``)."""
     responses = cut(events)
-    data = [e for e in events if type(e) is DataUpdated]
+    data = [as_row(e) for e in events if type(e) is DataUpdated]
     assert [u for r in responses for u in r] == data
     for response in responses:
         assert len({u[0] for u in response}) == len(response)
@@ -50,7 +51,7 @@ def test_a_batch_is_cut_where_a_key_repeats(cut: Cut, events: list[Event]) -> No
     assert all(responses)
     # The same cut when each data event is the plain tuple of its fields, as the
     # server's streams drain them (drain_raw).
-    raw = [tuple(e) if isinstance(e, DataUpdated) else e for e in events]
+    raw = [as_row(e) if isinstance(e, DataUpdated) else e for e in events]
     assert cut(raw) == responses
 
 

@@ -2,32 +2,40 @@
 
 After every step both agree on everything observable (results, drained
 batches, drops, budget, watched keys) and every structure's check() passes.
+Subscriptions may have filters, on a fake clock: every write the trigger
+selects is in an event delivered, dropped or queued, or held by its filter.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 
 import hypothesis.strategies as st
 from hypothesis import HealthCheck, event, settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from vehicle_middleware.ess import (
     DataUpdated,
+    DropReason,
     Event,
     EventSubSystem,
+    Filter,
     NotReadingEventsError,
     QueueConfig,
+    Status,
     SubscriptionRequest,
     Trigger,
     effective_queue_configs,
 )
 from vehicle_middleware.vstore import VStore
 
-from tests.unit.model import Model
+from tests.unit.model import Model, number
 
 NAMES = [f"Vehicle.Sig{c}" for c in "ABCD"]
+NUMERIC = frozenset(NAMES[:2])
+"""Keys numeric by their datatype; the others only while their value is a number."""
 APPS = ["app1", "app2", "app3"]
-VALUES = [b"", b"x", b"y"]
+VALUES = [b"", b"x", b"y", b"1", b"2", b"7", b"20"]
 BUDGET = 14
 LIFECYCLE = 3
 WEIGHTS = (3, 2, 1)
@@ -52,6 +60,41 @@ queue_cfgs = st.one_of(
 )
 
 
+filters = st.one_of(
+    st.none(),
+    st.builds(
+        Filter,
+        min_interval_ns=st.sampled_from([0, 1_000_000, 5_000_000]),
+        threshold=st.none() | st.sampled_from([1.0, 5.0]),
+        range=st.none() | st.just((2.0, 10.0)),
+    ),
+)
+
+
+class Numbers:
+    """The test's numbers (ASCII decimals); NUMERIC keys are numeric by datatype."""
+
+    def number(self, data: bytes) -> float | None:
+        return number(data)
+
+    def not_numeric(self, name: str, current: bytes | None) -> str | None:
+        if name in NUMERIC or number(current) is not None:
+            return None
+        return "its value is not a number"
+
+
+class DroppedWrites:
+    """The ESS observer: the writes of every dropped event, by (app, key)."""
+
+    def __init__(self) -> None:
+        self.writes: Counter[tuple[str, int]] = Counter()
+
+    def event_dropped(
+        self, app: str, key: int, queue: int, seq: int, reason: DropReason, writes: int = 1
+    ) -> None:
+        self.writes[(app, key)] += writes
+
+
 def _normalise(events: list[Event]) -> list[object]:
     """Drained events with write times masked (the model does not keep time)."""
     return [e._replace(time_ns=-1) if isinstance(e, DataUpdated) else e for e in events]
@@ -62,8 +105,16 @@ class CoreMachine(RuleBasedStateMachine):
         super().__init__()
         ticks = itertools.count(1)
         self.store = VStore(max_value_size=8, clock=lambda: next(ticks))
+        self.now = 0  # the filters' clock
+        self.dropped = DroppedWrites()
         self.ess = EventSubSystem(
-            self.store, event_budget=BUDGET, lifecycle_capacity=LIFECYCLE, queue_weights=WEIGHTS
+            self.store,
+            event_budget=BUDGET,
+            lifecycle_capacity=LIFECYCLE,
+            queue_weights=WEIGHTS,
+            observer=self.dropped,
+            numbers=Numbers(),
+            clock=lambda: self.now,
         )
         self.store.set_listener(self.ess)
         self.model = Model(budget=BUDGET, lifecycle_capacity=LIFECYCLE, weights=WEIGHTS)
@@ -71,9 +122,25 @@ class CoreMachine(RuleBasedStateMachine):
         # seen, and the last seq delivered. Checked against the store below.
         self.view: dict[tuple[str, int], bytes] = {}
         self.delivered: dict[tuple[str, int], int] = {}
+        # The writes of each (app, key) subscription: selected by its trigger,
+        # in events delivered, and writes a changed filter's value rules had skipped
+        # (a changed filter sends what it held at once).
+        self.selected: Counter[tuple[str, int]] = Counter()
+        self.delivered_writes: Counter[tuple[str, int]] = Counter()
+        self.vanished: Counter[tuple[str, int]] = Counter()
+        # Subscriptions that had a threshold or range filter: their apps may not know
+        # the latest value, by those rules.
+        self.value_filtered: set[tuple[str, int]] = set()
 
     def _forget(self, *, app: str | None = None, key: int | None = None) -> None:
-        for table in (self.view, self.delivered):
+        for table in (
+            self.view,
+            self.delivered,
+            self.selected,
+            self.delivered_writes,
+            self.vanished,
+            self.dropped.writes,
+        ):
             for a, k in list(table):
                 if (app is None or a == app) and (key is None or k == key):
                     del table[(a, k)]
@@ -116,6 +183,11 @@ class CoreMachine(RuleBasedStateMachine):
         """Providers write; then, often, one app reads a batch."""
         for name, data in writes:
             if name in self.model.keys:
+                key = self.model.keys[name]
+                changed = key.value != data
+                for app, sub in self.model.subs.get(key.id, {}).items():
+                    if changed or sub.trigger is Trigger.ON_UPDATE:
+                        self.selected[(app, key.id)] += 1
                 assert self.store.set(name, data) == self.model.set(name, data)
         if then_drain is not None:
             self.drain_and_compare(*then_drain)
@@ -144,24 +216,62 @@ class CoreMachine(RuleBasedStateMachine):
             else:
                 raise AssertionError("budget should have refused the stream")
 
+    @rule(ns=st.sampled_from([100_000, 1_000_000, 3_000_000, 10_000_000]), timer=st.booleans())
+    def time_passes(self, ns: int, timer: bool) -> None:
+        """The filters' clock moves on; the transport's timer sends what is due (or is
+        late: a write may come first)."""
+        self.now += ns
+        if timer:
+            due = self.ess.next_due()
+            sent = self.ess.flush_due(self.now)
+            assert (due is not None and due <= self.now) == (sent > 0)
+            if sent:
+                event("held events went out")
+            self.model.advance(ns)
+        else:
+            self.model.now += ns
+
     @rule(
         app=apps,
         name=names,
         queue=st.sampled_from([0, 1, 2, 3]),
         trigger=st.sampled_from(Trigger),
         want=st.booleans(),
+        flt=filters,
     )
-    def register(self, app: str, name: str, queue: int, trigger: Trigger, want: bool) -> None:
-        req = SubscriptionRequest(name, queue, trigger, want)
+    def register(
+        self,
+        app: str,
+        name: str,
+        queue: int,
+        trigger: Trigger,
+        want: bool,
+        flt: Filter | None = None,
+    ) -> None:
+        req = SubscriptionRequest(name, queue, trigger, want, filter=flt)
         if app not in self.model.apps:
             try:
                 self.ess.register(app, [req])
             except NotReadingEventsError:
                 return
             raise AssertionError("register without a stream must fail")
+        key = self.model.keys.get(name)
+        before = self.model.subs.get(key.id, {}).get(app) if key is not None else None
+        # Writes the old filter's value rules skipped since its last event: a changed
+        # filter sends what it held, but these stay filtered.
+        old_filter, skipped = (
+            (before.filter, before.since if before.filter is not None else 0)
+            if before and key is not None
+            else (None, 0)
+        )
         [result] = self.ess.register(app, [req])
-        status, key_id, current = self.model.register(app, name, queue, trigger, want)
+        status, key_id, current = self.model.register(app, name, queue, trigger, want, flt, NUMERIC)
         assert (result.status, result.key_id, result.current) == (status, key_id, current)
+        after = self.model.subs.get(key_id, {}).get(app)
+        if before is not None and after is not None and after.filter != old_filter:
+            self.vanished[(app, key_id)] += skipped
+        if result.status is Status.OK and flt is not None and flt.numeric:
+            self.value_filtered.add((app, key_id))
         if current is not None:
             self.view[(app, key_id)] = current
 
@@ -179,6 +289,10 @@ class CoreMachine(RuleBasedStateMachine):
             event("drained from several queues")
         if any(c.evicted for c in self.ess.drop_counts(app).values()):
             event("app had evictions")
+        if any(e.writes > 1 for e in got if isinstance(e, DataUpdated)):
+            event("an event stood for several writes")
+        if any(w > 1 for (a, _), w in self.dropped.writes.items() if a == app):
+            event("a dropped event stood for several writes")
 
     def drain_and_compare(self, app: str, room: int) -> list[Event]:
         if app not in self.model.apps:
@@ -188,6 +302,7 @@ class CoreMachine(RuleBasedStateMachine):
         for e in got:
             if isinstance(e, DataUpdated):
                 self.delivered[(app, e.key)] = e.seq
+                self.delivered_writes[(app, e.key)] += e.writes
                 if e.data is not None:
                     self.view[(app, e.key)] = e.data
         return got
@@ -222,10 +337,10 @@ class CoreMachine(RuleBasedStateMachine):
                 ]
             ) == self.model.queue_stats(app)
             real_subs = sorted(
-                (s.key, s.queue, s.trigger.value) for s in self.ess.subscriptions(app)
+                (s.key, s.queue, s.trigger.value, s.filter) for s in self.ess.subscriptions(app)
             )
             model_subs = sorted(
-                (sub.name, sub.queue, sub.trigger.value)
+                (sub.name, sub.queue, sub.trigger.value, sub.filter)
                 for subs in self.model.subs.values()
                 for a, sub in subs.items()
                 if a == app
@@ -237,11 +352,41 @@ class CoreMachine(RuleBasedStateMachine):
         assert self.ess.budget_free >= 0
 
     @invariant()
+    def every_selected_write_is_in_an_event_or_held(self) -> None:
+        """Independently of the model's rules: writes selected = writes of the events
+        delivered, dropped and queued + writes held now."""
+        for key_id, subs in self.model.subs.items():
+            for app, sub in subs.items():
+                pair = (app, key_id)
+                queued = sum(
+                    e[5]  # type: ignore[misc]
+                    for q in self.model.apps[app].queues
+                    for e in q
+                    if e[0] == key_id
+                )
+                held = self.ess.held_writes(app, key_id)
+                assert held == self.model.held_writes(app, key_id)
+                accounted = (
+                    self.delivered_writes[pair]
+                    + self.dropped.writes[pair]
+                    + queued
+                    + held
+                    + self.vanished[pair]
+                )
+                assert self.selected[pair] == accounted, (pair, sub.filter)
+                if sub.filter is None:
+                    assert held == 0
+
+    @invariant()
     def an_app_that_got_the_last_event_knows_the_latest_value(self) -> None:
         """Follows from the rules, independently of how the model implements them."""
         values = {k.id: k.value for k in self.model.keys.values()}
         for key_id, subs in self.model.subs.items():
             for app, sub in subs.items():
+                if (app, key_id) in self.value_filtered or (
+                    sub.filter is not None and self.model.held_writes(app, key_id)
+                ):
+                    continue  # a filter keeps back values by its rules (held or too close)
                 seen = self.view.get((app, key_id))
                 if self.delivered.get((app, key_id)) == sub.seq and seen is not None:
                     assert seen == values[key_id], (app, key_id)

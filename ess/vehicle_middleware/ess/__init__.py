@@ -29,6 +29,7 @@ from vehicle_middleware.ess.errors import (
     NotReadingEventsError,
 )
 from vehicle_middleware.ess.events import (
+    ONE_WRITE_MAX,
     DataRow,
     DataUpdated,
     DropReason,
@@ -45,9 +46,13 @@ from vehicle_middleware.ess.events import (
     ResyncRequired,
     Status,
     Trigger,
+    as_row,
     data_rows,
+    pack_queue,
+    unpack_queue,
 )
 from vehicle_middleware.ess.filters import MAX_INTERVAL_NS, MIN_INTERVAL_NS, Filter
+from vehicle_middleware.ess.gates import NO_NUMBERS, Numbers
 from vehicle_middleware.ess.health import (
     ExpectedPeriods,
     StaleNotice,
@@ -84,6 +89,8 @@ __all__ = [
     "MAX_QUEUE_LENGTH",
     "MAX_SEQ",
     "MIN_INTERVAL_NS",
+    "NO_NUMBERS",
+    "ONE_WRITE_MAX",
     "QUEUE_COUNT",
     "UNWATCHED",
     "AllowAll",
@@ -113,6 +120,7 @@ __all__ = [
     "KeyStale",
     "LifecycleEvent",
     "NotReadingEventsError",
+    "Numbers",
     "ProviderBack",
     "ProviderGone",
     "ProviderPresence",
@@ -128,8 +136,11 @@ __all__ = [
     "SubscriptionInfo",
     "SubscriptionRequest",
     "Trigger",
+    "as_row",
     "data_rows",
     "demand_of",
     "effective_queue_configs",
+    "pack_queue",
     "parse_expect_rule",
+    "unpack_queue",
 ]

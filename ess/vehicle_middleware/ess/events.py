@@ -16,9 +16,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, cast
+from typing import Any, Final, NamedTuple, cast
 
 __all__ = [
+    "ONE_WRITE_MAX",
     "DataRow",
     "DataUpdated",
     "DropReason",
@@ -36,7 +37,10 @@ __all__ = [
     "Status",
     "Trigger",
     "as_data_updated",
+    "as_row",
     "data_rows",
+    "pack_queue",
+    "unpack_queue",
 ]
 
 
@@ -82,6 +86,10 @@ class DataUpdated(NamedTuple):
         data: the value if it changed with this write (or was carried over
             from a dropped event, see the drop rule); None if unchanged.
         queue: the queue (0, 1, 2) that carried the event.
+        writes: how many writes the event stands for: 1, or more for an event of
+            a filtered subscription (:mod:`vehicle_middleware.ess.filters`): itself
+            and the writes its filter held back since the subscription's previous
+            event.
     """
 
     key: int
@@ -89,6 +97,7 @@ class DataUpdated(NamedTuple):
     time_ns: int
     data: bytes | None
     queue: int
+    writes: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,26 +198,59 @@ Event = DataUpdated | KeyAdded | KeyRemoved | ResyncRequired | HealthEvent
 """What :meth:`vehicle_middleware.ess.EventSubSystem.drain` hands out."""
 
 DataRow = tuple[Any, int, int, bytes | None, int]
-"""A ``DataUpdated``'s fields as a plain tuple, in the same order (key, seq,
-time_ns, data, queue): how the queues hold a data event. The key id is an
-``int``, annotated ``Any`` so that the compiled encoders look it up as the
-object it is (docs/compiled-build.md, "Ints on the hot path")."""
+"""A ``DataUpdated``'s fields as a plain tuple (key, seq, time_ns, data, packed):
+how the queues hold a data event. The last field packs ``queue`` and ``writes``
+(:func:`pack_queue`): for an event standing for one write (every event of an
+unfiltered subscription) it is the queue itself, so an ordinary row is the
+``DataUpdated``'s first five fields, and the encoders' common branch (a value,
+queue 0: the field is 0) never takes an event standing for more writes. The
+key id is an ``int``, annotated ``Any`` so that the compiled encoders look it
+up as the object it is (docs/compiled-build.md, "Ints on the hot path")."""
 RawEvent = DataRow | KeyAdded | KeyRemoved | ResyncRequired | HealthEvent
 """What :meth:`vehicle_middleware.ess.EventSubSystem.drain_raw` hands out: an ``Event`` whose
 data events are still the queues' plain tuples (``type(e) is tuple``)."""
 
 
+_QUEUE_BITS: Final = 2
+"""Bits of a row's packed field that hold the queue (0, 1, 2); the rest hold writes - 1."""
+_QUEUE_MASK: Final = (1 << _QUEUE_BITS) - 1
+ONE_WRITE_MAX: Final = _QUEUE_MASK
+"""The largest packed field of a row standing for one write: one above it stands
+for more (a test of a whole batch at once: ``max(fields) > ONE_WRITE_MAX``)."""
+
+
+def pack_queue(queue: int, writes: int) -> int:
+    """A ``DataRow``'s last field for an event of ``queue`` standing for ``writes``
+    writes (>= 1): ``queue`` itself when ``writes`` is 1."""
+    return queue + ((writes - 1) << _QUEUE_BITS)
+
+
+def unpack_queue(packed: int) -> tuple[int, int]:
+    """The (queue, writes) of a ``DataRow``'s last field (:func:`pack_queue`'s inverse)."""
+    return packed & _QUEUE_MASK, (packed >> _QUEUE_BITS) + 1
+
+
 def as_data_updated(row: DataRow) -> DataUpdated:
     """The ``DataUpdated`` of a queued row (without the ``NamedTuple``'s
-    Python-level ``__new__``)."""
-    return tuple.__new__(DataUpdated, row)
+    Python-level ``__new__`` for a row of one write)."""
+    key, seq, time_ns, data, packed = row
+    if packed <= _QUEUE_MASK:
+        return tuple.__new__(DataUpdated, (key, seq, time_ns, data, packed, 1))
+    queue, writes = unpack_queue(packed)
+    return DataUpdated(key, seq, time_ns, data, queue, writes)
+
+
+def as_row(event: DataUpdated) -> DataRow:
+    """The ``DataRow`` of a ``DataUpdated`` (:func:`as_data_updated`'s inverse)."""
+    return (event.key, event.seq, event.time_ns, event.data, pack_queue(event.queue, event.writes))
 
 
 def data_rows(events: Sequence[Event | RawEvent]) -> Sequence[DataRow]:
     """The data events of a drained batch (``DataUpdated``s or their plain tuples),
-    in order. A drain hands out its lifecycle events before its data events
-    (:meth:`vehicle_middleware.ess.EventSubSystem.drain`): a batch that begins with a data event
-    is all data and comes back as it is, with no copy (nearly every batch)."""
-    if not events or isinstance(events[0], tuple):
+    in order, as ``DataRow``s. A drain hands out its lifecycle events before its data
+    events (:meth:`vehicle_middleware.ess.EventSubSystem.drain_raw`): a batch that begins
+    with a plain tuple is all data rows and comes back as it is, with no copy (nearly
+    every batch)."""
+    if not events or type(events[0]) is tuple:
         return cast("Sequence[DataRow]", events)
-    return [e for e in events if isinstance(e, tuple)]
+    return [as_row(e) if isinstance(e, DataUpdated) else e for e in events if isinstance(e, tuple)]

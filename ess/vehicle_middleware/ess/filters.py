@@ -10,7 +10,7 @@ selects. A :class:`Filter` narrows that, per (app, key):
   ``[lo, hi]``.
 
 This module holds the filter as a value and its rules of validity; how the
-ESS applies it lives with the fan-out.
+ESS applies it: :mod:`vehicle_middleware.ess.gates`.
 """
 
 from __future__ import annotations
@@ -66,6 +66,35 @@ class Filter:
                 raise InvalidFilterError("filter.range", f"[{lo}, {hi}] is not finite")
             if lo > hi:
                 raise InvalidFilterError("filter.range", f"lo {lo} is above hi {hi}")
+
+    @classmethod
+    def of_ms(
+        cls,
+        *,
+        min_interval_ms: int | None = None,
+        threshold: float | None = None,
+        range: tuple[float, float] | None = None,
+    ) -> Filter:
+        """A filter from the wire's units: ``min_interval_ms`` in ms, where None is
+        no interval and an explicit 0 is invalid (an interval of nothing).
+
+        Raises:
+            InvalidFilterError: a part outside its rule (the field and the rule).
+        """
+        if min_interval_ms is not None and not (
+            MIN_INTERVAL_NS // 1_000_000 <= min_interval_ms <= MAX_INTERVAL_NS // 1_000_000
+        ):
+            raise InvalidFilterError(
+                "filter.min_interval_ms",
+                f"{min_interval_ms} ms is outside the allowed 1 to "
+                f"{MAX_INTERVAL_NS // 1_000_000} ms",
+            )
+        return cls((min_interval_ms or 0) * 1_000_000, threshold, range)
+
+    @property
+    def min_interval_ms(self) -> int | None:
+        """The interval in ms (None: no interval)."""
+        return self.min_interval_ns // 1_000_000 if self.min_interval_ns else None
 
     @property
     def empty(self) -> bool:

@@ -1,8 +1,9 @@
 """One bounded event queue of one app, with the drop-oldest-per-key rule of docs/design.md.
 
 The queue holds data events in arrival order, each as a plain tuple of a
-``DataUpdated``'s fields (``DataRow``). When an event meets
-a full queue, the oldest queued event *of the same key* is removed and the new
+``DataUpdated``'s fields (``DataRow``; an event of a filtered subscription that
+stands for several writes packs them with its queue: :meth:`EventQueue.push_writes`).
+When an event meets a full queue, the oldest queued event *of the same key* is removed and the new
 one appended; if the queue holds no event of that key, the new event is lost.
 Every removal is reported through the ``on_drop`` callback.
 
@@ -47,13 +48,21 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 
 from vehicle_middleware.ess.budget import EventBudget
-from vehicle_middleware.ess.events import DataRow, DataUpdated, DropReason, as_data_updated
+from vehicle_middleware.ess.events import (
+    DataRow,
+    DataUpdated,
+    DropReason,
+    as_data_updated,
+    pack_queue,
+    unpack_queue,
+)
 from vehicle_middleware.ess.stats import QueueStats
 
 __all__ = ["DropCallback", "EventQueue"]
 
-DropCallback = Callable[[int, int, int, DropReason], None]
-"""``on_drop(key, seq, queue, reason)``."""
+DropCallback = Callable[[int, int, int, DropReason, int], None]
+"""``on_drop(key, seq, queue, reason, writes)``: ``writes``, how many writes the
+dropped event stood for (1 but for a filtered subscription's event)."""
 
 
 class EventQueue:
@@ -73,6 +82,7 @@ class EventQueue:
         "lost",
         "max_length",
         "min_length",
+        "multi_pushed",
         "number",
         "wake",
     )
@@ -111,6 +121,9 @@ class EventQueue:
         self.high_water = 0
         """Most events queued at once since the last ``reconfigure``, as last noted:
         see :meth:`peak` for the figure that includes the present length."""
+        self.multi_pushed = 0
+        """Events standing for several writes pushed so far (:meth:`push_writes`): while
+        0, no row of this queue packs writes, and a reader need not look."""
 
     def __len__(self) -> int:
         return len(self._calm) + len(self._events)
@@ -130,7 +143,7 @@ class EventQueue:
             if n < self.max_length and budget.free > 0:
                 budget.free -= 1
             else:
-                return self._push_full(key, seq, time_ns, data)
+                return self._push_full(key, seq, time_ns, data, self.number)
         if index is None:
             self._calm.append((key, seq, time_ns, data, self.number))
         else:
@@ -144,11 +157,39 @@ class EventQueue:
             self.wake()
         return True
 
-    def _push_full(self, key: int, seq: int, time_ns: int, data: bytes | None) -> bool:
+    def push_writes(
+        self, key: int, seq: int, time_ns: int, data: bytes | None, writes: int
+    ) -> bool:
+        """:meth:`push` for an event standing for ``writes`` (> 1) writes: an event of a
+        filtered subscription. The same rules; its row's last field packs the queue and
+        ``writes`` (:func:`vehicle_middleware.ess.events.pack_queue`). A twin of
+        :meth:`push` rather than an argument of it: the unfiltered push stays as it
+        is. O(1)."""
+        packed = pack_queue(self.number, writes)
+        self.multi_pushed += 1
+        index = self._index
+        n = len(self._calm) if index is None else len(self._events)
+        if n >= self.min_length:
+            budget = self._budget
+            if n < self.max_length and budget.free > 0:
+                budget.free -= 1
+            else:
+                return self._push_full(key, seq, time_ns, data, packed)
+        if index is None:
+            self._calm.append((key, seq, time_ns, data, packed))
+        else:
+            token = next(self._tokens)
+            self._events[token] = (key, seq, time_ns, data, packed)
+            index.setdefault(key, deque()).append(token)
+        if not n and self.wake is not None:
+            self.wake()
+        return True
+
+    def _push_full(self, key: int, seq: int, time_ns: int, data: bytes | None, packed: int) -> bool:
         index = self._pressed().get(key)
         if not index:
             self.lost += 1
-            self._on_drop(key, seq, self.number, DropReason.LOST)
+            self._on_drop(key, seq, self.number, DropReason.LOST, unpack_queue(packed)[1])
             return False
         events = self._events
         oldest = events.pop(index.popleft())
@@ -162,9 +203,9 @@ class EventQueue:
             elif data is None:
                 data = carried
         self.evicted += 1
-        self._on_drop(key, oldest[1], self.number, DropReason.EVICTED)
+        self._on_drop(key, oldest[1], self.number, DropReason.EVICTED, unpack_queue(oldest[4])[1])
         token = next(self._tokens)
-        events[token] = (key, seq, time_ns, data, self.number)
+        events[token] = (key, seq, time_ns, data, packed)
         index.append(token)
         return True
 
@@ -342,5 +383,5 @@ class EventQueue:
                 indexed.extend(index)
             assert sorted(indexed) == tokens, "index and queue disagree"
         for entry in (*self._calm, *events.values()):
-            assert len(entry) == len(DataUpdated._fields)
-            assert entry[4] == self.number
+            assert len(entry) == len(DataUpdated._fields) - 1  # writes packed with queue
+            assert unpack_queue(entry[4])[0] == self.number

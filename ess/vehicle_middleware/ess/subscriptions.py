@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from vehicle_middleware.contract.wire import SEQ_CYCLE
+from vehicle_middleware.ess.errors import InvalidFilterError
 from vehicle_middleware.ess.events import Status, Trigger
 from vehicle_middleware.ess.filters import Filter
+from vehicle_middleware.ess.gates import FilterGate
 from vehicle_middleware.ess.queues import EventQueue
 from vehicle_middleware.ess.watch import WatchedKeys
 
@@ -49,6 +51,10 @@ class SubscriptionRequest:
     filter: Filter | None = None
     """What to sample (:mod:`vehicle_middleware.ess.filters`); None: every event the
     trigger selects."""
+    filter_error: InvalidFilterError | None = None
+    """The filter the app asked was invalid (the transport could not build it): the
+    key's result is INVALID_ARGUMENT with this error's field and rule, after the
+    checks of any key (name, permission, existence)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +96,7 @@ class Subscription:
         "app",
         "every_write",
         "filter",
+        "gate",
         "key",
         "name",
         "owes_data",
@@ -121,27 +128,32 @@ class Subscription:
         self.filter = filter
         """What to sample; None: every event the trigger selects."""
         self.target = target
-        self.push = target.push  # bound once: saves a lookup per event on the hot path
+        self.gate: FilterGate | None = None
+        """The filter applied (:mod:`vehicle_middleware.ess.gates`), set by the ESS."""
+        # Bound once: saves a lookup per event on the hot path. A filtered
+        # subscription's is its gate's push, of the same signature.
+        self.push: Callable[[Any, int, Any, bytes | None], bool] = target.push
         self.seq = 0
         """The seq of the last event generated for this subscription."""
         self.owes_data = False
         """An event that carried data was lost: the next queued event must carry the value."""
 
-    def retarget(
-        self,
-        trigger: Trigger,
-        target: EventQueue,
-        *,
-        with_value: bool = False,
-        filter: Filter | None = None,
-    ) -> None:
-        """Apply a re-registration: new trigger, queue, ``with_value`` and filter, same seq."""
-        self.filter = filter
+    def retarget(self, trigger: Trigger, target: EventQueue, *, with_value: bool = False) -> None:
+        """Apply a re-registration: new trigger, queue and ``with_value``, same seq (the
+        ESS sets the filter and its gate: :meth:`set_gate`)."""
         self.trigger = trigger
         self.every_write = trigger is Trigger.ON_UPDATE
         self.with_value = with_value
         self.target = target
-        self.push = target.push
+        self.push = target.push if self.gate is None else self.gate.push
+
+    def set_gate(self, gate: FilterGate | None) -> None:
+        """Apply ``gate`` (None: no filter) from the next write on; a gate replaced is
+        closed (its held value discarded)."""
+        if self.gate is not None and self.gate is not gate:
+            self.gate.close()
+        self.gate = gate
+        self.push = self.target.push if gate is None else gate.push
 
     def info(self) -> SubscriptionInfo:
         return SubscriptionInfo(self.name, self.key, self.target.number, self.trigger, self.filter)
@@ -194,20 +206,9 @@ class SubscriptionTable:
         if self.on_change is not None:
             self.on_change(sub.key)
 
-    def retarget(
-        self,
-        sub: Subscription,
-        trigger: Trigger,
-        target: EventQueue,
-        *,
-        with_value: bool = False,
-        filter: Filter | None = None,
-    ) -> None:
-        """Apply a re-registration to ``sub`` (:meth:`Subscription.retarget`), telling
-        ``on_change`` if its filter changed. O(1)."""
-        refiltered = sub.filter != filter
-        sub.retarget(trigger, target, with_value=with_value, filter=filter)
-        if refiltered and self.on_change is not None:
+    def refiltered(self, sub: Subscription) -> None:
+        """``sub`` (in the table) changed its filter: tell ``on_change``. O(1)."""
+        if self.on_change is not None:
             self.on_change(sub.key)
 
     def remove(self, app: str, key: int) -> Subscription | None:
@@ -271,6 +272,14 @@ class SubscriptionTable:
                 assert self._by_app[app][key] is sub
                 assert 0 <= sub.seq <= MAX_SEQ
                 assert sub.every_write == (sub.trigger is Trigger.ON_UPDATE)
+                gate = sub.gate
+                if gate is None:
+                    assert sub.filter is None or sub.filter.empty, "a filter without a gate"
+                else:
+                    assert gate.sub is sub
+                    assert gate.live
+                    assert gate.filter == sub.filter
+                    gate.check()
         for subs_of_app in self._by_app.values():
             assert subs_of_app, "empty app map kept"
         assert self.watched.watched() == sorted(self.by_key), "watched bitmap != subscribed keys"

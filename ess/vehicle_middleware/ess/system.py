@@ -24,12 +24,18 @@ Delivery guarantees (what an app can rely on):
   the keys concerned.
 * Every eviction, loss and discard is counted per (app, key, queue) and
   reported to the observer.
+* A subscription with a filter (:mod:`vehicle_middleware.ess.filters`) gets fewer
+  events: its gate (:mod:`vehicle_middleware.ess.gates`) sends, holds or counts each
+  write its trigger selects; seq counts the events sent, each event tells how
+  many writes it stands for, and held events go out at :meth:`EventSubSystem.flush_due`
+  (the transport calls it at :meth:`EventSubSystem.next_due`).
 
 Not thread-safe: one event loop drives it, and the V-Store with it.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
@@ -52,6 +58,8 @@ from vehicle_middleware.ess.events import (
     Status,
     as_data_updated,
 )
+from vehicle_middleware.ess.filters import Filter
+from vehicle_middleware.ess.gates import NO_NUMBERS, DueTimes, FilterGate, Numbers
 from vehicle_middleware.ess.health import StaleNotice, StaleTracker
 from vehicle_middleware.ess.lifecycle import LifecycleBuffer
 from vehicle_middleware.ess.policy import ALLOW_ALL, ReadPolicy
@@ -100,8 +108,11 @@ class EssObserver(Protocol):
     """Told of every event that will never reach its app (e.g. the telemetry journal)."""
 
     def event_dropped(
-        self, app: str, key: int, queue: int, seq: int, reason: DropReason
-    ) -> None: ...
+        self, app: str, key: int, queue: int, seq: int, reason: DropReason, writes: int = 1
+    ) -> None:
+        """``writes``: how many writes the event stood for (more than 1 only for an
+        event of a filtered subscription)."""
+        ...
 
 
 @dataclass(slots=True)
@@ -142,6 +153,9 @@ class EventSubSystem:
         read_policy: ReadPolicy = ALLOW_ALL,
         observer: EssObserver | None = None,
         queue_weights: tuple[int, int, int] = DEFAULT_WEIGHTS,
+        numbers: Numbers = NO_NUMBERS,
+        clock: Callable[[], int] = time.monotonic_ns,
+        on_due: Callable[[int], None] | None = None,
     ) -> None:
         """Create an ESS reading values from ``source``.
 
@@ -156,6 +170,11 @@ class EventSubSystem:
             observer: told of every evicted, lost or discarded event.
             queue_weights: drain credits of queues 0, 1, 2
                 (see :mod:`vehicle_middleware.ess.scheduler`).
+            numbers: how values read as numbers, for filters' value rules (default:
+                none does, and threshold and range filters are refused).
+            clock: the filters' clock (ns, monotonic): when an interval ends.
+            on_due: told the due time (on ``clock``) of a held event when it is the
+                earliest now: the transport arms its timer for :meth:`flush_due`.
         """
         CreditScheduler(queue_weights)  # validate once, early
         self._source = source
@@ -176,6 +195,9 @@ class EventSubSystem:
         self._table.on_watch = self._watch_changed
         self._demand = DemandTracker(self._table.by_key)
         self._table.on_change = self._demand.changed
+        self._numbers = numbers
+        self._clock = clock
+        self._due = DueTimes(on_due)
 
     # -- V-Store listener ---------------------------------------------------
 
@@ -223,6 +245,7 @@ class EventSubSystem:
         The id may be reused at once, so nothing about the old key may stay.
         """
         for sub in self._table.remove_key(key_id):
+            sub.set_gate(None)
             self._purge(self._apps[sub.app], key_id)
         for state in self._apps.values():
             for q in range(QUEUE_COUNT):
@@ -414,8 +437,8 @@ class EventSubSystem:
         return configs
 
     def _new_queue(self, app: str, cfg: QueueConfig) -> EventQueue:
-        def on_drop(key: int, seq: int, queue: int, reason: DropReason) -> None:
-            self._count_drop(app, key, queue, seq, reason)
+        def on_drop(key: int, seq: int, queue: int, reason: DropReason, writes: int) -> None:
+            self._count_drop(app, key, queue, seq, reason, writes)
 
         return EventQueue(
             cfg.queue,
@@ -430,11 +453,13 @@ class EventSubSystem:
 
         A key that does not exist is NOT_FOUND, one the policy denies is
         PERMISSION_DENIED, a bad name or queue is INVALID_ARGUMENT; the
-        other keys of the request still succeed. Registering an existing
-        (app, key) subscription replaces its queue, trigger and ``with_value``
-        and keeps its seq. If the queue changes, the key's events still queued in the old
-        queue are discarded (reported; seq shows the gap) and the next event
-        carries the value.
+        other keys of the request still succeed. A threshold or range filter on a
+        key that is not numeric (``numbers``) is INVALID_ARGUMENT. Registering an
+        existing (app, key) subscription replaces its queue, trigger,
+        ``with_value`` and filter and keeps its seq; a changed filter first sends
+        what the old one held, as an event. If the queue changes, the key's events
+        still queued in the old queue are discarded (reported; seq shows the gap)
+        and the next event carries the value.
 
         Raises:
             NotReadingEventsError: the app has no open event stream.
@@ -460,6 +485,28 @@ class EventSubSystem:
                     )
                 )
                 continue
+            if req.filter_error is not None:
+                results.append(
+                    RegisterResult(
+                        req.key, key_id, Status.INVALID_ARGUMENT, detail=str(req.filter_error)
+                    )
+                )
+                continue
+            flt = req.filter if req.filter is not None and not req.filter.empty else None
+            if flt is not None and flt.numeric:
+                why = self._numbers.not_numeric(req.key, self._source.peek(key_id)[0])
+                if why is not None:
+                    field = "filter.threshold" if flt.threshold is not None else "filter.range"
+                    results.append(
+                        RegisterResult(
+                            req.key,
+                            key_id,
+                            Status.INVALID_ARGUMENT,
+                            detail=f"{field}: key {req.key!r} is not numeric: {why}; "
+                            "threshold and range need a numeric key",
+                        )
+                    )
+                    continue
             target = state.queues[req.queue]
             sub = self._table.get(app, key_id)
             if sub is None:
@@ -470,17 +517,23 @@ class EventSubSystem:
                     req.trigger,
                     target,
                     with_value=req.with_value,
-                    filter=req.filter,
+                    filter=flt,
                 )
-                self._table.add(sub)
+                if flt is not None:
+                    sub.set_gate(self._gate(sub, flt))
+                self._table.add(sub)  # with its filter: the key's demand counts it
             else:
                 if sub.target is not target:
                     # A key's queued events must stay in one queue, in write order
                     # (the drop and carry rules rely on it): drop the old queue's.
                     self._purge(state, key_id, keep=target)
-                self._table.retarget(
-                    sub, req.trigger, target, with_value=req.with_value, filter=req.filter
-                )
+                sub.retarget(req.trigger, target, with_value=req.with_value)
+                if flt != sub.filter:
+                    if sub.gate is not None:  # what it holds goes out now, then the new filter
+                        sub.gate.flush(self._clock())
+                    sub.filter = flt
+                    sub.set_gate(self._gate(sub, flt) if flt is not None else None)
+                    self._table.refiltered(sub)  # its key's demand may change
             current = self._source.peek(key_id)[0] if req.want_current else None
             results.append(
                 RegisterResult(
@@ -513,8 +566,11 @@ class EventSubSystem:
             if isinstance(resolved, RegisterResult):
                 results.append(resolved)
                 continue
-            if state is not None and self._table.remove(app, resolved) is not None:
-                self._purge(state, resolved)
+            if state is not None:
+                sub = self._table.remove(app, resolved)
+                if sub is not None:
+                    sub.set_gate(None)
+                    self._purge(state, resolved)
             results.append(RegisterResult(name, resolved, Status.OK))
         return results
 
@@ -584,7 +640,8 @@ class EventSubSystem:
         Idempotent; returns whether the app was known.
         """
         state = self._apps.pop(app, None)
-        self._table.remove_app(app)
+        for sub in self._table.remove_app(app):
+            sub.set_gate(None)
         self._stale.forget_app(app)
         if state is None:
             return False
@@ -592,6 +649,52 @@ class EventSubSystem:
             self._discard(state, q.clear())
         self._budget.release(state.reserved)
         return True
+
+    # -- filters ------------------------------------------------------------
+
+    def _gate(self, sub: Subscription, flt: Filter) -> FilterGate:
+        return FilterGate(
+            sub,
+            flt,
+            current=self._source.peek(sub.key)[0],
+            clock=self._clock,
+            numbers=self._numbers,
+            due_times=self._due,
+        )
+
+    def on_due(self, hook: Callable[[int], None] | None) -> None:
+        """Set the hook told the due time of a held event when it becomes the earliest
+        (the constructor's ``on_due``)."""
+        self._due.on_earliest = hook
+
+    def next_due(self) -> int | None:
+        """When the earliest held event goes out (on the filters' clock); None if
+        no filter holds one: no timer needed. O(1) amortized."""
+        return self._due.next_due()
+
+    def flush_due(self, now_ns: int) -> int:
+        """Send every held event whose interval ended at ``now_ns`` (the filters'
+        clock); returns how many. O(k log n) for k sent."""
+        gates = self._due.pop_due(now_ns)
+        for gate in gates:
+            gate.flush(now_ns)
+        return len(gates)
+
+    def multi_write_pushes(self, app: str) -> int:
+        """Events standing for several writes pushed to the app's queues so far (0 for
+        an unknown app): while 0, none of its drained rows packs writes. O(1)."""
+        state = self._apps.get(app)
+        if state is None:
+            return 0
+        q0, q1, q2 = state.queues
+        return q0.multi_pushed + q1.multi_pushed + q2.multi_pushed
+
+    def held_writes(self, app: str, key_id: int) -> int:
+        """Writes of the app's subscription on ``key_id`` that no event stands for yet
+        (held by its filter; 0 without a filter). O(1)."""
+        sub = self._table.get(app, key_id)
+        gate = sub.gate if sub is not None else None
+        return gate.held_count() if gate is not None else 0
 
     # -- introspection ------------------------------------------------------
 
@@ -710,13 +813,15 @@ class EventSubSystem:
     def _discard(self, state: _App, events: list[DataUpdated]) -> None:
         """Report events thrown away; a subscription that lost data is owed the value."""
         for ev in events:
-            self._count_drop(state.name, ev.key, ev.queue, ev.seq, DropReason.DISCARDED)
+            self._count_drop(state.name, ev.key, ev.queue, ev.seq, DropReason.DISCARDED, ev.writes)
             if ev.data is not None:
                 sub = self._table.get(state.name, ev.key)
                 if sub is not None:
                     sub.owes_data = True
 
-    def _count_drop(self, app: str, key: int, queue: int, seq: int, reason: DropReason) -> None:
+    def _count_drop(
+        self, app: str, key: int, queue: int, seq: int, reason: DropReason, writes: int = 1
+    ) -> None:
         state = self._apps.get(app)
         if state is not None:
             counts = state.drops.get((key, queue))
@@ -732,7 +837,10 @@ class EventSubSystem:
             else:
                 counts.discarded += 1
         if self._observer is not None:
-            self._observer.event_dropped(app, key, queue, seq, reason)
+            if writes == 1:
+                self._observer.event_dropped(app, key, queue, seq, reason)
+            else:
+                self._observer.event_dropped(app, key, queue, seq, reason, writes)
 
     def check(self) -> None:
         """Assert every invariant of the ESS and its parts (for tests)."""
@@ -772,3 +880,7 @@ class EventSubSystem:
         assert not followed, f"unwatched keys followed: {sorted(followed)}"
         for stale in self._stale.stale():
             assert stale in self._subs_by_key
+        for subs in self._subs_by_key.values():
+            for sub in subs.values():
+                gate = sub.gate
+                assert sub.push == (sub.target.push if gate is None else gate.push)

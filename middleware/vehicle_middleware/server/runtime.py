@@ -2,7 +2,8 @@
 
 :class:`Runtime` builds the access parts (identity, rate limits, the ESS's
 read policy, write claims, stream counts: :mod:`vehicle_middleware.server.auth`), the V-Store
-(with the VSS catalogs' keys), the journal, the ESS and the listeners between
+(with the VSS catalogs' keys), the journal, the ESS (with how its filters read numbers,
+and their timer) and the listeners between
 them, the stream registry, the health and slow-app watches, the cluster node
 with peers, and the write path, each from the parts it uses and its own
 settings section. It is the composition root's half that needs no gRPC: the
@@ -27,6 +28,8 @@ from vehicle_middleware.server.auth.stream_counts import StreamCounts
 from vehicle_middleware.server.cluster.node import ClusterNode, PeerCredentials
 from vehicle_middleware.server.config import Settings, event_reserve
 from vehicle_middleware.server.demand import DemandPublisher
+from vehicle_middleware.server.filter_numbers import ValueNumbers
+from vehicle_middleware.server.filter_timer import FilterTimer
 from vehicle_middleware.server.health import HealthWatch
 from vehicle_middleware.server.journal.build import build_journal
 from vehicle_middleware.server.journal.feed import Feed
@@ -98,7 +101,10 @@ class Runtime:
             lifecycle_capacity=settings.ess.lifecycle_capacity,
             read_policy=self.read_policy,
             observer=drops if self.journal is not None and self.journal.drops else None,
+            numbers=ValueNumbers(signals),
         )
+        self.filter_timer = FilterTimer(self.ess)
+        """Sends what subscriptions' filters hold when their interval ends."""
         self.publish_tap: PublishTap | None = None
         if full and self.journal is not None:
             self.publish_tap = PublishTap(self.journal, self.store, self.ess)
@@ -177,5 +183,6 @@ class Runtime:
     def shutdown(self) -> None:
         """Forget every app (the process is stopping)."""
         self.demand.close()
+        self.filter_timer.close()
         self.streams.shutdown()
         self.claims.shutdown()

@@ -234,7 +234,8 @@ class Session:
             events = ess.drain_raw(app, batch_max)
             yield events
             if journal is not None:
-                record_delivered(journal, app, events)
+                # Only an app whose queues took a filtered event has rows to look into.
+                record_delivered(journal, app, events, several=ess.multi_write_pushes(app) > 0)
             # Drops are reported per episode by the SlowAppWatch (also while this
             # loop is blocked on a reader that stopped); during one it needs to
             # know when the app has read everything queued.

@@ -16,7 +16,7 @@ from vehicle_middleware.sdk.actuators import (
     ActuationRequest,
     ActuatorStream,
 )
-from vehicle_middleware.sdk.app import AppClient, QueueSpec, StreamReplacedError, Sub
+from vehicle_middleware.sdk.app import AppClient, Filter, QueueSpec, StreamReplacedError, Sub
 from vehicle_middleware.sdk.demand import KeyDemand
 from vehicle_middleware.sdk.errors import MiddlewareUnreachableError
 from vehicle_middleware.sdk.events import (
@@ -49,6 +49,7 @@ __all__ = [
     "ClientEvent",
     "ConflictError",
     "DataEvent",
+    "Filter",
     "HeadConflictError",
     "HealthEvent",
     "KeyAddedEvent",

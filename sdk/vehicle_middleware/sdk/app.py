@@ -21,7 +21,7 @@ import functools
 import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, Final
 
 import grpc
@@ -53,7 +53,7 @@ from vehicle_middleware.sdk.events import (
     SubscriptionResult,
 )
 
-__all__ = ["AppClient", "QueueSpec", "StreamReplacedError", "Sub"]
+__all__ = ["AppClient", "Filter", "QueueSpec", "StreamReplacedError", "Sub"]
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +71,52 @@ class StreamReplacedError(Exception):
         )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Filter:
+    """What a subscription samples of the writes its trigger selects (the middleware
+    applies it: ``Filter`` in ``ess.proto``). Every part is optional.
+
+    Attributes:
+        min_interval: at most one event per this many seconds (1 ms to 1 h); the
+            latest value wins: a write within the interval is held and delivered
+            when it ends.
+        threshold: an event only when the numeric value moved by at least this
+            much since the last event (> 0).
+        range: ``(lo, hi)``: an event only when the numeric value enters or leaves
+            ``[lo, hi]``.
+
+    Each :class:`~vehicle_middleware.sdk.events.DataEvent` says how many writes it
+    stands for (``writes``). A filter outside these rules, or a threshold or range
+    on a key that is not numeric, is refused in the key's result
+    (``INVALID_ARGUMENT``, with a detail naming the field).
+    """
+
+    min_interval: float | None = None
+    threshold: float | None = None
+    range: tuple[float, float] | None = None
+
+    def to_pb(self) -> ess_pb2.Filter:
+        pb = ess_pb2.Filter()
+        if self.min_interval is not None:
+            pb.min_interval_ms = max(0, round(self.min_interval * 1000))
+        if self.threshold is not None:
+            pb.threshold = self.threshold
+        if self.range is not None:
+            pb.range.lo, pb.range.hi = self.range
+        return pb
+
+    @classmethod
+    def of_pb(cls, pb: ess_pb2.Filter) -> Filter | None:
+        """The filter a ``SubscriptionInfo`` reports (None: no filter)."""
+        if not pb.ListFields():
+            return None
+        return cls(
+            min_interval=pb.min_interval_ms / 1000 if pb.HasField("min_interval_ms") else None,
+            threshold=pb.threshold if pb.HasField("threshold") else None,
+            range=(pb.range.lo, pb.range.hi) if pb.HasField("range") else None,
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class Sub:
     """A subscription the app wants."""
@@ -80,6 +126,9 @@ class Sub:
     on_update: bool = False
     """False: events only when the bytes change; True: on every write."""
     want_current: bool = False
+    _: KW_ONLY
+    filter: Filter | None = None
+    """Fewer events (:class:`Filter`); None: every write the trigger selects."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,7 +306,8 @@ class AppClient:
         return results
 
     async def subscriptions(self) -> list[ess_pb2.SubscriptionInfo]:
-        """This app's subscriptions as the middleware knows them."""
+        """This app's subscriptions as the middleware knows them (each with its
+        ``filter``, if any: :meth:`Filter.of_pb` reads it)."""
         response = await retry_unary(
             lambda: self._events.GetSubscriptions(
                 ess_pb2.GetSubscriptionsRequest(), metadata=self._md
@@ -412,6 +462,7 @@ class AppClient:
                     queue=s.queue,
                     trigger=ess_pb2.TRIGGER_ON_UPDATE if s.on_update else ess_pb2.TRIGGER_ON_CHANGE,
                     want_current=s.want_current or force_current,
+                    filter=s.filter.to_pb() if s.filter is not None else None,
                 )
                 for s in subs
             ]
@@ -458,6 +509,7 @@ class AppClient:
                 d.data if d.HasField("data") else None,
                 d.queue,
                 missed,
+                d.writes or 1,
             )
         if kind == "key_added":
             self.names[pb.key_added.key] = pb.key_added.name

@@ -43,7 +43,9 @@ class DataEvent:
 
     ``missed`` is how many events of this key the app did not receive just
     before this one (the gap in ``seq``); ``data`` is None when the value did
-    not change.
+    not change. ``writes`` is how many writes the event stands for: 1, or more
+    for a subscription with a filter (itself and the writes the filter held
+    back since the previous event).
     """
 
     key: int
@@ -53,6 +55,7 @@ class DataEvent:
     data: bytes | None
     queue: int
     missed: int = 0
+    writes: int = 1
 
     @property
     def failure(self) -> Failure | None:

@@ -350,7 +350,7 @@ def _run_boot(
                     queue=0,
                     write_time_ns=boot.t,
                     sent_ns=boot.t + 200_000,
-                    **({"write_count": stood_for} if stood_for > 1 else {}),
+                    **({"writes": stood_for} if stood_for > 1 else {}),
                 )
     if not crash:
         boot.write(Kind.STOP, reason="shutdown")

@@ -65,7 +65,7 @@ OPTIONAL = (
     "lost_boot_id",
     "batch_index",
     "failure",
-    "write_count",
+    "writes",
 )
 """Columns of :data:`ANALYSED` a dataset ingested before they existed lacks:
 read as nulls (no trimmed chains, every loss the writer's own)."""
@@ -313,7 +313,7 @@ def activity(records: DataFrame, *, bucket_ns: int, window_ns: int) -> DataFrame
     drop-rate window ``window_start_ns`` (deliveries and drops), and the
     ``seq_block`` of 64 seqs (deliveries and drops). Each row holds ``n``
     records, ``writes`` (deliveries and drops: the writes their events stood
-    for, ``write_count``, 1 where absent; a filtered subscription's event may
+    for, ``writes``, 1 where absent; a filtered subscription's event may
     stand for more), ``lines`` (journal lines: a batch record's events count once),
     ``first_ns`` and ``last_ns``, ``seqs``: which seqs of its block it has (a
     64-bit set), the sum of the records' ``count`` (what ``journal_dropped``
@@ -330,7 +330,7 @@ def activity(records: DataFrame, *, bucket_ns: int, window_ns: int) -> DataFrame
     drop = kind.isin(DROP_KINDS)
     # Records not expanded (expand_batches) are one line each.
     batch_index = F.col("batch_index") if "batch_index" in records.columns else F.lit(None)
-    write_count = F.col("write_count") if "write_count" in records.columns else F.lit(None)
+    stood_for = F.col("writes") if "writes" in records.columns else F.lit(None)
     return records.groupBy(
         *BOOT,
         "kind",
@@ -357,7 +357,7 @@ def activity(records: DataFrame, *, bucket_ns: int, window_ns: int) -> DataFrame
         F.when(kind == Kind.JOURNAL_TRIMMED, F.col("kept_prev_hash")).alias("kept_prev_hash"),
     ).agg(
         F.count(F.lit(1)).alias("n"),
-        F.sum(F.when(event, F.coalesce(write_count, F.lit(1)))).alias("writes"),
+        F.sum(F.when(event, F.coalesce(stood_for, F.lit(1)))).alias("writes"),
         # Journal lines: a batch record's events count once (expand_batches).
         F.sum(F.when(F.coalesce(batch_index, F.lit(0)) == 0, 1).otherwise(0)).alias("lines"),
         F.min("time_ns").alias("first_ns"),

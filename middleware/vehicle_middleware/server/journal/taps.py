@@ -4,15 +4,24 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
 from vehicle_middleware.contract.journal.records import Kind
 from vehicle_middleware.contract.values import FAILURE_TAG, Failure, decode, is_failure
-from vehicle_middleware.ess import DropReason, Event, EventSubSystem, RawEvent, data_rows
+from vehicle_middleware.ess import (
+    ONE_WRITE_MAX,
+    DropReason,
+    Event,
+    EventSubSystem,
+    Filter,
+    RawEvent,
+    data_rows,
+    unpack_queue,
+)
 from vehicle_middleware.server.journal.writer import Journal
 from vehicle_middleware.vstore import VStore
 
-__all__ = ["DropJournal", "PublishTap", "record_delivered"]
+__all__ = ["DropJournal", "PublishTap", "filter_record", "record_delivered"]
 
 _DROPS: Final = {
     DropReason.EVICTED: (Kind.EVICTED, "queue full: a newer event of the key replaced it"),
@@ -28,6 +37,18 @@ _PUBLISH_BATCH: Final = Kind.PUBLISH_BATCH
 _DELIVERED_BATCH: Final = Kind.DELIVERED_BATCH
 
 
+def filter_record(flt: Filter | None) -> dict[str, Any] | None:
+    """A ``register`` record's ``filter`` field (records.Kind.REGISTER): None for no
+    filter."""
+    if flt is None or flt.empty:
+        return None
+    return {
+        "min_interval_ms": flt.min_interval_ms,
+        "threshold": flt.threshold,
+        "range": list(flt.range) if flt.range is not None else None,
+    }
+
+
 class DropJournal:
     """The ESS observer: every evicted, lost or discarded event becomes a record."""
 
@@ -35,17 +56,26 @@ class DropJournal:
         self._journal = journal
         self._store = store
 
-    def event_dropped(self, app: str, key: int, queue: int, seq: int, reason: DropReason) -> None:
+    def event_dropped(
+        self, app: str, key: int, queue: int, seq: int, reason: DropReason, writes: int = 1
+    ) -> None:
         kind, why = _DROPS[reason]
-        self._journal.record(
-            kind,
-            app=app,
-            key=self._store.name_of(key),
-            key_id=key,
-            queue=queue,
-            seq=seq,
-            reason=why,
-        )
+        name = self._store.name_of(key)
+        if writes == 1:
+            self._journal.record(
+                kind, app=app, key=name, key_id=key, queue=queue, seq=seq, reason=why
+            )
+        else:  # a filtered subscription's event
+            self._journal.record(
+                kind,
+                app=app,
+                key=name,
+                key_id=key,
+                queue=queue,
+                seq=seq,
+                reason=why,
+                writes=writes,
+            )
 
 
 class PublishTap:
@@ -131,10 +161,15 @@ class PublishTap:
         )
 
 
-def record_delivered(journal: Journal, app: str, events: Sequence[Event | RawEvent]) -> None:
+def record_delivered(
+    journal: Journal, app: str, events: Sequence[Event | RawEvent], *, several: bool
+) -> None:
     """One ``delivered_batch`` record for the data events of a batch handed to ``app``
     (each a ``DataUpdated`` or the plain tuple of its fields), as drained: its
-    lifecycle events, if any, first.
+    lifecycle events, if any, first. ``several``: whether an event of the batch may
+    stand for several writes (the app's queues took one:
+    ``EventSubSystem.multi_write_pushes``); only then are its rows looked into, for
+    ``write_counts``.
 
     A batch that begins with a data event is all data (the common case: its
     fields are gathered as they are, without a filtered copy; this runs for
@@ -144,12 +179,25 @@ def record_delivered(journal: Journal, app: str, events: Sequence[Event | RawEve
         return
     # strict=False: every data event has the same five fields, so the check would find nothing.
     key_ids, seqs, times, _, queues = zip(*data, strict=False)
+    if not several or max(queues) <= ONE_WRITE_MAX:  # every event one write
+        journal.record(
+            _DELIVERED_BATCH,
+            app=app,
+            sent_ns=time.time_ns(),
+            key_ids=key_ids,
+            seqs=seqs,
+            queues=queues,
+            write_times_ns=times,
+        )
+        return
+    unpacked = [unpack_queue(q) for q in queues]  # some event stands for several writes
     journal.record(
         _DELIVERED_BATCH,
         app=app,
         sent_ns=time.time_ns(),
         key_ids=key_ids,
         seqs=seqs,
-        queues=queues,
+        queues=tuple(q for q, _ in unpacked),
         write_times_ns=times,
+        write_counts=[w for _, w in unpacked],
     )

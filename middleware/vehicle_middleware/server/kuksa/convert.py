@@ -35,6 +35,7 @@ from vehicle_middleware.contract.values import (
     encode,
     kind_of_datatype,
 )
+from vehicle_middleware.ess import Filter, InvalidFilterError
 from vehicle_middleware.proto.kuksa.val.v1 import types_pb2 as t1
 from vehicle_middleware.proto.kuksa.val.v2 import types_pb2 as t2
 from vehicle_middleware.proto.kuksa.val.v2 import val_pb2 as v2
@@ -518,3 +519,37 @@ def refusal(error: t2.Error | None) -> str | None:
     if error is None or error.code in (t2.ERROR_CODE_OK, t2.ERROR_CODE_UNSPECIFIED):
         return None
     return error.message or str(error.code)
+
+
+MAX_DURATION_MS: Final = 86_400_000
+"""The longest ``Filter.duration_ms`` a subscription may ask: 24 hours."""
+
+
+def subscribe_filter(
+    request: v2.SubscribeRequest | v2.SubscribeByIdRequest,
+) -> tuple[Filter | None, float | None]:
+    """A v2 subscription's filter: the ESS filter of ``min_sample_interval`` (None
+    without one) and how long the call lasts in seconds (``duration_ms``; None: until
+    the client ends it).
+
+    Raises:
+        InvalidRequestError: a present ``min_sample_interval`` of 0 ms or above the
+            longest interval, or ``duration_ms`` above :data:`MAX_DURATION_MS`.
+    """
+    if not request.HasField("filter"):
+        return None, None
+    pb = request.filter
+    flt: Filter | None = None
+    if pb.HasField("min_sample_interval"):
+        interval = pb.min_sample_interval.interval_ms
+        try:
+            flt = Filter.of_ms(min_interval_ms=interval)
+        except InvalidFilterError as e:
+            raise InvalidRequestError("filter.min_sample_interval.interval_ms", e.reason) from e
+    if pb.duration_ms > MAX_DURATION_MS:
+        raise InvalidRequestError(
+            "filter.duration_ms",
+            f"{pb.duration_ms} ms is above the allowed {MAX_DURATION_MS} ms (24 h); "
+            "0 lasts until the client ends the call",
+        )
+    return flt, pb.duration_ms / 1000 if pb.duration_ms else None

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 
 from google.protobuf.message import Message
-from vehicle_middleware.ess import DataRow, Event, RawEvent
+from vehicle_middleware.ess import DataRow, Event, RawEvent, data_rows
 from vehicle_middleware.server.kuksa import convert
 from vehicle_middleware.vss import Signal
 
@@ -28,9 +28,7 @@ def cut(events: Sequence[Event | RawEvent]) -> list[Sequence[DataRow]]:
     responses: list[Sequence[DataRow]] = []
     response: list[DataRow] = []
     keys: set[int] = set()
-    for event in events:
-        if not isinstance(event, tuple):
-            continue  # not a data event
+    for event in data_rows(events):  # lifecycle and health events have none
         key = event[0]
         if key in keys:
             responses.append(response)

@@ -29,6 +29,7 @@ from typing import Final
 from vehicle_middleware.contract.journal.records import Kind
 from vehicle_middleware.ess import (
     EventSubSystem,
+    Filter,
     QueueConfig,
     Status,
     SubscriptionRequest,
@@ -44,6 +45,7 @@ from vehicle_middleware.server.errors import (
     LimitExceededError,
     PermissionDeniedError,
 )
+from vehicle_middleware.server.journal.taps import filter_record
 from vehicle_middleware.server.kuksa import entries_reference
 from vehicle_middleware.server.kuksa.response_cuts import Update, cut
 from vehicle_middleware.server.session import Record, Streams
@@ -135,9 +137,12 @@ class KuksaSubscriptions:
         names: Sequence[str],
         buffer_size: int,
         field: str = "signal_paths",
+        *,
+        flt: Filter | None = None,
     ) -> AsyncGenerator[Sequence[Update], None]:
         """Subscribe ``who`` to ``names`` (the request's ``field``); first the current
-        values, then every write.
+        values, then every write (with ``flt``, at most one per key per interval: the
+        latest, at the interval's end).
 
         The subscription is a stream session like an app's own event stream
         (:mod:`vehicle_middleware.server.session`): the same lifecycle, delivery loop, journal
@@ -156,7 +161,7 @@ class KuksaSubscriptions:
         app = f"{who.app}{SUBSCRIPTION_MARK}{next(_numbers)}"
         length = buffer_size or DEFAULT_BUFFER
         async with self._streams.session(who, subscription_queues(length), app=app) as session:
-            first = self._register(who, app, names, field)
+            first = self._register(who, app, names, field, flt)
             log.info("app %s: KUKSA subscription %s to %d keys", who.app, app, len(names))
             # At once, as the KUKSA databroker does: every subscribed signal, with its
             # value where it has one (a client may wait for this before it starts).
@@ -172,11 +177,12 @@ class KuksaSubscriptions:
         app: str,
         names: list[str],
         field: str,
+        flt: Filter | None,
     ) -> list[Update]:
         """Register the subscription's keys; returns each with its current value (None:
         none written yet), in the order asked."""
         with self._read_policy.calling(who):
-            results = self._ess.register(app, subscription_requests(names))
+            results = self._ess.register(app, subscription_requests(names, flt))
         first: list[Update] = []
         for i, r in enumerate(results):
             self._record(
@@ -187,6 +193,7 @@ class KuksaSubscriptions:
                 queue=0,
                 trigger="on_update",
                 status=r.status.name.lower(),
+                filter=filter_record(flt),
             )
             if r.status is Status.NOT_FOUND:
                 e = UnknownKeyError(r.key)
@@ -210,11 +217,15 @@ def subscription_queues(length: int) -> list[QueueConfig]:
     ]
 
 
-def subscription_requests(names: Sequence[str]) -> list[SubscriptionRequest]:
+def subscription_requests(
+    names: Sequence[str], flt: Filter | None = None
+) -> list[SubscriptionRequest]:
     """A KUKSA subscription's ESS subscriptions: queue 0, every write, each event
-    with its value (also of a write that stored equal bytes), and the current
-    values for the first response."""
+    with its value (also of a write that stored equal bytes), the current values
+    for the first response, and the call's filter (its ``min_sample_interval``)."""
     return [
-        SubscriptionRequest(name, 0, Trigger.ON_UPDATE, want_current=True, with_value=True)
+        SubscriptionRequest(
+            name, 0, Trigger.ON_UPDATE, want_current=True, with_value=True, filter=flt
+        )
         for name in names
     ]

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 import grpc
 from google.protobuf.message import DecodeError, Message
+from vehicle_middleware.ess import Filter
 from vehicle_middleware.proto.kuksa.val.v2 import types_pb2, val_pb2, val_pb2_grpc
 from vehicle_middleware.server import codecs
 from vehicle_middleware.server.actuation import Actuation, ActuatorProvider
@@ -488,14 +489,24 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         self, request: val_pb2.SubscribeRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> None:
         who = kuksa_caller(context, self._authenticator)
+        flt, duration = convert.subscribe_filter(request)
         entries = self._entries(val_pb2.SubscribeResponse, by_name=True)
-        await self._stream(who, list(request.signal_paths), request.buffer_size, context, entries)
+        await self._stream(
+            who,
+            list(request.signal_paths),
+            request.buffer_size,
+            context,
+            entries,
+            flt=flt,
+            duration=duration,
+        )
 
     @maps_errors(field="signal_ids")
     async def SubscribeById(
         self, request: val_pb2.SubscribeByIdRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> None:
         who = kuksa_caller(context, self._authenticator)
+        flt, duration = convert.subscribe_filter(request)
         self._subscriptions.check_count("signal_ids", len(request.signal_ids))
         names = []
         for i, key_id in enumerate(request.signal_ids):
@@ -506,7 +517,16 @@ class KuksaV2(val_pb2_grpc.VALServicer):
                 raise e
             names.append(name)
         entries = self._entries(val_pb2.SubscribeByIdResponse, by_name=False)
-        await self._stream(who, names, request.buffer_size, context, entries, field="signal_ids")
+        await self._stream(
+            who,
+            names,
+            request.buffer_size,
+            context,
+            entries,
+            field="signal_ids",
+            flt=flt,
+            duration=duration,
+        )
 
     def _entries(self, response: type[Message], *, by_name: bool) -> codecs.EntryEncoder:
         return _ENTRIES[codecs.selected()](
@@ -521,14 +541,24 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         context: grpc.aio.ServicerContext[Any, Any],
         entries: codecs.EntryEncoder,
         field: str = "signal_paths",
+        *,
+        flt: Filter | None = None,
+        duration: float | None = None,
     ) -> None:
         """Each drained batch as one response, written as the bytes ``entries`` builds
-        (the method's handler takes them as they are: see :data:`PRE_ENCODED`)."""
+        (the method's handler takes them as they are: see :data:`PRE_ENCODED`). With
+        ``duration`` (s), the call ends with OK that long after it began."""
         async with contextlib.aclosing(
-            self._subscriptions.updates(who, names, buffer_size, field)
+            self._subscriptions.updates(who, names, buffer_size, field, flt=flt)
         ) as stream:
-            async for batch in stream:
-                await context.write(entries.encode(batch))
+            deadline = asyncio.timeout(duration)
+            try:
+                async with deadline:
+                    async for batch in stream:
+                        await context.write(entries.encode(batch))
+            except TimeoutError:
+                if not deadline.expired():
+                    raise  # not the call's duration
 
     def _check_count(self, field: str, items: Sequence[Any]) -> None:
         check_count(field, items, self._limits.max_keys_per_request)

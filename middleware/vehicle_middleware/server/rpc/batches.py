@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from vehicle_middleware.ess import Event, RawEvent, data_rows
+from vehicle_middleware.ess import Event, RawEvent, data_rows, unpack_queue
 from vehicle_middleware.server.rpc.convert import event_batch
 from vehicle_middleware.server.wire import ONE_BYTE, short_heads, varint
 
@@ -38,6 +38,7 @@ _DATA_UPDATED: Final = b"\x12"  # an Event's field 2 (data_updated), length-deli
 _TIME: Final = b"\x18"  # a DataUpdated's field 3 (time_ns), a varint
 _DATA: Final = b"\x22"  # field 4 (data), length-delimited
 _QUEUE: Final = b"\x28"  # field 5 (queue), a varint, left out for queue 0
+_WRITES: Final = b"\x30"  # field 6 (writes), a varint, left out for 1 write
 _CONTINUED: Final = tuple(bytes((n | 0x80,)) for n in range(128))
 """A varint's first byte where more follow: its low 7 bits and the continuation bit."""
 _HEADS: Final = (b"",) * 4 + tuple(
@@ -97,6 +98,9 @@ class EventBytes:
         one_byte, continued = ONE_BYTE, _CONTINUED
         heads, data_heads = _HEADS, _DATA_HEADS
         # The data events alone: no type test an event.
+        # A row's last field is its queue, packed with its writes where it stands
+        # for more than one (a filtered subscription's event): 0 only for queue 0
+        # and one write, so the common branch below takes no other.
         for key, seq, time_ns, data, queue in rows:
             try:
                 head, high, seq_rest, fixed = keys[key]
@@ -160,12 +164,16 @@ def _add(
     return pieces, room
 
 
-def _data_updated(fields: bytes, data: bytes | None, queue: int) -> bytes:
-    """An event's piece of a batch, from the bytes of its first fields (key, seq, time)."""
+def _data_updated(fields: bytes, data: bytes | None, packed: int) -> bytes:
+    """An event's piece of a batch, from the bytes of its first fields (key, seq, time)
+    and its row's packed queue and writes."""
+    queue, writes = unpack_queue(packed)
     body = fields
     if data is not None:  # optional: present even when empty
         body += _DATA + varint(len(data)) + data
     if queue:
         body += _QUEUE + varint(queue)
+    if writes > 1:
+        body += _WRITES + varint(writes)
     event = _DATA_UPDATED + varint(len(body)) + body
     return _EVENT + varint(len(event)) + event

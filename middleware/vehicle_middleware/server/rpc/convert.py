@@ -10,7 +10,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from vehicle_middleware.ess import (
+    DataUpdated,
     Event,
+    Filter,
+    InvalidFilterError,
     KeyAdded,
     KeyDemand,
     KeyFresh,
@@ -26,6 +29,7 @@ from vehicle_middleware.ess import (
     SubscriptionInfo,
     SubscriptionRequest,
     Trigger,
+    unpack_queue,
 )
 from vehicle_middleware.proto.vehicle.ess.v1 import ess_pb2
 from vehicle_middleware.proto.vehicle.journal.v1 import journal_pb2
@@ -42,6 +46,8 @@ __all__ = [
     "check_fits",
     "consumer_info",
     "event_batch",
+    "filter_from_pb",
+    "filter_to_pb",
     "follow_batch",
     "get_response",
     "head_conflict_response",
@@ -120,7 +126,11 @@ def event_batch(events: Sequence[Event | RawEvent]) -> ess_pb2.EventBatch:
     add = batch.events.add
     for e in events:
         if isinstance(e, tuple):  # a DataUpdated, or the plain tuple of its fields
-            key, seq, time_ns, data, queue = e
+            if isinstance(e, DataUpdated):
+                key, seq, time_ns, data, queue, writes = e
+            else:  # a row: its queue and writes packed
+                key, seq, time_ns, data, packed = e
+                queue, writes = unpack_queue(packed)
             d = add().data_updated
             d.key = key
             d.seq = seq
@@ -129,6 +139,8 @@ def event_batch(events: Sequence[Event | RawEvent]) -> ess_pb2.EventBatch:
                 d.data = data
             if queue:
                 d.queue = queue
+            if writes > 1:
+                d.writes = writes
         elif isinstance(e, KeyAdded):
             a = add().key_added
             a.SetInParent()
@@ -180,8 +192,47 @@ def subscription_requests(pbs: Sequence[ess_pb2.Subscription]) -> list[Subscript
                 f"subscriptions[{i}].trigger",
                 f"unknown trigger {p.trigger}; use TRIGGER_ON_CHANGE (0) or TRIGGER_ON_UPDATE (1)",
             )
-        out.append(SubscriptionRequest(p.key, p.queue, trigger, p.want_current))
+        flt: Filter | None = None
+        error: InvalidFilterError | None = None
+        if p.HasField("filter"):
+            try:
+                flt = filter_from_pb(p.filter)
+            except InvalidFilterError as e:
+                error = e
+        out.append(
+            SubscriptionRequest(
+                p.key, p.queue, trigger, p.want_current, filter=flt, filter_error=error
+            )
+        )
     return out
+
+
+def filter_from_pb(pb: ess_pb2.Filter) -> Filter | None:
+    """The filter of a ``Filter`` message (None for an empty one).
+
+    Raises:
+        InvalidFilterError: a part outside its rule.
+    """
+    flt = Filter.of_ms(
+        min_interval_ms=pb.min_interval_ms if pb.HasField("min_interval_ms") else None,
+        threshold=pb.threshold if pb.HasField("threshold") else None,
+        range=(pb.range.lo, pb.range.hi) if pb.HasField("range") else None,
+    )
+    return None if flt.empty else flt
+
+
+def filter_to_pb(flt: Filter | None) -> ess_pb2.Filter | None:
+    """A ``Filter`` message of a filter (None for none)."""
+    if flt is None:
+        return None
+    pb = ess_pb2.Filter()
+    if flt.min_interval_ms is not None:
+        pb.min_interval_ms = flt.min_interval_ms
+    if flt.threshold is not None:
+        pb.threshold = flt.threshold
+    if flt.range is not None:
+        pb.range.lo, pb.range.hi = flt.range
+    return pb
 
 
 def register_response(results: Sequence[RegisterResult]) -> list[ess_pb2.SubscriptionResult]:
@@ -204,7 +255,11 @@ def register_response(results: Sequence[RegisterResult]) -> list[ess_pb2.Subscri
 def subscription_infos(infos: Sequence[SubscriptionInfo]) -> list[ess_pb2.SubscriptionInfo]:
     return [
         ess_pb2.SubscriptionInfo(
-            key=i.key, key_id=i.key_id, queue=i.queue, trigger=_TRIGGER_TO_PB[i.trigger]
+            key=i.key,
+            key_id=i.key_id,
+            queue=i.queue,
+            trigger=_TRIGGER_TO_PB[i.trigger],
+            filter=filter_to_pb(i.filter),
         )
         for i in infos
     ]

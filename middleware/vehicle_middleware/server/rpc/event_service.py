@@ -22,6 +22,7 @@ from vehicle_middleware.server.auth.authentication import Authenticator
 from vehicle_middleware.server.auth.read_policy import StreamReadPolicy
 from vehicle_middleware.server.config import RequestLimits
 from vehicle_middleware.server.errors import InvalidRequestError, LimitExceededError
+from vehicle_middleware.server.journal.taps import filter_record
 from vehicle_middleware.server.rpc import convert
 from vehicle_middleware.server.rpc.batches import EventBytes
 from vehicle_middleware.server.rpc.batches_reference import EventMessages
@@ -174,6 +175,7 @@ class EventService(ess_pb2_grpc.EventServiceServicer):
                 queue=req.queue,
                 trigger=req.trigger.name.lower(),
                 status=res.status.name.lower(),
+                filter=filter_record(req.filter),
             )
         return ess_pb2.RegisterResponse(results=convert.register_response(results))
 

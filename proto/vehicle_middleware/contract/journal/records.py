@@ -99,9 +99,10 @@ class Kind(enum.StrEnum):
     token expired, shutdown, failed); a publish stream's has ``details`` instead
     (``{}``), as an events stream's had before the end reasons."""
     REGISTER = "register"
-    """``app``, ``key``, ``key_id``, ``queue``, ``trigger``, ``status``, and the
-    subscription's ``filter``: null for none, else ``{"min_interval_ms": int|null,
-    "threshold": float|null, "range": [lo, hi]|null}``."""
+    """``app``, ``key``, ``key_id``, ``queue``, ``trigger``, ``status``, ``filter``:
+    null, or the subscription's filter as ``{"min_interval_ms": int | null,
+    "threshold": float | null, "range": [lo, hi] | null}`` (absent in journals
+    written before filters: none)."""
     DEREGISTER = "deregister"
     """``app``, ``key``, ``key_id``, ``status``."""
     JOURNAL_DROPPED = "journal_dropped"
@@ -148,9 +149,9 @@ class Kind(enum.StrEnum):
     ``seq``, ``event_hash`` and ``detail``."""
     # -- drops
     EVICTED = "evicted"
-    """``app``, ``key``, ``key_id``, ``queue``, ``seq``, ``reason``; ``write_count``
-    where the event stood for more than one write (a filtered subscription's:
-    absent means 1)."""
+    """``app``, ``key``, ``key_id``, ``queue``, ``seq``, ``reason``, and ``writes``
+    where the event stood for more than one write (a filtered subscription's;
+    absent: 1)."""
     LOST = "lost"
     """As ``evicted``."""
     DISCARDED = "discarded"
@@ -166,10 +167,10 @@ class Kind(enum.StrEnum):
     ordinary write adds nothing."""
     DELIVERED_BATCH = "delivered_batch"
     """One batch handed to the app's stream: ``app``, ``sent_ns``, and one entry per
-    event in ``key_ids``, ``seqs``, ``queues``, ``write_times_ns``; ``writes``: how
-    many writes each event stood for, only where one stood for more than one (a
-    filtered subscription's); absent means 1 each. The writes a filter held back
-    are ``writes`` minus the events: they have no seq, so they leave no gap."""
+    event in ``key_ids``, ``seqs``, ``queues``, ``write_times_ns``, and
+    ``write_counts`` (how many writes each event stood for) only where some event
+    stood for more than one (a filtered subscription's; absent: 1 each). Expanded,
+    an event's count is its ``writes``, as in a drop record."""
     # -- full, one record per event (journals written before the batch records; still read)
     PUBLISH = "publish"
     """``key``, ``key_id``, ``version``, ``changed``, ``size``, ``writer``, ``failure``
@@ -177,8 +178,8 @@ class Kind(enum.StrEnum):
     QUEUED = "queued"
     """``app``, ``key_id``, ``queue``, ``seq``."""
     DELIVERED = "delivered"
-    """``app``, ``key_id``, ``seq``, ``queue``, ``write_time_ns``, ``sent_ns``,
-    ``write_count`` (absent: 1)."""
+    """``app``, ``key_id``, ``seq``, ``queue``, ``write_time_ns``, ``sent_ns``; expanded
+    from a ``delivered_batch`` with ``write_counts``, also ``writes``."""
 
 
 class Cause(enum.StrEnum):
@@ -195,7 +196,7 @@ class Cause(enum.StrEnum):
     (``rm -rf``); reported by the same boot, first in the directory it made again."""
 
 
-_DROP: Final = "app key key_id queue seq reason write_count"
+_DROP: Final = "app key key_id queue seq reason writes"
 _SPECS: Final[dict[Kind, tuple[Level, str]]] = {
     Kind.START: (
         Level.LIFECYCLE,
@@ -234,11 +235,11 @@ _SPECS: Final[dict[Kind, tuple[Level, str]]] = {
     Kind.PUBLISH_BATCH: (Level.FULL, "writer key_ids keys versions changes sizes failures"),
     Kind.DELIVERED_BATCH: (
         Level.FULL,
-        "app sent_ns key_ids seqs queues write_times_ns writes",
+        "app sent_ns key_ids seqs queues write_times_ns write_counts",
     ),
     Kind.PUBLISH: (Level.FULL, "key key_id version changed size writer failure"),
     Kind.QUEUED: (Level.FULL, "app key_id queue seq"),
-    Kind.DELIVERED: (Level.FULL, "app key_id seq queue write_time_ns sent_ns write_count"),
+    Kind.DELIVERED: (Level.FULL, "app key_id seq queue write_time_ns sent_ns writes"),
 }
 
 # Keyed by the kinds, looked up by any string (a Kind is its string).
@@ -321,8 +322,8 @@ FIELDS: Final[dict[str, str]] = {
     "failures": "array<string>",
     "failure": "string",
     "filter": "json",
-    "writes": "array<long>",
-    "write_count": "long",
+    "writes": "long",
+    "write_counts": "array<long>",
 }
 """Every field a record may carry, with its type: the one definition of the
 journal's fields (``vehicle_middleware.telemetry_export.schema`` reads journals by it; the
@@ -385,13 +386,13 @@ BATCH_FIELDS: Final[Mapping[str, tuple[Kind, dict[str, str]]]] = {
             "seqs": "seq",
             "queues": "queue",
             "write_times_ns": "write_time_ns",
-            "writes": "write_count",
+            "write_counts": "writes",
         },
     ),
 }
 """Per batch kind: the per-event kind it stands for, and its array fields -> that
 kind's scalar fields (the one definition readers expand batches by)."""
-OPTIONAL_BATCH_ARRAYS: Final[Mapping[str, object]] = {"failures": None, "writes": 1}
+OPTIONAL_BATCH_ARRAYS: Final[Mapping[str, object]] = {"failures": None, "write_counts": 1}
 """The batch arrays a record may leave out, and what each entry then holds: no
 failure (a value), one write per event."""
 

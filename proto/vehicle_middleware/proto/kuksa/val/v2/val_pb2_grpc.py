@@ -118,9 +118,17 @@ class VALServicer:
         An ESS subscription of its own app (`<app>/kuksa-sub-N`): a queue of
         `buffer_size` events (0: the default 100; at most 200), the drop rule for
         a slow reader (the oldest queued event of the same key goes; drops are
-        counted and journaled). Filters are ignored.
+        counted and journaled).
+        Filter (types.proto): `min_sample_interval.interval_ms` gives at most one
+        update per signal per interval, the latest value; a write within the
+        interval is held and sent when the interval ends (the KUKSA databroker
+        skips such writes instead, so its subscriber may never see the last
+        value of a burst). `duration_ms` (> 0) ends the call with OK that long
+        after it began.
         Errors: NOT_FOUND (an unknown path), PERMISSION_DENIED (not readable),
-        INVALID_ARGUMENT (no path), RESOURCE_EXHAUSTED (event budget, apps).
+        INVALID_ARGUMENT (no path; a present `filter.min_sample_interval` whose
+        `interval_ms` is 0 or above 3600000; `filter.duration_ms` above 86400000,
+        24 h), RESOURCE_EXHAUSTED (event budget, apps).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -70,18 +70,20 @@ class StreamStarted(_message.Message):
     def __init__(self, boot_id: _Optional[str] = ..., queues: _Optional[_Iterable[_Union[QueueConfig, _Mapping]]] = ..., head: _Optional[str] = ..., window: _Optional[int] = ...) -> None: ...
 
 class DataUpdated(_message.Message):
-    __slots__ = ("key", "seq", "time_ns", "data", "queue")
+    __slots__ = ("key", "seq", "time_ns", "data", "queue", "writes")
     KEY_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     TIME_NS_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
+    WRITES_FIELD_NUMBER: _ClassVar[int]
     key: int
     seq: int
     time_ns: int
     data: bytes
     queue: int
-    def __init__(self, key: _Optional[int] = ..., seq: _Optional[int] = ..., time_ns: _Optional[int] = ..., data: _Optional[bytes] = ..., queue: _Optional[int] = ...) -> None: ...
+    writes: int
+    def __init__(self, key: _Optional[int] = ..., seq: _Optional[int] = ..., time_ns: _Optional[int] = ..., data: _Optional[bytes] = ..., queue: _Optional[int] = ..., writes: _Optional[int] = ...) -> None: ...
 
 class KeyAdded(_message.Message):
     __slots__ = ("key", "name")
@@ -168,16 +170,36 @@ class EventBatch(_message.Message):
     def __init__(self, events: _Optional[_Iterable[_Union[Event, _Mapping]]] = ...) -> None: ...
 
 class Subscription(_message.Message):
-    __slots__ = ("key", "queue", "trigger", "want_current")
+    __slots__ = ("key", "queue", "trigger", "want_current", "filter")
     KEY_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     TRIGGER_FIELD_NUMBER: _ClassVar[int]
     WANT_CURRENT_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
     key: str
     queue: int
     trigger: Trigger
     want_current: bool
-    def __init__(self, key: _Optional[str] = ..., queue: _Optional[int] = ..., trigger: _Optional[_Union[Trigger, str]] = ..., want_current: _Optional[bool] = ...) -> None: ...
+    filter: Filter
+    def __init__(self, key: _Optional[str] = ..., queue: _Optional[int] = ..., trigger: _Optional[_Union[Trigger, str]] = ..., want_current: _Optional[bool] = ..., filter: _Optional[_Union[Filter, _Mapping]] = ...) -> None: ...
+
+class Filter(_message.Message):
+    __slots__ = ("min_interval_ms", "threshold", "range")
+    MIN_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    RANGE_FIELD_NUMBER: _ClassVar[int]
+    min_interval_ms: int
+    threshold: float
+    range: Range
+    def __init__(self, min_interval_ms: _Optional[int] = ..., threshold: _Optional[float] = ..., range: _Optional[_Union[Range, _Mapping]] = ...) -> None: ...
+
+class Range(_message.Message):
+    __slots__ = ("lo", "hi")
+    LO_FIELD_NUMBER: _ClassVar[int]
+    HI_FIELD_NUMBER: _ClassVar[int]
+    lo: float
+    hi: float
+    def __init__(self, lo: _Optional[float] = ..., hi: _Optional[float] = ...) -> None: ...
 
 class RegisterRequest(_message.Message):
     __slots__ = ("subscriptions",)
@@ -226,16 +248,18 @@ class GetSubscriptionsRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class SubscriptionInfo(_message.Message):
-    __slots__ = ("key", "key_id", "queue", "trigger")
+    __slots__ = ("key", "key_id", "queue", "trigger", "filter")
     KEY_FIELD_NUMBER: _ClassVar[int]
     KEY_ID_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     TRIGGER_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
     key: str
     key_id: int
     queue: int
     trigger: Trigger
-    def __init__(self, key: _Optional[str] = ..., key_id: _Optional[int] = ..., queue: _Optional[int] = ..., trigger: _Optional[_Union[Trigger, str]] = ...) -> None: ...
+    filter: Filter
+    def __init__(self, key: _Optional[str] = ..., key_id: _Optional[int] = ..., queue: _Optional[int] = ..., trigger: _Optional[_Union[Trigger, str]] = ..., filter: _Optional[_Union[Filter, _Mapping]] = ...) -> None: ...
 
 class GetSubscriptionsResponse(_message.Message):
     __slots__ = ("subscriptions",)

@@ -133,6 +133,11 @@ class EventServiceServicer:
         At most the server's keys-per-request limit (default 1000).
 
         A key the app may not read is STATUS_PERMISSION_DENIED in its result.
+        A bad filter is STATUS_INVALID_ARGUMENT in its result, with a detail
+        naming the field (e.g. `filter.min_interval_ms`) and what is allowed; so
+        is a threshold or range on a key that is not numeric. Re-registering a
+        key replaces its filter too (a value the old filter held goes out at
+        once, as an event).
 
         Errors: UNAUTHENTICATED, FAILED_PRECONDITION (no open event stream: call
         GetEvents first), INVALID_ARGUMENT (empty request, too many keys),
@@ -153,7 +158,8 @@ class EventServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetSubscriptions(self, request, context):
-        """The calling app's subscriptions, in registration order.
+        """The calling app's subscriptions, in registration order, each with its
+        filter.
 
         Errors: UNAUTHENTICATED.
         """
