@@ -52,6 +52,8 @@ _SCALARS: dict[int, st.SearchStrategy[Any]] = {
     FieldDescriptor.TYPE_UINT32: st.one_of(st.integers(0, 5), st.integers(0, 2**32 - 1)),
     FieldDescriptor.TYPE_UINT64: st.one_of(st.integers(0, 5), st.integers(0, 2**64 - 1)),
     FieldDescriptor.TYPE_BOOL: st.booleans(),
+    # NaN and the infinities too: a filter's threshold or range must refuse them.
+    FieldDescriptor.TYPE_DOUBLE: st.floats(),
     FieldDescriptor.TYPE_ENUM: st.one_of(st.integers(0, 3), st.integers(-(2**31), 2**31 - 1)),
 }
 

@@ -110,6 +110,12 @@ async def simulate(
             "following the demand of the first %d keys; the others at their own rates",
             MAX_DEMAND_STREAMS * MAX_BATCH,
         )
+    # The car's initial state: one value of every key at start, whoever watches
+    # (so every key has a value from the start, as a car's ECUs report theirs). The
+    # rate figures leave it out: ``published_per_s`` counts what comes after.
+    initial = sim.step(0.0)
+    await _publish(client, initial, status)
+    status.extra["initial_state"] = len(initial)
     told = [asyncio.Event() for _ in chunks]
     followers = [
         asyncio.create_task(_follow(client, sim, names, t0, woken, status, first))
@@ -135,7 +141,8 @@ async def simulate(
     finally:
         elapsed = time.monotonic() - t0
         if elapsed > 0:
-            status.extra["published_per_s"] = round(status.published / elapsed, 1)
+            after = status.published - len(initial)
+            status.extra["published_per_s"] = round(after / elapsed, 1)
         for task in followers:
             task.cancel()
         for task in followers:
