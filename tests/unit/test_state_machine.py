@@ -152,9 +152,10 @@ class CoreMachine(RuleBasedStateMachine):
     def toggle_key(self, name: str) -> None:
         """Remove the key if it exists, else add it (ids get recycled)."""
         if name in self.model.keys:
-            self._forget(key=self.model.keys[name].id)
+            key_id = self.model.keys[name].id
             self.model.remove_key(name)
             self.store.remove_key(name)
+            self._forget(key=key_id)  # after: the removal reports its discards
         else:
             self.add_key(name)
 
