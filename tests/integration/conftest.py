@@ -5,8 +5,10 @@ its tokens."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, Final
@@ -28,6 +30,24 @@ AUD: Final = "vmw-test"
 """The audience of the tokens that ``secure`` servers accept."""
 NewServer = Callable[..., Awaitable[RunningServer]]
 """The type of the ``new_server`` fixture: ``await new_server(**overrides)``."""
+
+
+async def start_ready(code: str, *args: str) -> asyncio.subprocess.Process:
+    """A Python process running ``code`` with ``args``, once it printed ``ready``
+    (killed if it does not within 30 s). Started asynchronously: the servers of
+    these tests run on the test's own event loop."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", code, *args, stdout=asyncio.subprocess.PIPE
+    )
+    assert proc.stdout is not None
+    try:
+        line = await asyncio.wait_for(proc.stdout.readline(), 30)
+        assert line.strip() == b"ready", line
+    except BaseException:
+        proc.kill()
+        await proc.wait()
+        raise
+    return proc
 
 
 def settings_for(request: pytest.FixtureRequest, **overrides: Any) -> Settings:

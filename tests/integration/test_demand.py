@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import sys
 import textwrap
 import time
 from collections.abc import AsyncIterator, Callable
@@ -28,7 +27,7 @@ from vehicle_middleware.sdk import AppClient, KeyDemand, ProviderClient, Sub
 from vehicle_middleware.server.server import RunningServer
 
 from tests.conftest import eventually, fails
-from tests.integration.conftest import Keys, NewServer, Stubs, token_mode
+from tests.integration.conftest import Keys, NewServer, Stubs, start_ready, token_mode
 from tests.integration.test_kuksa_client import FilteredProvider
 
 SPEED = "Vehicle.Demand.Speed"
@@ -90,18 +89,7 @@ APP = textwrap.dedent("""
 
 async def start_app(address: str, app_id: str, *keys: str) -> asyncio.subprocess.Process:
     """An app in a process of its own, subscribed to ``keys`` once it prints ready."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", APP, address, app_id, *keys, stdout=asyncio.subprocess.PIPE
-    )
-    assert proc.stdout is not None
-    try:
-        line = await asyncio.wait_for(proc.stdout.readline(), 30)
-    except BaseException:
-        proc.kill()
-        await proc.wait()
-        raise
-    assert line.strip() == b"ready"
-    return proc
+    return await start_ready(APP, address, app_id, *keys)
 
 
 @pytest.mark.settings(demand_interval_s=INTERVAL_S)

@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import sys
 import textwrap
 import time
 from pathlib import Path
@@ -43,7 +42,7 @@ from vehicle_middleware.server.journal import read_journal
 from vehicle_middleware.server.server import RunningServer
 
 from tests.conftest import eventually, fails
-from tests.integration.conftest import TEST_SETTINGS, serving
+from tests.integration.conftest import TEST_SETTINGS, serving, start_ready
 
 PERIOD = 0.5
 DELIVERY = 0.4
@@ -263,18 +262,7 @@ FREE = "Vehicle.Free.C"
 
 
 async def start_provider(address: str) -> asyncio.subprocess.Process:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", PROVIDER, address, *CLAIMED, stdout=asyncio.subprocess.PIPE
-    )
-    assert proc.stdout is not None
-    try:
-        line = await asyncio.wait_for(proc.stdout.readline(), 30)
-    except BaseException:
-        proc.kill()
-        await proc.wait()
-        raise
-    assert line.strip() == b"ready"
-    return proc
+    return await start_ready(PROVIDER, address, *CLAIMED)
 
 
 async def test_apps_hear_a_killed_provider_went_away_and_came_back(tmp_path: Path) -> None:

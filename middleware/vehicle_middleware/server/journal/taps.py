@@ -134,21 +134,14 @@ class PublishTap:
         key_ids, keys, versions, changes, sizes = zip(*self._writes, strict=True)
         count = len(self._writes)
         self._writes = []
-        if not self._failures:
-            self._journal.record(
-                _PUBLISH_BATCH,
-                writer=self._writer,
-                key_ids=key_ids,
-                keys=keys,
-                versions=versions,
-                changes=changes,
-                sizes=sizes,
-            )
-            return
-        failures: list[str | None] = [None] * count
-        for index, code in self._failures:
-            failures[index] = code
-        self._failures = []
+        # ``failures`` only where a write of the batch is one: ordinary writes add nothing.
+        extra: dict[str, list[str | None]] = {}
+        if self._failures:
+            failures: list[str | None] = [None] * count
+            for index, code in self._failures:
+                failures[index] = code
+            self._failures = []
+            extra["failures"] = failures
         self._journal.record(
             _PUBLISH_BATCH,
             writer=self._writer,
@@ -157,7 +150,7 @@ class PublishTap:
             versions=versions,
             changes=changes,
             sizes=sizes,
-            failures=failures,
+            **extra,
         )
 
 
