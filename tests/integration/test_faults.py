@@ -328,7 +328,7 @@ async def test_an_app_that_stops_reading_is_reported_while_stuck_every_period_an
             "vehicle_middleware.providers", "sim", "--target", m.address, "--rate-scale", "3",
             "--status", str(tmp_path / "sim.json"),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        ),
+        ) as car,
     ):  # fmt: skip
         await eventually(
             lambda: (read_status(tmp_path / "sim.json") or {}).get("state") == "publishing",
@@ -381,6 +381,9 @@ async def test_an_app_that_stops_reading_is_reported_while_stuck_every_period_an
                 # Running counts: the episode's total grows by what each line adds.
                 assert int(first[2]) > int(started[1])
                 assert int(second[2]) == int(first[2]) + int(second[1])
+                # The car pauses and the app reads again: it catches up however
+                # loaded the machine is (it need not outrun a 3x car).
+                car.send_signal(signal.SIGSTOP)
                 reading.set()
                 await asyncio.to_thread(
                     m.wait_for_log,
