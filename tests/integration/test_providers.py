@@ -19,6 +19,18 @@ from tests.integration.test_process import start, stop
 SPEED = "Vehicle.Speed"
 
 
+def end(provider: subprocess.Popen[str]) -> str:
+    """Stop the provider process (SIGTERM, SIGKILL after 15 s); what it wrote to stderr."""
+    try:
+        provider.terminate()
+        _, err = provider.communicate(timeout=15)
+    finally:
+        if provider.poll() is None:
+            provider.kill()
+            provider.wait()
+    return str(err)
+
+
 async def speeds(app: AppClient, n: int) -> list[float]:
     """The next ``n`` speed values (reconnections pass by)."""
     out: list[float] = []
@@ -83,12 +95,8 @@ async def test_the_simulated_car_survives_a_middleware_restart(tmp_path: Path) -
         )
     finally:
         try:
-            provider.terminate()
-            _, err = provider.communicate(timeout=15)
+            err = end(provider)
         finally:
-            if provider.poll() is None:
-                provider.kill()
-                provider.wait()
             stop(middleware)
     assert provider.returncode == 0, err
     final = json.loads(status.read_text())
@@ -135,11 +143,7 @@ async def test_the_simulated_car_samples_only_what_apps_watch_a_killed_app_inclu
                 await killed.wait()
     finally:
         try:
-            provider.terminate()
-            _, err = provider.communicate(timeout=15)
+            err = end(provider)
         finally:
-            if provider.poll() is None:
-                provider.kill()
-                provider.wait()
             stop(middleware)
     assert provider.returncode == 0, err

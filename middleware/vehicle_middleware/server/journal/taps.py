@@ -172,25 +172,18 @@ def record_delivered(
         return
     # strict=False: every data event has the same five fields, so the check would find nothing.
     key_ids, seqs, times, _, queues = zip(*data, strict=False)
-    if not several or max(queues) <= ONE_WRITE_MAX:  # every event one write
-        journal.record(
-            _DELIVERED_BATCH,
-            app=app,
-            sent_ns=time.time_ns(),
-            key_ids=key_ids,
-            seqs=seqs,
-            queues=queues,
-            write_times_ns=times,
-        )
-        return
-    unpacked = [unpack_queue(q) for q in queues]  # some event stands for several writes
+    extra: dict[str, list[int]] = {}
+    if several and max(queues) > ONE_WRITE_MAX:  # some event stands for several writes
+        unpacked = [unpack_queue(q) for q in queues]
+        queues = tuple(q for q, _ in unpacked)
+        extra["write_counts"] = [w for _, w in unpacked]
     journal.record(
         _DELIVERED_BATCH,
         app=app,
         sent_ns=time.time_ns(),
         key_ids=key_ids,
         seqs=seqs,
-        queues=tuple(q for q, _ in unpacked),
+        queues=queues,
         write_times_ns=times,
-        write_counts=[w for _, w in unpacked],
+        **extra,
     )
