@@ -142,7 +142,16 @@ async def test_the_shortest_interval_asked_is_told_and_every_write_wins(
         ess.open_stream("every-write")
         ess.register("every-write", [SubscriptionRequest(SPEED)])
         await eventually(lambda: follower.latest[SPEED] == KeyDemand(SPEED, True, 0.0))
-        for app in ("every-write", "fast-app"):
+        # A shorter interval beside one that wants every write changes what a KUKSA
+        # provider is told, not this stream's demand: no message, then the next change.
+        told, batches = follower.messages, server.runtime.demand.batches
+        ess.open_stream("faster-app")
+        ess.register("faster-app", [SubscriptionRequest(SPEED, filter=Filter(20_000_000))])
+        await eventually(lambda: server.runtime.demand.batches > batches, what="a batch taken")
+        ess.remove_app("every-write")
+        await eventually(lambda: follower.latest[SPEED] == KeyDemand(SPEED, True, 0.02))
+        assert follower.messages == told + 1
+        for app in ("faster-app", "fast-app"):
             ess.remove_app(app)
         await eventually(lambda: follower.latest[SPEED] == KeyDemand(SPEED, True, 0.5))
         ess.remove_app("slow-app")

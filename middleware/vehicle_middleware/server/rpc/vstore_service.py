@@ -310,9 +310,19 @@ class VStoreService(vstore_pb2_grpc.VStoreServicer):
         counts.opened(who.app, publish=True)
         watch = self._demand.watch(keys)
         log.debug("app %s follows the demand of %d keys", who.app, len(keys))
+        told: dict[int, tuple[bool, int]] = {}
         try:
             while True:
-                changes = await watch.next()
+                # What a WatchDemand stream says of a key: watched, and its interval.
+                # A change of what only KUKSA providers are told is no news here.
+                changes = {
+                    key: d
+                    for key, d in (await watch.next()).items()
+                    if told.get(key) != (d.watched, d.min_interval_ns)
+                }
+                if not changes:
+                    continue
+                told.update((key, (d.watched, d.min_interval_ns)) for key, d in changes.items())
                 await context.write(convert.demand_update(changes, watch.keys))
         finally:
             self._demand.unwatch(watch)
