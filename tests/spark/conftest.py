@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
+import warnings
 from collections.abc import Iterator
 from typing import Final
 
@@ -22,15 +24,27 @@ os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", SHORT_RUN_JVM)  # a cluster's ma
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
-    from vehicle_middleware.telemetry_export.session import build_session
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
+    """The session; its driver's output in a file, so that a JVM that exits as it
+    starts says why. Such a start is tried once more (said as a warning, with the
+    reason): a machine short of memory or threads for a moment fails one start,
+    not the Spark tests of a whole worker."""
+    from vehicle_middleware.telemetry_export.session import DriverStartError, build_session
 
-    session = build_session(
+    log = tmp_path_factory.mktemp("spark-driver") / "driver.log"
+    start = functools.partial(
+        build_session,
         "local[1]",
         app_name="vehicle_middleware.telemetry_export-tests",
         shuffle_partitions=1,
         extra={"spark.sql.adaptive.enabled": "false", "spark.driver.memory": "1g"},
+        driver_log=log,
     )
+    try:
+        session = start()
+    except DriverStartError as e:
+        warnings.warn(f"{e}; starting it once more", stacklevel=1)
+        session = start()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

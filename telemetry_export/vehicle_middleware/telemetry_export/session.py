@@ -45,7 +45,13 @@ from typing import Final
 from pyspark.sql import SparkSession
 from vehicle_middleware.telemetry_export import jvm
 
-__all__ = ["SPARK_LOG_LEVELS", "build_session", "log4j2_properties", "stop_session"]
+__all__ = [
+    "SPARK_LOG_LEVELS",
+    "DriverStartError",
+    "build_session",
+    "log4j2_properties",
+    "stop_session",
+]
 
 SPARK_LOG_LEVELS: Final = ("error", "warn", "info", "debug")
 """What ``spark_log_level`` takes (log4j's level names)."""
@@ -108,22 +114,28 @@ def build_session(
     extra: dict[str, str] | None = None,
     fast_parse: bool = True,
     spark_log_level: str = "error",
+    driver_log: Path | None = None,
 ) -> SparkSession:
     """A session for ``master`` (default: ``local[*]``, or what spark-submit set),
     with ingest's JVM parse (:mod:`vehicle_middleware.telemetry_export.jvm`) unless ``fast_parse``
     is false, or there is no JDK, or a session already runs without it; Spark's
     own log at ``spark_log_level`` (one of :data:`SPARK_LOG_LEVELS`).
 
+    ``driver_log``: where the driver's JVM, if this call starts it, writes what it
+    prints (appended); by default it writes to this process's output.
+
     Raises:
         ValueError: ``spark_log_level`` is not a level.
+        DriverStartError: the driver's JVM, started with a ``driver_log``, exited
+            before it answered; the error holds the end of that log.
     """
     log_config = _log_config(spark_log_level)
-    builder = SparkSession.builder.appName(app_name)
+    conf = {"spark.app.name": app_name}
     if master:
-        builder = builder.master(master)
+        conf["spark.master"] = master
     elif not SparkSession.getActiveSession():
-        builder = builder.master("local[*]")
-    conf = {
+        conf["spark.master"] = "local[*]"
+    conf |= {
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
         "spark.sql.adaptive.enabled": "true",
         "spark.sql.session.timeZone": "UTC",
@@ -147,6 +159,9 @@ def build_session(
     conf["spark.driver.extraJavaOptions"] = (
         f"{java_options} -Dlog4j2.configurationFile=file:{log_config}".strip()
     )
+    if driver_log is not None:
+        _start_driver(conf, driver_log)
+    builder = SparkSession.builder
     for k, v in conf.items():
         builder = builder.config(k, v)
     session = builder.getOrCreate()
@@ -154,6 +169,36 @@ def build_session(
     if jar is not None:
         jvm.register(session)
     return session
+
+
+class DriverStartError(RuntimeError):
+    """The driver's JVM exited as it started (:func:`build_session`'s ``driver_log``)."""
+
+
+def _start_driver(settings: dict[str, str], log: Path) -> None:
+    """Start the driver's JVM with ``settings``, as ``getOrCreate`` would,
+    with its output in ``log``; nothing if a driver runs or spark-submit started
+    this process (then the JVM is already there)."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.errors import PySparkRuntimeError
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._active_spark_context is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return
+    conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        try:
+            gateway = launch_gateway(  # type: ignore[no-untyped-call]
+                conf, {"stdout": out, "stderr": subprocess.STDOUT}
+            )
+        except PySparkRuntimeError as e:
+            said = log.read_bytes()[-2000:].decode(errors="replace").strip()
+            raise DriverStartError(
+                f"Spark's driver JVM exited before it answered ({e}); "
+                f"the end of {log}: {said or '(nothing)'}"
+            ) from e
+    SparkContext(conf=conf, gateway=gateway)
 
 
 def stop_session(spark: SparkSession, timeout: float = 30.0) -> None:
