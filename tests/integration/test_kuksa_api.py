@@ -679,6 +679,28 @@ async def test_a_provider_error_fails_what_the_stream_published_read_as_datapoin
     call.cancel()
 
 
+async def test_a_provider_error_before_the_stream_provides_anything_ends_it_aborted(
+    server: RunningServer, channel: grpc.aio.Channel
+) -> None:
+    """As the databroker: a ``ProviderErrorIndication`` on a stream that has neither
+    provided nor published a signal ends it with ABORTED saying what to send first;
+    nothing is written."""
+    provider = Provider(v2_grpc.VALStub(channel))
+    await provider.requests.put(
+        v2.OpenProviderStreamRequest(
+            provider_error_indication=v2.ProviderErrorIndication(provider_error=t2.CODE_OVERLOAD)
+        )
+    )
+    await fails(
+        provider.call.read(),
+        grpc.StatusCode.ABORTED,
+        "provider_error_indication",
+        "send a ProvideSignalRequest (or publish) first",
+    )
+    assert server.runtime.store.get("Vehicle.Speed").data is None
+    await provider.requests.put(None)
+
+
 async def test_a_datapoint_published_without_a_value_is_not_available_on_v1_and_v2(
     server: RunningServer, channel: grpc.aio.Channel
 ) -> None:

@@ -610,13 +610,28 @@ def write_segments(
     return records
 
 
+@pytest.fixture
+def archives() -> Iterator[Callable[[Path], Archive]]:
+    """Archives of a directory, their open segments closed at the test's end (as the
+    journal's feed closes its own)."""
+    made: list[Archive] = []
+
+    def make(directory: Path) -> Archive:
+        made.append(Archive(directory))
+        return made[-1]
+
+    yield make
+    for archive in made:
+        archive.close()
+
+
 @pytest.mark.parametrize("compress", [False, True])
 @pytest.mark.parametrize("start", STARTS)
 def test_the_archive_reads_a_boot_after_an_offset_across_segments(
-    tmp_path: Path, start: int, compress: bool
+    tmp_path: Path, start: int, compress: bool, archives: Callable[[Path], Archive]
 ) -> None:
     write_segments(tmp_path, "b", start, [4, 4, 4], compress=compress)
-    archive = Archive(tmp_path)
+    archive = archives(tmp_path)
     [span] = archive.boots()
     assert (span.boot_id, span.first, span.last, span.starts) == ("b", start, at(start, 11), True)
     got, offset = [], pred(start)
@@ -641,14 +656,14 @@ def test_the_archive_reads_a_boot_after_an_offset_across_segments(
 
 @pytest.mark.parametrize("compress", [False, True])
 def test_the_archive_reads_on_in_a_growing_segment_from_where_it_stopped(
-    tmp_path: Path, compress: bool
+    tmp_path: Path, compress: bool, archives: Callable[[Path], Archive]
 ) -> None:
     """The reader left at the end of the segment being written reads what is appended
     later (a gzip member per batch); a line torn mid-write is read once it is whole."""
     chain = Chain()
     name = tmp_path / segment_name(10**18, "b", 1, compress=compress)
     lines = [chain.line({"kind": "lost", "boot_id": "b", "offset": o}) for o in range(6)]
-    archive = Archive(tmp_path)
+    archive = archives(tmp_path)
 
     def append(data: bytes) -> None:
         with name.open("ab") as fh:
@@ -670,7 +685,7 @@ def test_the_archive_reads_on_in_a_growing_segment_from_where_it_stopped(
         assert read(1) == ([2, 3], 3)
     append(b"".join(lines[4:]))
     assert read(3) == ([4, 5], 5)
-    assert read(pred(0), Archive(tmp_path)) == ([0, 1, 2, 3, 4, 5], 5)  # afresh: the same
+    assert read(pred(0), archives(tmp_path)) == ([0, 1, 2, 3, 4, 5], 5)  # afresh: the same
 
 
 def _bytes_read() -> int:
@@ -681,13 +696,15 @@ def _bytes_read() -> int:
     raise AssertionError("no rchar in /proc/self/io")
 
 
-def test_a_catch_up_over_gzip_segments_reads_each_segment_once(tmp_path: Path) -> None:
+def test_a_catch_up_over_gzip_segments_reads_each_segment_once(
+    tmp_path: Path, archives: Callable[[Path], Archive]
+) -> None:
     """A consumer catching up from disk reads a segment in many answers; a gzip segment
     cannot seek without inflating it from its start, so each answer must go on from an
     open segment, not reopen it (that read a segment once per answer: quadratic)."""
     write_segments(tmp_path, "b", TOP, [1500, 1500, 1500], compress=True)
     size = sum(p.stat().st_size for p in tmp_path.iterdir())
-    archive = Archive(tmp_path)
+    archive = archives(tmp_path)
     archive.segments()  # each segment's first line, read once and kept
     before = _bytes_read()
     got, offset = [], pred(TOP)

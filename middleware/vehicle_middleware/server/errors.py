@@ -135,6 +135,18 @@ class AlreadyProvidedError(MiddlewareError):
         super().__init__(f"actuator {key!r} is already provided by {owner!r}")
 
 
+class NothingProvidedError(MiddlewareError):
+    """A provider stream's request about the signals it speaks for (``field``) came
+    before the stream provided or published any."""
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+        super().__init__(
+            f"{field}: this stream provides no signal yet; "
+            "send a ProvideSignalRequest (or publish) first"
+        )
+
+
 class ScopeDeniedError(MiddlewareError, PermissionError):
     """The caller's token lacks a scope the call needs (not about one key)."""
 

@@ -24,7 +24,12 @@ from vehicle_middleware.server.auth.permissions import require
 from vehicle_middleware.server.auth.rate_limits import RateLimits
 from vehicle_middleware.server.config import RequestLimits
 from vehicle_middleware.server.demand import DemandPublisher
-from vehicle_middleware.server.errors import InvalidRequestError, LimitExceededError, NotServedError
+from vehicle_middleware.server.errors import (
+    InvalidRequestError,
+    LimitExceededError,
+    NothingProvidedError,
+    NotServedError,
+)
 from vehicle_middleware.server.kuksa import convert
 from vehicle_middleware.server.kuksa.common import (
     actuation_target,
@@ -341,6 +346,8 @@ class KuksaV2(val_pb2_grpc.VALServicer):
             elif action == "update_filter_response":
                 filters.answered(request.update_filter_response)
             elif action == "provider_error_indication":
+                if not provided:  # the databroker, too, ends the stream: ABORTED
+                    raise NothingProvidedError("provider_error_indication")
                 code = request.provider_error_indication.provider_error
                 self._provider_failed(who, provided, convert.provider_failure(code))
             # Provider-value answers: nothing asks for them here.
@@ -377,7 +384,7 @@ class KuksaV2(val_pb2_grpc.VALServicer):
         or provides, that it may still write, gets ``failure`` in one write (a
         datapoint without a value to KUKSA readers); keys removed or claimed by
         another since are left as they are, as the databroker leaves those it
-        cannot update. Nothing to fail (nothing published yet): nothing written."""
+        cannot update."""
         store = self._store
         checks = self._claims.checks_writes(who)
         failing: list[int] = []

@@ -27,6 +27,7 @@ from vehicle_middleware.server.errors import (
     InvalidRequestError,
     JournalDisabledError,
     LimitExceededError,
+    NothingProvidedError,
     NotServedError,
     OffsetOutOfRangeError,
     PermissionDeniedError,
@@ -75,6 +76,7 @@ STATUS_OF: Final[tuple[tuple[type[BaseException], grpc.StatusCode], ...]] = (
     (UnknownConsumerError, grpc.StatusCode.NOT_FOUND),
     (OffsetOutOfRangeError, grpc.StatusCode.OUT_OF_RANGE),
     (FollowReplacedError, grpc.StatusCode.ABORTED),
+    (NothingProvidedError, grpc.StatusCode.ABORTED),  # as the KUKSA databroker
     (NotServedError, grpc.StatusCode.UNIMPLEMENTED),
     # Its code depends on why the stream ended: STREAM_END (status_for looks there first).
     (StreamEndedError, grpc.StatusCode.ABORTED),
