@@ -209,15 +209,39 @@ def test_a_signal_that_missed_ticks_skips_them_and_resumes_on_its_own_grid() -> 
     assert sim.next_due() == pytest.approx(first + 0.1 * 21)
 
 
-def test_a_signal_nobody_watches_is_not_sampled_and_is_due_at_once_when_watched() -> None:
+def test_a_signal_nobody_watches_is_not_sampled_and_is_due_within_its_period_when_watched() -> None:
     sim = Simulation(default_catalog())
     sim.step(0.0)
     for name in sim.names:
         sim.follow(name, watched=name == "Vehicle.Speed", min_interval_s=0.0, t=0.0)
-    assert {name for _, name, _ in drive_from(sim, 0.01, 10)} == {"Vehicle.Speed"}
+    assert {name for _, name, _ in drive_from(sim, 0.01, 30)} == {"Vehicle.Speed"}
     assert sim.demanded_rate == pytest.approx(1 / sim.period("Vehicle.Speed"))
-    sim.follow("Vehicle.Cabin.HVAC.AmbientAirTemperature", watched=True, min_interval_s=0, t=10.0)
-    assert "Vehicle.Cabin.HVAC.AmbientAirTemperature" in {n for n, _ in sim.step(10.0)}
+    temperature = "Vehicle.Cabin.HVAC.AmbientAirTemperature"
+    sim.follow(temperature, watched=True, min_interval_s=0, t=30.0)
+    first = [
+        t
+        for t, name, _ in drive_from(sim, 30.0, 31.0 + sim.period(temperature))
+        if name == temperature
+    ]
+    assert first, "not sampled within its period"
+    assert first[0] <= 30.0 + sim.period(temperature)
+
+
+def test_signals_watched_at_once_are_sampled_spread_over_their_periods() -> None:
+    """An app subscribing to every signal: the car does not sample them all in one
+    batch (which could overflow the app's queue before it reads), but each at its
+    next tick, within its period."""
+    sim = Simulation(default_catalog())
+    sim.step(0.0)
+    for name in sim.names:
+        sim.follow(name, watched=False, min_interval_s=0.0, t=0.0)
+    drive_from(sim, 0.01, 30)  # every signal's next tick passed: none is scheduled
+    for name in sim.names:
+        sim.follow(name, watched=True, min_interval_s=0.0, t=30.0)
+    assert len(sim.step(30.0)) < len(sim.names) / 10
+    longest = max(sim.period(name) for name in sim.names)
+    seen = {name for _, name, _ in drive_from(sim, 30.0, 30.0 + longest + 0.01)}
+    assert seen == set(sim.names)
 
 
 def test_a_watched_signal_follows_the_interval_asked_but_never_faster_than_its_own() -> None:

@@ -149,7 +149,10 @@ class Simulation:
     def follow(self, name: str, *, watched: bool, min_interval_s: float, t: float) -> None:
         """Follow the demand of signal ``name`` from time ``t``: sampled while
         ``watched``, at most once per ``min_interval_s`` (0: every tick) and never
-        faster than its own period. A signal that becomes watched is due at once.
+        faster than its own period. A signal that becomes watched is due at its
+        next tick (:func:`_next_tick`), within one period: an app that subscribes
+        to every signal gets them spread over their periods, as ECUs tick, not all
+        in one batch, which could overflow its queue before it reads.
         Unknown names are ignored. O(log n).
         """
         i = self._index.get(name)
@@ -160,7 +163,7 @@ class Simulation:
         d.interval = min_interval_s if watched else 0.0
         if watched and not d.scheduled:
             d.scheduled = True
-            heapq.heappush(self._due, (t, i))
+            heapq.heappush(self._due, (_next_tick(d, t), i))
 
     def next_due(self) -> float:
         """When the next signal is due (``inf`` with none)."""
@@ -197,6 +200,15 @@ class Simulation:
             d.last_t = t
             out.append((name, coerce(d.signal, value, d.resolution)))
         return out
+
+
+def _next_tick(d: _Driven, t: float) -> float:
+    """The first tick of ``d`` at or after ``t`` on its own grid: its phase, then
+    once per period as followed."""
+    if t <= d.phase:
+        return d.phase
+    period = d.step_period
+    return d.phase + period * math.ceil((t - d.phase) / period)
 
 
 def extra_signals(n: int, *, hz: float = 1.0) -> list[Signal]:
